@@ -1,0 +1,162 @@
+"""TNN blocks and models (TNN paper §3.1, Figure 2; official standalone code).
+
+    GTU   u = SiLU(W_u x), v = SiLU(W_v x), out = W_o(u ⊙ op(v)), expand ratio 3
+    GLU   W_3(SiLU(W_1 x) ⊙ W_2 x)
+    layer x + GTU(N(x)), then x + GLU(N(x))   (pre-norm, RMSNorm)
+
+Two models share the layer stack; the operator kind is one field of the config,
+so every model exists in tno, ski and fd form:
+    CausalLM            embedding -> layers -> norm -> tied head, logits [B, n, V]
+    SequenceClassifier  embedding -> layers -> norm -> mean pool -> head, logits [B, C]
+
+Neither has a maximum length: a model built and trained at n runs at any n.
+Letters: B batch, n length, d model width, V vocabulary, C classes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .operators import OperatorConfig, build_operator
+
+__all__ = ["ModelConfig", "GTU", "GLU", "TNNLayer", "CausalLM", "SequenceClassifier",
+           "build_model"]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A TNN model. Unknown fields raise."""
+
+    task: Literal["lm", "classify"] = "lm"  # lm: causal next-token; classify: pooled label
+    vocab_size: int = 128  # input tokens
+    num_classes: int = 10  # classify only: output classes
+    dim: int = 64  # d, the model width
+    layers: int = 2  # TNN layers
+    expand_ratio: int = 3  # GTU inner width = expand_ratio * d (the operator's D)
+    glu_dim: int | None = None  # GLU hidden width; None means d
+    operator: OperatorConfig = field(default_factory=OperatorConfig)
+
+    def __post_init__(self):
+        if self.task not in ("lm", "classify"):
+            raise ValueError(f"task must be one of ('lm', 'classify'); got {self.task!r}")
+        for name, low in (("vocab_size", 1), ("num_classes", 2), ("dim", 1), ("layers", 1),
+                          ("expand_ratio", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer in [{low}, inf); got {value!r}")
+        if self.glu_dim is not None and (not isinstance(self.glu_dim, int) or self.glu_dim < 1):
+            raise ValueError(f"glu_dim must be an integer in [1, inf); got {self.glu_dim!r}")
+        if not isinstance(self.operator, OperatorConfig):
+            raise ValueError(f"operator must be an OperatorConfig; got {self.operator!r}")
+        if self.task == "lm" and not self.operator.causal:
+            raise ValueError("operator.causal must be True for task='lm' (a language model "
+                             "may not see the future); got False")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ModelConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown ModelConfig fields {unknown}; allowed: {sorted(known)}")
+        data = dict(data)
+        if isinstance(data.get("operator"), dict):
+            data["operator"] = OperatorConfig.from_dict(data["operator"])
+        return cls(**data)
+
+
+class GTU(nn.Module):
+    """Gated Toeplitz unit: the token mixer of a TNN layer."""
+
+    def __init__(self, dim: int, expand_ratio: int, operator: OperatorConfig):
+        super().__init__()
+        inner = expand_ratio * dim
+        self.u_proj = nn.Linear(dim, inner)
+        self.v_proj = nn.Linear(dim, inner)
+        self.out_proj = nn.Linear(inner, dim)
+        self.op = build_operator(operator, inner)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, n, d) -> (B, n, d)
+        u = F.silu(self.u_proj(x))  # (B, n, e d)
+        v = F.silu(self.v_proj(x))  # (B, n, e d)
+        return self.out_proj(u * self.op(v))  # (B, n, d)
+
+
+class GLU(nn.Module):
+    """Gated linear unit: the channel mixer of a TNN layer."""
+
+    def __init__(self, dim: int, hidden: int):
+        super().__init__()
+        self.l1 = nn.Linear(dim, hidden)
+        self.l2 = nn.Linear(dim, hidden)
+        self.l3 = nn.Linear(hidden, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, n, d) -> (B, n, d)
+        return self.l3(F.silu(self.l1(x)) * self.l2(x))
+
+
+class TNNLayer(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        d = config.dim
+        self.norm1 = nn.RMSNorm(d)
+        self.gtu = GTU(d, config.expand_ratio, config.operator)
+        self.norm2 = nn.RMSNorm(d)
+        self.glu = GLU(d, config.glu_dim or d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, n, d) -> (B, n, d)
+        x = x + self.gtu(self.norm1(x))
+        return x + self.glu(self.norm2(x))
+
+
+class _Backbone(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.vocab_size, config.dim)
+        self.layers = nn.ModuleList(TNNLayer(config) for _ in range(config.layers))
+        self.norm = nn.RMSNorm(config.dim)
+
+    def features(self, tokens: torch.Tensor) -> torch.Tensor:  # (B, n) long -> (B, n, d)
+        if tokens.dim() != 2 or tokens.shape[1] < 1:
+            raise ValueError(f"tokens must have shape [B, n >= 1]; got {tuple(tokens.shape)}")
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.config.vocab_size):
+            raise ValueError(f"tokens must be in [0, {self.config.vocab_size - 1}]; got "
+                             f"values in [{int(tokens.min())}, {int(tokens.max())}]")
+        x = self.embed(tokens)  # (B, n, d)
+        for layer in self.layers:
+            x = layer(x)
+        return self.norm(x)
+
+    def operators(self) -> list:
+        """The token mixers, one per layer (for kernel inspection)."""
+        return [layer.gtu.op for layer in self.layers]
+
+
+class CausalLM(_Backbone):
+    """Next-token language model with a head tied to the embedding."""
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:  # (B, n) -> (B, n, V)
+        return self.features(tokens) @ self.embed.weight.T
+
+
+class SequenceClassifier(_Backbone):
+    """Sequence classifier with a mean-pooled head."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        self.head = nn.Linear(config.dim, config.num_classes)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:  # (B, n) -> (B, C)
+        return self.head(self.features(tokens).mean(dim=1))
+
+
+def build_model(config: ModelConfig) -> nn.Module:
+    return CausalLM(config) if config.task == "lm" else SequenceClassifier(config)
