@@ -1,0 +1,29 @@
+"""Toeplitz Lab: the frame. Navigation over the pages and the shared sidebar.
+
+Run with `make run` (or `streamlit run app.py`). Pages hold layout only; every
+computation comes from `tnn_core` through cached functions in `pages/_ui.py`.
+"""
+
+import streamlit as st
+import torch
+
+st.set_page_config(page_title="Toeplitz Lab", page_icon=":material/grid_on:", layout="wide")
+
+PAGES = [
+    st.Page("pages/home.py", title="Welcome", icon=":material/home:", url_path="home",
+            default=True),
+    st.Page("pages/basics.py", title="Toeplitz basics", icon=":material/grid_on:",
+            url_path="basics"),
+]
+
+with st.sidebar:
+    st.markdown("**Toeplitz Lab**")
+    devices = ["auto", "cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    st.selectbox("Device", devices, key="device",
+                 help="Where tensors live. 'auto' uses a GPU when one is available; "
+                      "cuda is offered only when PyTorch can see one.")
+    st.number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, step=1, key="seed",
+                    help="Seeds every random choice on the pages: initial weights of the "
+                         "demo operators and the random inputs.")
+
+st.navigation(PAGES).run()

@@ -1,0 +1,29 @@
+"""Landing page: what the lab is and where to start."""
+
+import streamlit as st
+
+from pages import _ui
+
+_ui.ensure_app_frame()
+
+st.title("Toeplitz Lab")
+st.markdown(
+    """
+An interactive lab for **Toeplitz neural networks**: sequence models whose token
+mixing is a Toeplitz matrix, $T_{ij} = t_{i-j}$, one per channel.
+
+- **TNN** (Qin et al., ICLR 2023) learns the coefficients $t_k$ with a small MLP of the
+  lag $k$ (the *RPE*) times a decay $\\lambda^{|k|}$, and applies $T$ in
+  $O(n \\log n)$ with the FFT.
+- **SKI-TNN** ("SKI to go Faster") splits $T$ into a band (a short convolution) plus a
+  low-rank part $W A W^\\top$ on $r$ inducing points: $O(n + r \\log r)$.
+- **FD-TNN** learns the kernel's frequency response instead, and gets exact
+  causality from the Hilbert transform.
+
+Every fast operator here is checked against its dense matrix in the tests.
+"""
+)
+st.subheader("Where to start")
+st.page_link("pages/basics.py", label="Toeplitz basics: what a Toeplitz kernel is, and why "
+             "the FFT product is exact and fast", icon=":material/grid_on:")
+st.caption("The sidebar's device and seed apply to every page.")

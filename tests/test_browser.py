@@ -1,0 +1,134 @@
+"""A real browser: Playwright drives Debian's Chromium against `streamlit run app.py`.
+
+Opens every page listed in app.py, waits for each script run to finish, fails on
+any exception element, and saves full-page screenshots under tests/screenshots/.
+Skips when Chromium is missing, unless TOEPLITZ_LAB_REQUIRE_BROWSER=1 or CI=true
+(as in .ci/run), where it fails instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "tests" / "screenshots"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+REQUIRED = os.environ.get("TOEPLITZ_LAB_REQUIRE_BROWSER") == "1" or os.environ.get("CI") == "true"
+URL_PATHS = re.findall(r'url_path="([^"]+)"', (ROOT / "app.py").read_text())
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+
+pytestmark = pytest.mark.browser
+
+
+def _unavailable(reason: str):
+    if REQUIRED:
+        pytest.fail(f"browser test required here but cannot run: {reason}")
+    pytest.skip(reason)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = _free_port()
+    env = dict(os.environ, STREAMLIT_SERVER_FILE_WATCHER_TYPE="none")
+    log = open(SHOTS.parent / "streamlit-server.log", "w")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.fileWatcherType", "none",
+         "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(240):
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.25)
+        else:
+            pytest.fail("streamlit server did not answer /_stcore/health within 60 s")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser_page(server):
+    if not Path(CHROMIUM).exists():
+        _unavailable(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as err:
+        _unavailable(f"playwright is not installed: {err}")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    print(f"\nscreenshots in {SHOTS}")
+    with sync_playwright() as p:
+        try:
+            browser = p.chromium.launch(
+                executable_path=CHROMIUM,
+                args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                      "--disable-background-networking", "--disable-component-update",
+                      "--no-first-run", "--disable-sync"],
+            )
+        except Exception as err:  # noqa: BLE001 - any launch failure means no browser
+            _unavailable(f"Chromium did not start: {err}")
+        page = browser.new_page(viewport={"width": 1400, "height": 2600})
+        yield page
+        browser.close()
+
+
+def wait_idle(page, timeout_ms: int = 120_000) -> None:
+    """Wait until the page's script run has finished (twice, to outlast reruns)."""
+    page.wait_for_selector("[data-testid='stMain']", timeout=timeout_ms)
+    for _ in range(2):
+        page.wait_for_timeout(500)
+        page.wait_for_selector(IDLE, timeout=timeout_ms)
+
+
+def assert_clean(page, name: str) -> None:
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    exceptions = page.locator("[data-testid='stException']")
+    assert exceptions.count() == 0, exceptions.first.inner_text()
+
+
+def test_app_lists_pages():
+    assert {"home", "basics"} <= set(URL_PATHS)
+
+
+@pytest.mark.parametrize("url_path", URL_PATHS)
+def test_every_page_renders_without_exception(browser_page, server, url_path):
+    browser_page.goto(f"{server}/{url_path}")
+    wait_idle(browser_page)
+    assert browser_page.locator("h1").count() >= 1
+    assert_clean(browser_page, url_path)
+
+
+def test_shared_link_opens_exactly_that_view(browser_page, server):
+    """A teacher's link with the sliders set opens with those values."""
+    # Streamlit puts a bound selectbox's displayed label in the URL.
+    browser_page.goto(f"{server}/basics?preset=Spike+plus+smooth&n=200&decay=0.95&causal=true")
+    wait_idle(browser_page)
+    assert_clean(browser_page, "basics-shared-link")
+    main = browser_page.locator("[data-testid='stMain']")
+    assert main.get_by_role("slider", name="Sequence length n").input_value() == "200"
+    assert main.get_by_role("slider", name="Decay λ").input_value() == "0.95"
+    assert "Spike plus smooth" in main.locator("[data-testid='stSelectbox']").first.inner_html()
+    assert main.get_by_text("T, n = 200").count() >= 1
