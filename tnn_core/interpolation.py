@@ -76,17 +76,16 @@ def interpolation(n: int, r: int, dtype=torch.float64, device=None) -> Interpola
     """
     check_length(n)
     _check_rank(r)
-    if n == 1:  # all inducing points coincide at 0: W = e_0
-        s = torch.zeros(1, dtype=torch.float64)
-    else:
-        s = torch.arange(n, dtype=torch.float64) * ((r - 1) / (n - 1))  # (n,)
-    left = torch.clamp(torch.floor(s), max=r - 2)  # (n,)
-    frac = s - left  # (n,) in [0, 1]
+    i = torch.arange(n, dtype=torch.long)
+    num = i * (r - 1)  # s = num / (n - 1), kept in integers so frac is exact
+    den = max(n - 1, 1)  # n = 1: all inducing points coincide at 0, W = e_0
+    left = torch.clamp(num // den, max=r - 2)  # (n,)
+    frac = (num - left * den).to(torch.float64) / den  # (n,) in [0, 1]
     weight = torch.stack([1 - frac, frac], dim=-1)  # (n, 2)
     return Interpolation(
         n=n,
         r=r,
-        index=left.to(device=device, dtype=torch.long),
+        index=left.to(device=device),
         weight=weight.to(device=device, dtype=dtype),
     )
 

@@ -32,7 +32,7 @@ __all__ = ["ModelConfig", "GTU", "GLU", "TNNLayer", "CausalLM", "SequenceClassif
 class ModelConfig:
     """A TNN model. Unknown fields raise."""
 
-    task: Literal["lm", "classify"] = "lm"  # lm: causal next-token; classify: pooled label
+    task: Literal["lm", "classify"] = "classify"  # classify: pooled label; lm: next token
     vocab_size: int = 128  # input tokens
     num_classes: int = 10  # classify only: output classes
     dim: int = 64  # d, the model width
@@ -49,7 +49,8 @@ class ModelConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"{name} must be an integer in [{low}, inf); got {value!r}")
-        if self.glu_dim is not None and (not isinstance(self.glu_dim, int) or self.glu_dim < 1):
+        if self.glu_dim is not None and (isinstance(self.glu_dim, bool)
+                                         or not isinstance(self.glu_dim, int) or self.glu_dim < 1):
             raise ValueError(f"glu_dim must be an integer in [1, inf); got {self.glu_dim!r}")
         if not isinstance(self.operator, OperatorConfig):
             raise ValueError(f"operator must be an OperatorConfig; got {self.operator!r}")
