@@ -14,6 +14,8 @@ PAGES = [
             default=True),
     st.Page("pages/basics.py", title="Toeplitz basics", icon=":material/grid_on:",
             url_path="basics"),
+    st.Page("pages/frequency.py", title="Frequency and causality", icon=":material/waves:",
+            url_path="frequency"),
 ]
 
 with st.sidebar:

@@ -12,7 +12,7 @@ import streamlit as st
 import torch
 from streamlit.runtime.pages_manager import PagesManager
 
-from tnn_core import kernels, timing
+from tnn_core import fd_kernels, kernels, timing
 
 HEATMAP_MAX = 256  # largest heatmap drawn cell by cell; bigger matrices are subsampled
 
@@ -41,6 +41,11 @@ def device() -> str:
 
 def seed() -> int:
     return int(st.session_state.get("seed", 0))
+
+
+def fmt(value: float, spec: str) -> str:
+    """Format a number for st.metric; undefined values (NaN) show as a dash."""
+    return format(value, spec) if np.isfinite(value) else "—"
 
 
 def show_error(err: Exception) -> None:
@@ -97,3 +102,13 @@ def kernel_plot(coeffs: np.ndarray, title: str = "Kernel t_k against lag k") -> 
     fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=40, b=10),
                       xaxis_title="lag k = i - j", yaxis_title="t_k")
     return fig
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def fd_response(activation: str, width: int, depth: int, n: int, seed: int,
+                smooth_extension: bool) -> dict:
+    return fd_kernels.fd_response(activation, width, depth, n, seed, smooth_extension)
+
+
+def decay_fit(kernel: np.ndarray) -> dict:
+    return fd_kernels.decay_fit(kernel)

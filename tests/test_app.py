@@ -87,3 +87,18 @@ def test_basics_bad_custom_kernel_shows_error_and_recovers(text, message):
     at.text_input(key="coefficients").set_value("0.5 1 0.5").run()
     assert not at.exception and not at.error
     assert float(metric(at, "max |FFT − dense|")) < 1e-12
+
+
+@pytest.mark.parametrize("activation", ["relu", "silu", "gelu"])
+def test_frequency_page_extremes(activation):
+    at = open_page("pages/frequency.py")
+    at.selectbox(key="activation").set_value(activation).run()
+    for n, width, depth, smooth in [(1, 1, 0, False), (4096, 128, 4, True), (2, 1, 4, True)]:
+        at.slider(key="n").set_value(n)
+        at.slider(key="width").set_value(width)
+        at.slider(key="depth").set_value(depth)
+        at.toggle(key="smooth").set_value(smooth)
+        at.run()
+        assert not at.exception and not at.error, (activation, n, width, depth, smooth)
+        # Causality on the page: the negative lags are exactly zero.
+        assert metric(at, "max |k[t]| at t < 0") == "0.0e+00"
