@@ -46,7 +46,8 @@ def _free_port() -> int:
 def server():
     port = _free_port()
     env = dict(os.environ, STREAMLIT_SERVER_FILE_WATCHER_TYPE="none")
-    log = open(SHOTS.parent / "streamlit-server.log", "w")  # noqa: SIM115
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    log = open(SHOTS / "streamlit-server.log", "w")  # noqa: SIM115
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
          "--server.port", str(port), "--server.fileWatcherType", "none",
