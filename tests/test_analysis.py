@@ -1,0 +1,429 @@
+"""tnn_core.analysis against independent dense numpy/scipy computations, in float64.
+
+The references below rebuild SKI's pieces from the spec alone (scipy's toeplitz,
+a from-scratch interpolation W, dense diagonal means, a brute-force least
+squares over all n² entries, numpy norms and SVDs) and never call the code
+under test. Then: the fast routes (Lanczos, coefficient-only Frobenius,
+error_curve) against those, the orderings the maths guarantees, the profiles,
+channel kernels of real operators, and bad input.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.linalg
+import torch
+
+from tnn_core.analysis import (
+    causality_leakage,
+    channel_kernel,
+    decay_profile,
+    decompose,
+    error_curve,
+    frequency_response,
+    spectral_norm,
+)
+from tnn_core.analysis.norms import single_threaded_blas
+from tnn_core.operators import OperatorConfig, build_operator
+
+
+@pytest.fixture(autouse=True)
+def one_blas_thread():
+    """Multithreaded OpenBLAS next to torch's thread pool crawled on the 2-core CI box
+    (a 1024 SVD took 15 s instead of 0.2 s); the references run single-threaded."""
+    with single_threaded_blas():
+        yield
+
+# -- independent references ------------------------------------------------------------
+
+
+def toeplitz_ref(t: np.ndarray) -> np.ndarray:
+    """T[i, j] = t_{i-j} from lags t_{-(n-1)} .. t_{n-1}."""
+    n = (len(t) + 1) // 2
+    return scipy.linalg.toeplitz(t[n - 1 :], t[n - 1 :: -1])
+
+
+def interp_ref(n: int, r: int) -> np.ndarray:
+    """Linear interpolation of positions 0..n-1 onto r points evenly spaced on [0, n-1]."""
+    W = np.zeros((n, r))
+    points = np.linspace(0, n - 1, r)
+    for i in range(n):
+        j = min(int(np.searchsorted(points, i, side="right")) - 1, r - 2)
+        frac = (i - points[j]) / (points[j + 1] - points[j])
+        W[i, j], W[i, j + 1] = 1 - frac, frac
+    return W
+
+
+def band_lags_ref(n: int, band: int, causal: bool) -> list[int]:
+    lags = range(0, band) if causal else range(-(band // 2), band // 2 + 1)
+    return [k for k in lags if abs(k) < n]
+
+
+def diagonal_means(M: np.ndarray) -> dict[int, float]:
+    n = M.shape[0]
+    return {k: float(np.mean(np.diagonal(M, offset=-k))) for k in range(-(n - 1), n)}
+
+
+def sample_A_ref(t: np.ndarray, band: int, r: int, causal: bool) -> np.ndarray:
+    """a_l = k̃(l h): the kernel with the band replaced by a straight line, read linearly."""
+    n = (len(t) + 1) // 2
+    value = dict(zip(range(-(n - 1), n), t, strict=True))
+    lags = band_lags_ref(n, band, causal)
+    lo, hi = lags[0] - 1, lags[-1] + 1
+    left, right = value.get(lo, 0.0), value.get(hi, 0.0)
+    for k in lags:
+        value[k] = left + (k - lo) / (hi - lo) * (right - left)
+    h = (n - 1) / (r - 1)
+    grid = np.arange(-(n - 1), n)
+    smooth = np.array([value[k] for k in grid])
+    return np.array([np.interp(min(max(l * h, -(n - 1)), n - 1), grid, smooth)
+                     for l in range(-(r - 1), r)])
+
+
+def assemble_ref(t: np.ndarray, band: int, r: int, causal: bool, a: np.ndarray) -> dict:
+    """Band (diagonal means of T - W A Wᵀ on the band lags) and low-rank part, densely."""
+    n = (len(t) + 1) // 2
+    T, W = toeplitz_ref(t), interp_ref(n, r)
+    A = toeplitz_ref(a)
+    L = W @ A @ W.T
+    means = diagonal_means(T - L)
+    taps = np.zeros(2 * n - 1)
+    for k in band_lags_ref(n, band, causal):
+        taps[n - 1 + k] = means[k]
+    B = toeplitz_ref(taps)
+    return {"T": T, "W": W, "A": A, "L": L, "B": B, "taps": taps, "R": T - B - L}
+
+
+def fit_ref(t: np.ndarray, band: int, r: int, causal: bool) -> np.ndarray:
+    """Brute force over all n² entries: outside the band T - L, inside the wobble of L."""
+    n = (len(t) + 1) // 2
+    T, W = toeplitz_ref(t), interp_ref(n, r)
+    lag = np.subtract.outer(np.arange(n), np.arange(n))
+    inside = np.isin(lag, band_lags_ref(n, band, causal))
+    columns = []
+    for l in range(-(r - 1), r):
+        M = W @ np.eye(r, k=-l) @ W.T  # W S_l Wᵀ, (S_l)_pq = 1 iff p - q = l
+        wobble = M.copy()
+        for k in band_lags_ref(n, band, causal):
+            wobble[lag == k] -= M[lag == k].mean()
+        columns.append(np.concatenate([M[~inside], wobble[inside]]))
+    design = np.stack(columns, axis=1)  # (n², 2r-1)
+    target = np.concatenate([T[~inside], np.zeros(inside.sum())])
+    return np.linalg.lstsq(design, target, rcond=None)[0]
+
+
+def kernel(name: str, n: int, causal: bool = False, seed: int = 0) -> np.ndarray:
+    k = np.arange(-(n - 1), n)
+    rng = np.random.default_rng(seed)
+    if name == "random":
+        t = rng.standard_normal(2 * n - 1)
+    elif name == "spiky":  # spikes near the diagonal on a smooth decaying bump
+        t = 0.5 * 0.97 ** np.abs(k) * (1 + np.cos(np.pi * k / n))
+        for lag, value in {0: 1.5, 1: -0.8, -1: 0.6, 2: 0.4, -2: -0.3}.items():
+            if abs(lag) < n:
+                t[n - 1 + lag] += value
+    elif name == "oscillating":
+        t = 0.95 ** np.abs(k) * np.cos(2 * np.pi * k / 7) + 0.01 * rng.standard_normal(2 * n - 1)
+    else:
+        raise ValueError(name)
+    if causal:
+        t[: n - 1] = 0
+    return t
+
+
+def rel(a, b, floor: float = 0.0) -> float:
+    """|a - b| / |b|, with values below ``floor`` (rounding noise of a zero) counted as floor."""
+    return abs(a - b) / max(abs(b), floor, 1e-300)
+
+
+# -- decompose against the dense reference ---------------------------------------------
+
+CASES = [  # n, band, rank
+    (2, 1, 2), (3, 2, 2), (17, 5, 4), (64, 9, 8), (257, 9, 32), (512, 17, 24),
+]
+
+
+@pytest.mark.parametrize("n,band,rank", CASES)
+@pytest.mark.parametrize("causal", [False, True])
+def test_decompose_sample_matches_dense_reference(n, band, rank, causal):
+    t = kernel("spiky", n, causal)
+    d = decompose(torch.from_numpy(t), band, rank, causal=causal)
+    ref = assemble_ref(t, band, rank, causal, sample_A_ref(t, band, rank, causal))
+
+    np.testing.assert_allclose(d.A_coeffs.numpy(), sample_A_ref(t, band, rank, causal),
+                               rtol=0, atol=1e-12)
+    A = d.A.numpy()
+    i, j = np.indices(A.shape)
+    np.testing.assert_array_equal(A, d.A_coeffs.numpy()[rank - 1 + i - j])  # Toeplitz
+    W = d.W.numpy()
+    assert ((W != 0).sum(axis=1) <= 2).all()
+    np.testing.assert_allclose(W.sum(axis=1), 1, atol=1e-14)
+    np.testing.assert_allclose(W, ref["W"], atol=1e-12)
+    np.testing.assert_allclose(d.inducing_points.numpy(), np.linspace(0, n - 1, rank))
+    np.testing.assert_allclose(d.band_coeffs.numpy(), ref["taps"], atol=1e-11)
+    np.testing.assert_allclose(d.band_matrix().numpy(), ref["B"], atol=1e-11)
+    np.testing.assert_allclose(d.low_rank_matrix().numpy(), ref["L"], atol=1e-11)
+    np.testing.assert_allclose(d.matrix().numpy(), ref["B"] + ref["L"], atol=1e-11)
+    np.testing.assert_allclose(d.residual_matrix().numpy(), ref["R"], atol=1e-11)
+    h = (n - 1) / (rank - 1)
+    assert d.theorem1_factor == pytest.approx(h * h / 8)
+
+
+@pytest.mark.parametrize("n,band,rank", CASES)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("method", ["sample", "fit"])
+def test_errors_match_numpy_norms(n, band, rank, causal, method):
+    t = kernel("spiky", n, causal)
+    d = decompose(t, band, rank, causal=causal, method=method)
+    T, R = toeplitz_ref(t), d.residual_matrix().numpy()
+    sigma = np.linalg.svd(T - d.band_matrix().numpy(), compute_uv=False)
+    e = d.errors
+    floor = 1e-10 * np.linalg.norm(T, 2)
+    assert rel(e["spectral"], np.linalg.norm(R, 2), floor) < 1e-6
+    assert rel(e["frobenius"], np.linalg.norm(R, "fro"), floor) < 1e-6
+    assert rel(e["norm_spectral"], np.linalg.norm(T, 2)) < 1e-6
+    assert rel(e["norm_frobenius"], np.linalg.norm(T, "fro")) < 1e-12
+    assert rel(e["relative_frobenius"], np.linalg.norm(R) / np.linalg.norm(T), 1e-10) < 1e-6
+    assert rel(e["relative_spectral"], np.linalg.norm(R, 2) / np.linalg.norm(T, 2), 1e-10) < 1e-6
+    noise = 1e-8 * sigma[0]  # an optimum of exactly 0 computes as ~1e-16 either way
+    if rank < n:
+        assert rel(e["optimal_spectral"], sigma[rank], noise) < 1e-6
+        assert rel(e["optimal_frobenius"], np.sqrt(np.sum(sigma[rank:] ** 2)), noise) < 1e-6
+    else:
+        assert e["optimal_spectral"] == e["optimal_frobenius"] == 0.0
+    np.testing.assert_allclose(d.singular_values.numpy(), sigma, rtol=1e-9, atol=1e-12)
+    assert e["spectral_method"] in ("dense", "lanczos")
+
+
+def test_fast_products_match_dense():
+    n, band, rank = 45, 7, 6
+    for causal, method in [(False, "sample"), (True, "fit")]:
+        d = decompose(kernel("random", n, causal), band, rank, causal=causal, method=method)
+        x = torch.from_numpy(np.random.default_rng(1).standard_normal((2, 3, n)))
+        M, R = d.matrix(), d.residual_matrix()
+        torch.testing.assert_close(d.matvec(x), x @ M.T, rtol=0, atol=1e-11)
+        torch.testing.assert_close(d.residual_matvec(x), x @ R.T, rtol=0, atol=1e-11)
+        torch.testing.assert_close(d.residual_rmatvec(x), x @ R, rtol=0, atol=1e-11)
+        torch.testing.assert_close(d.matvec(x[0, 0]), M @ x[0, 0], rtol=0, atol=1e-11)
+
+
+# -- fit: the joint least squares ------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,rank", [(24, 4), (37, 7), (24, 7), (37, 4), (12, 12)])
+@pytest.mark.parametrize("band,causal", [(3, False), (6, False), (5, True)])
+def test_fit_matches_brute_force_least_squares(n, rank, band, causal):
+    t = kernel("spiky", n, causal, seed=n)
+    a = fit_ref(t, band, rank, causal)
+    d = decompose(t, band, rank, causal=causal, method="fit")
+    scale = np.abs(a).max()
+    np.testing.assert_allclose(d.A_coeffs.numpy(), a, rtol=0, atol=1e-8 * scale)
+    ref = assemble_ref(t, band, rank, causal, a)
+    np.testing.assert_allclose(d.matrix().numpy(), ref["B"] + ref["L"], atol=1e-8 * scale)
+    floor = 1e-6 * np.linalg.norm(ref["T"])  # r = n fits exactly: both errors are ~1e-15
+    assert rel(d.errors["frobenius"], np.linalg.norm(ref["R"]), floor) < 1e-8
+
+
+# -- Lanczos against dense -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [64, 300, 1024])
+@pytest.mark.parametrize("name", ["random", "spiky"])
+def test_lanczos_spectral_norms_match_dense(n, name):
+    t = kernel(name, n)
+    d = decompose(t, 9, 16, spectral="lanczos", method="fit")
+    e = d.errors
+    assert e["spectral_method"] == "lanczos"
+    assert rel(e["spectral"], np.linalg.norm(d.residual_matrix().numpy(), 2)) < 1e-3
+    assert rel(e["norm_spectral"], np.linalg.norm(toeplitz_ref(t), 2)) < 1e-3
+    assert rel(e["spectral"], np.linalg.norm(d.residual_matrix().numpy(), 2)) < 1e-8  # aim
+
+
+def test_large_n_singular_values_and_frobenius_without_dense():
+    n, rank = 700, 20
+    t = kernel("spiky", n)
+    d = decompose(t, 9, rank, method="fit")
+    e = d.errors
+    R = d.residual_matrix().numpy()
+    sigma = np.linalg.svd(toeplitz_ref(t) - d.band_matrix().numpy(), compute_uv=False)
+    top = d.singular_values.numpy()
+    assert len(top) == 2 * rank + 2
+    np.testing.assert_allclose(top, sigma[: len(top)], rtol=1e-7)
+    assert rel(e["frobenius"], np.linalg.norm(R)) < 1e-8
+    assert rel(e["optimal_spectral"], sigma[rank]) < 1e-7
+    assert rel(e["optimal_frobenius"], np.sqrt(np.sum(sigma[rank:] ** 2))) < 1e-6
+
+
+def test_public_spectral_norm_on_a_dense_map():
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 50, 200):
+        M = torch.from_numpy(rng.standard_normal((n, n)))
+        value = spectral_norm(lambda x, M=M: M @ x, lambda x, M=M: M.T @ x, n)
+        assert rel(value, np.linalg.norm(M.numpy(), 2)) < 1e-6
+    M = torch.diag(torch.tensor([3.0, 3.0, 1.0], dtype=torch.float64))  # repeated top
+    assert spectral_norm(lambda x: M @ x, lambda x: M @ x, 3) == pytest.approx(3.0)
+
+
+# -- orderings the maths guarantees ----------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["spiky", "random", "oscillating"])
+@pytest.mark.parametrize("n,band,rank,causal", [(40, 5, 6, False), (90, 9, 12, True),
+                                                (600, 9, 24, False)])
+def test_fit_beats_sample_and_optima_bound_both(name, n, band, rank, causal):
+    t = kernel(name, n, causal)
+    sample = decompose(t, band, rank, causal=causal, method="sample").errors
+    fit = decompose(t, band, rank, causal=causal, method="fit").errors
+    assert fit["frobenius"] <= sample["frobenius"] + 1e-12 * sample["norm_frobenius"]
+    for e in (sample, fit):
+        assert e["spectral"] >= e["optimal_spectral"] - 1e-9 * e["norm_spectral"]
+        assert e["frobenius"] >= e["optimal_frobenius"] - 1e-9 * e["norm_frobenius"]
+
+
+# -- error_curve -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,causal", [(300, False), (700, True)])
+def test_error_curve_matches_decompose(n, causal):
+    t = kernel("spiky", n, causal)
+    curve = error_curve(t, 9, [1, 5, 12, n + 1, 2], causal=causal)
+    assert curve["ranks"] == [5, 12, 2]
+    for i, r in enumerate(curve["ranks"]):
+        for method in ("sample", "fit"):
+            e = decompose(t, 9, r, causal=causal, method=method).errors
+            assert rel(curve[method][i], e["relative_frobenius"]) < 1e-8
+        e = decompose(t, 9, r, causal=causal, method="fit").errors
+        assert rel(curve["optimal"][i], e["optimal_frobenius"] / e["norm_frobenius"]) < 1e-6
+        assert curve["optimal"][i] <= curve["fit"][i] <= curve["sample"][i] + 1e-12
+
+
+# -- profiles --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("decay", [0.3, 0.8, 0.97])
+@pytest.mark.parametrize("causal", [False, True])
+def test_decay_profile_recovers_lambda(decay, causal):
+    n = 200
+    k = np.arange(-(n - 1), n)
+    t = 2.0 * decay ** np.abs(k)
+    if causal:
+        t[: n - 1] = 0
+    profile = decay_profile(t, causal=causal)
+    assert abs(profile["fitted_decay"] - decay) < 1e-3
+    assert profile["fit_intercept"] == pytest.approx(math.log(2.0), abs=1e-6)
+    np.testing.assert_array_equal(profile["lags"], np.arange(n))
+    np.testing.assert_allclose(profile["magnitude"], 2.0 * decay ** np.arange(n))
+    mass = np.abs(t)
+    target = 0.99 * mass.sum()
+    field = next(L for L in range(n) if mass[np.abs(k) <= L].sum() >= target)
+    assert profile["receptive_field"] == field
+
+
+def test_decay_profile_ignores_zero_lags():
+    t = np.zeros(2 * 30 - 1)
+    t[29 + np.arange(0, 30, 3)] = 0.5 ** np.arange(0, 30, 3)  # every third lag zero
+    assert decay_profile(t, causal=True)["fitted_decay"] == pytest.approx(0.5, abs=1e-9)
+    assert math.isnan(decay_profile(np.zeros(9))["fitted_decay"])
+
+
+def test_frequency_response_of_known_kernels():
+    n = 33
+    t = kernel("spiky", n)
+    t = 0.5 * (t + t[::-1])  # symmetric: real DTFT, phase 0 or π
+    out = frequency_response(t)
+    N = 2 * len(out["omega"]) - 2
+    assert out["omega"][0] == 0 and out["omega"][-1] == pytest.approx(math.pi)
+    k = np.arange(-(n - 1), n)
+    dtft = np.exp(-1j * np.outer(out["omega"], k)) @ t  # Σ_k t_k e^{-iωk}
+    np.testing.assert_allclose(out["magnitude"], np.abs(dtft), atol=1e-12)
+    big = out["magnitude"] > 1e-9
+    assert np.all(np.abs(np.sin(out["phase"][big])) < 1e-9)
+    assert N >= 2 * n
+    shifted = np.zeros(2 * n - 1)
+    shifted[n - 1 + 3] = 1.0  # a pure delay by 3: phase -3ω
+    out = frequency_response(shifted, N=128)
+    np.testing.assert_allclose(np.exp(1j * out["phase"]), np.exp(-3j * out["omega"]), atol=1e-12)
+    with pytest.raises(ValueError, match="N"):
+        frequency_response(shifted, N=10)
+
+
+def test_causality_leakage():
+    n = 20
+    assert causality_leakage(kernel("random", n, causal=True)) == 0.0
+    t = kernel("random", n)
+    t = t + t[::-1]
+    t[n - 1] = 0.0
+    assert causality_leakage(t) == pytest.approx(0.5)
+    assert math.isnan(causality_leakage(np.zeros(7)))
+
+
+# -- channel kernels of real operators -------------------------------------------------
+
+
+@pytest.mark.parametrize("kind,causal", [("tno", False), ("tno", True), ("fd", False),
+                                         ("fd", True), ("ski", True), ("ski", False)])
+def test_channel_kernel_matches_operator_matrix(kind, causal):
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        op = build_operator(OperatorConfig(kind=kind, causal=causal, rank=6, band=5), 3).double()
+    for n in (1, 2, 17, 40):
+        with torch.no_grad():
+            M = op.matrix(n)[1].numpy()
+        got = channel_kernel(op, n, 1).numpy()
+        assert got.dtype == np.float64 and got.shape == (2 * n - 1,)
+        means = diagonal_means(M)
+        expected = np.array([means[k] for k in range(-(n - 1), n)])
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-10)
+        if not (kind == "ski" and not causal):  # Toeplitz: the kernel rebuilds the matrix
+            np.testing.assert_allclose(toeplitz_ref(got), M, rtol=0, atol=1e-10)
+    for bad in (-1, 3, 1.0):
+        with pytest.raises(ValueError, match="channel"):
+            channel_kernel(op, 8, bad)
+
+
+# -- bad input -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    ({"rank": 11}, "rank"), ({"rank": 1}, "rank"), ({"rank": 3.0}, "rank"),
+    ({"band": 19}, "band"), ({"band": 0}, "band"),
+    ({"method": "svd"}, "method"), ({"spectral": "arpack"}, "spectral"),
+    ({"causal": "yes"}, "causal"),
+])
+def test_bad_arguments_name_the_field(kwargs, field):
+    args = {"band": 3, "rank": 4, **kwargs}
+    with pytest.raises(ValueError, match=field):
+        decompose(kernel("random", 10), **args)
+
+
+def test_bad_kernels():
+    for bad in (np.array([1.0, np.nan, 2.0]), np.array([1.0, np.inf, 2.0, 0.0, 1.0])):
+        with pytest.raises(ValueError, match="coeffs must be finite"):
+            decompose(bad, 1, 2)
+        with pytest.raises(ValueError, match="coeffs"):
+            error_curve(bad, 1, [2])
+    with pytest.raises(ValueError, match="odd"):
+        decompose(np.ones(4), 1, 2)
+    with pytest.raises(ValueError, match="n must be >= 2"):
+        decompose(np.ones(1), 1, 2)
+    with pytest.raises(ValueError, match="1-D"):
+        decompose(np.ones((2, 3)), 1, 2)
+    with pytest.raises(ValueError, match=r"rank must be an integer in \[2, n\] = \[2, 3\]"):
+        decompose(np.ones(5), 1, 4)  # n = 3 < rank
+    with pytest.raises(ValueError, match="ranks"):
+        error_curve(np.ones(5), 1, [2.5])
+
+
+@pytest.mark.parametrize("n,spectral", [(16, "dense"), (600, "lanczos")])
+def test_all_zero_kernel_gives_nan_relative_errors(n, spectral):
+    d = decompose(np.zeros(2 * n - 1), 5, 4, spectral=spectral, method="fit")
+    e = d.errors
+    assert math.isnan(e["relative_spectral"]) and math.isnan(e["relative_frobenius"])
+    assert "all-zero" in e["note"]
+    assert e["spectral"] == e["frobenius"] == e["norm_frobenius"] == 0.0
+    curve = error_curve(np.zeros(2 * n - 1), 5, [2, 3])
+    assert all(math.isnan(v) for v in curve["fit"] + curve["sample"] + curve["optimal"])
+    assert "all-zero" in curve["note"]
