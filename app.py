@@ -14,8 +14,15 @@ PAGES = [
             default=True),
     st.Page("pages/basics.py", title="Toeplitz basics", icon=":material/grid_on:",
             url_path="basics"),
+    st.Page("pages/decomposition.py", title="Decomposition", icon=":material/splitscreen:",
+            url_path="decomposition"),
     st.Page("pages/frequency.py", title="Frequency and causality", icon=":material/waves:",
             url_path="frequency"),
+    st.Page("pages/speed.py", title="Speed", icon=":material/speed:", url_path="speed"),
+    st.Page("pages/train.py", title="Train", icon=":material/model_training:",
+            url_path="train"),
+    st.Page("pages/inspect.py", title="Inspect checkpoint", icon=":material/search:",
+            url_path="inspect"),
 ]
 
 with st.sidebar:

@@ -6,13 +6,20 @@ and return numpy, so Streamlit can hash their arguments and pickle results.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 import torch
 from streamlit.runtime.pages_manager import PagesManager
 
-from tnn_core import fd_kernels, kernels, timing
+from tnn_core import analysis, bench, checkpoint, evaluate, fd_kernels, kernels, timing, views
+from tnn_core import atlas as atlas_
 
 HEATMAP_MAX = 256  # largest heatmap drawn cell by cell; bigger matrices are subsampled
 
@@ -112,3 +119,226 @@ def fd_response(activation: str, width: int, depth: int, n: int, seed: int,
 
 def decay_fit(kernel: np.ndarray) -> dict:
     return fd_kernels.decay_fit(kernel)
+
+
+SOURCE_LABELS = {
+    "spike_smooth": "Spike plus smooth",
+    "exponential": "Exponential decay λ^|k|",
+    "oscillating": "Oscillating",
+    "tno": "Fresh TNN operator (tno)",
+    "ski": "Fresh SKI-TNN operator (ski)",
+    "fd": "Fresh FD-TNN operator (fd)",
+    "custom": "Type your own coefficients",
+    "checkpoint": "Learned kernel from a checkpoint",
+}
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """What the Source selector chose; ``kernel(n, decay, causal)`` gives its coefficients."""
+
+    name: str
+    channel: int = 0
+    text: str = ""  # custom coefficients t_{-(n-1)} .. t_{n-1}
+    checkpoint: str = ""  # checkpoint key (see checkpoint_choices)
+    layer: int = 0
+
+    @property
+    def is_operator(self) -> bool:
+        return self.name in ("tno", "ski", "fd")
+
+    def kernel(self, n: int, decay: float, causal: bool) -> tuple[np.ndarray, str]:
+        """(coeffs [2n-1], a one-line description). Custom coefficients fix their own n."""
+        if self.name == "custom":
+            coeffs = custom_kernel(self.text, causal)
+            return coeffs, f"your {len(coeffs)} coefficients (n = {(len(coeffs) + 1) // 2})"
+        if self.name == "checkpoint":
+            coeffs = checkpoint_kernel(self.checkpoint, n, self.layer, self.channel)
+            return coeffs, (f"checkpoint {self.checkpoint}, layer {self.layer}, channel "
+                            f"{self.channel} (λ does not apply: the kernel is learned)")
+        coeffs = preset_kernel(self.name, n, decay, causal, seed(), self.channel)
+        label = SOURCE_LABELS[self.name]
+        return coeffs, label + (f", channel {self.channel}" if self.is_operator else "")
+
+
+def kernel_source_picker() -> KernelSource:
+    """The Source selector: a synthetic preset, or one channel of a fresh operator.
+
+    New kinds of source (learned kernels from checkpoints) plug in here as
+    further options with their own KernelSource.
+    """
+    left, right = st.columns([3, 1])
+    name = left.selectbox("Source", list(SOURCE_LABELS), format_func=SOURCE_LABELS.get,
+                          key="source", bind="query-params",
+                          help="Which Toeplitz kernel to decompose: synthetic shapes, or one "
+                               "channel of a freshly initialised operator (seeded from the "
+                               "sidebar).")
+    if name == "checkpoint":
+        return _checkpoint_source_picker(right)
+    channel = right.number_input("Channel", 0, kernels.OPERATOR_CHANNELS - 1, 0,
+                                 key="channel", bind="query-params",
+                                 disabled=name not in ("tno", "ski", "fd"),
+                                 help="Which channel of the operator (each channel has its "
+                                      "own Toeplitz matrix).")
+    text = ""
+    if name == "custom":
+        text = st.text_input("Coefficients t_{-(n-1)}, …, t_{n-1}",
+                             "0 0.1 0.2 0.4 3 0.4 0.2 0.1 0", key="coefficients",
+                             bind="query-params",
+                             help="An odd number 2n - 1 of numbers, comma or space separated: "
+                                  "the middle one is t_0. The length slider is ignored.")
+    return KernelSource(name, int(channel), text)
+
+
+def _checkpoint_source_picker(column) -> KernelSource:
+    choices = checkpoint_choices()
+    if not choices:
+        raise ValueError("there are no checkpoints yet: train one on the Train page")
+    key = st.selectbox("Checkpoint", list(choices), format_func=choices.get, key="checkpoint",
+                       bind="query-params", help="Shipped examples, your saved runs, uploads.")
+    model, _ = load_checkpoint(key)
+    layers, channels = len(model.operators()), model.operators()[0].dim
+    a, b = column.columns(2)
+    layer = a.number_input("Layer", 0, layers - 1, 0, key="layer", bind="query-params",
+                           help=f"Which of the model's {layers} layers.")
+    channel = b.number_input("Channel", 0, channels - 1, 0, key="channel", bind="query-params",
+                             help=f"Which of the layer's {channels} channels.")
+    return KernelSource("checkpoint", int(channel), checkpoint=key, layer=int(layer))
+
+
+@st.cache_data(max_entries=32, show_spinner="Decomposing…")
+def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool,
+                       method: str) -> dict:
+    return views.decomposition_view(coeffs, band, rank, causal, method)
+
+
+@st.cache_data(max_entries=32, show_spinner="Error against r…")
+def rank_curve(coeffs: np.ndarray, band: int, causal: bool) -> dict:
+    return views.rank_curve(coeffs, band, causal)
+
+
+# -- checkpoints and training ----------------------------------------------------------------
+USER_CHECKPOINTS = Path(os.environ.get("TOEPLITZ_LAB_USER_CHECKPOINTS",
+                                       Path(__file__).resolve().parents[1] / "checkpoints"
+                                       / "user"))
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+UPLOAD_LIMIT_MB = 50
+
+
+def checkpoint_choices() -> dict[str, str]:
+    """Checkpoints a page can open: key -> label. Keys: "NAME" (shipped), "user/NAME"
+    (saved from the Train page), "upload:SHA" (uploaded in this browser session)."""
+    out = {info_path.stem: f"{info_path.stem} (shipped)"
+           for info_path in sorted(checkpoint.SHIPPED_DIR.glob("*.safetensors"))}
+    if USER_CHECKPOINTS.is_dir():
+        out |= {f"user/{p.stem}": f"{p.stem} (saved by you)"
+                for p in sorted(USER_CHECKPOINTS.glob("*.safetensors"))}
+    out |= {key: f"{name} (uploaded)" for key, (name, _) in
+            st.session_state.get("uploads", {}).items()}
+    return out
+
+
+def _checkpoint_path(key: str) -> Path:
+    if key.startswith("user/"):
+        name = key.removeprefix("user/")
+        folder = USER_CHECKPOINTS
+    else:
+        name, folder = key, checkpoint.SHIPPED_DIR
+    if not NAME_PATTERN.fullmatch(name):
+        raise ValueError(f"checkpoint must be a plain name (letters, digits, _ and -); "
+                         f"got {key!r}")
+    return folder / f"{name}.safetensors"
+
+
+@st.cache_resource(max_entries=16, show_spinner="Loading checkpoint…")
+def _load_file(path: str, mtime: float):
+    return checkpoint.load(path)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Loading checkpoint…")
+def _load_upload(data: bytes, name: str):
+    return checkpoint.load_bytes(data, name)
+
+
+def load_checkpoint(key: str):
+    """(model, info) for a checkpoint key; CheckpointError / ValueError say what is wrong.
+    The model is shared between sessions: use it for inference only."""
+    if key.startswith("upload:"):
+        uploads = st.session_state.get("uploads", {})
+        if key not in uploads:
+            raise ValueError("that uploaded checkpoint belongs to another browser session; "
+                             "upload it again on the Inspect page")
+        name, data = uploads[key]
+        return _load_upload(data, name)
+    path = _checkpoint_path(key)
+    if not path.is_file():
+        raise ValueError(f"checkpoint {key!r} does not exist; choose one from the list")
+    return _load_file(str(path), path.stat().st_mtime)
+
+
+def remember_upload(name: str, data: bytes) -> str:
+    """Validate an uploaded checkpoint and keep its bytes for this browser session.
+
+    Returns its key; a file that is not a valid checkpoint raises CheckpointError."""
+    _load_upload(data, name)
+    key = "upload:" + hashlib.sha256(data).hexdigest()[:12]
+    st.session_state.setdefault("uploads", {})[key] = (name, data)
+    return key
+
+
+def checkpoint_kernel(key: str, n: int, layer: int, channel: int) -> np.ndarray:
+    """One learned channel's kernel [2n-1] at any n."""
+    model, _ = load_checkpoint(key)
+    return _checkpoint_kernel(key, id(model), n, layer, channel, _model=model)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _checkpoint_kernel(key: str, model_id: int, n: int, layer: int, channel: int,
+                       _model) -> np.ndarray:
+    ops = _model.operators()
+    if not 0 <= layer < len(ops):
+        raise ValueError(f"layer must be in [0, {len(ops) - 1}]; got {layer}")
+    return analysis.channel_kernel(ops[layer], n, channel).numpy()
+
+
+def save_run(result, name: str) -> str:
+    """Save a finished run under checkpoints/user/NAME.safetensors; returns its key."""
+    if not NAME_PATTERN.fullmatch(name or ""):
+        raise ValueError("name must be 1 to 64 letters, digits, _ or -, starting with a letter "
+                         f"or digit (no paths); got {name!r}")
+    USER_CHECKPOINTS.mkdir(parents=True, exist_ok=True)
+    checkpoint.save(USER_CHECKPOINTS / f"{name}.safetensors", result.model, result.task.info(),
+                    result.history, result.model_config)
+    return f"user/{name}"
+
+
+@st.cache_data(max_entries=16, show_spinner="Measuring every channel…")
+def atlas(key: str, model_id: int, n: int, band: int, rank: int, channels: int,
+          _model) -> list[dict]:
+    kernels_ = evaluate.layer_kernels(_model, n).double()  # (L, D, 2n-1)
+    causal = _model.config.operator.causal
+    return atlas_.kernel_atlas(kernels_, band, rank, causal, channels)
+
+
+@st.cache_data(max_entries=16, show_spinner="Evaluating at 1×, 2× and 4× the length…")
+def length_sweep(key: str, model_id: int, _model, _task) -> list[dict]:
+    return evaluate.length_sweep(_model, _task, (1, 2, 4), batches=4, batch_size=16)
+
+
+def layer_kernels(model, n: int) -> np.ndarray:
+    return evaluate.layer_kernels(model, n).numpy()  # (L, D, 2n-1)
+
+
+PARETO_SETTINGS = [(r, m) for r in (8, 16, 32, 64, 128) for m in (1, 5, 9, 17)]
+
+
+def ski_pareto(n: int, device: str) -> list[dict]:
+    """SKI's (r, m) settings on the spike-plus-smooth kernel: error against speed-up."""
+    coeffs = kernels.synthetic_kernel("spike_smooth", n, 0.99)
+    return bench.ski_pareto(coeffs, PARETO_SETTINGS, device=device)
+
+
+@st.cache_data(max_entries=64, show_spinner="Timing band + low rank…")
+def live_speed(n: int, rank: int, band: int, device: str) -> dict:
+    """The Decomposition page's speed readout, cached per setting (a measurement)."""
+    return bench.live_speed(n, rank, band, device=device)

@@ -65,8 +65,8 @@ T = _ui.dense_matrix(coeffs)
 c1, c2 = st.columns(2)
 limit = float(abs(coeffs).max()) or 1.0
 c1.plotly_chart(_ui.heatmap(T, f"T, n = {n} (row 0 on top)", zrange=(-limit, limit)),
-                key="matrix")
-c2.plotly_chart(_ui.kernel_plot(coeffs), key="kernel")
+                key="chart-matrix")
+c2.plotly_chart(_ui.kernel_plot(coeffs), key="chart-kernel")
 if preset == "ski":
     c2.caption("For SKI this is the Toeplitz kernel band + k(t) that the operator's "
                "band + W A Wᵀ approximates.")

@@ -51,14 +51,14 @@ pair.add_scatter(x=res["omega"], y=res["imag"], name="−H{R}(ω), from the Hilb
 pair.update_layout(title="The Hilbert pair: real and imaginary parts of the response",
                    xaxis_title="ω (0 … π)", height=360, margin=dict(l=10, r=10, t=40, b=10),
                    legend=dict(orientation="h", y=-0.25))
-left.plotly_chart(pair, key="pair")
+left.plotly_chart(pair, key="chart-pair")
 
 time_plot = go.Figure(go.Scatter(x=lags[order], y=kernel[order], mode="lines", name="k[t]"))
 time_plot.add_vrect(x0=lags.min(), x1=-0.5, fillcolor="gray", opacity=0.12, line_width=0,
                     annotation_text="negative lags: exactly 0", annotation_position="top left")
 time_plot.update_layout(title="The causal kernel k[t] in time", xaxis_title="lag t",
                         height=360, margin=dict(l=10, r=10, t=40, b=10))
-right.plotly_chart(time_plot, key="kernel")
+right.plotly_chart(time_plot, key="chart-kernel")
 
 fit = _ui.decay_fit(kernel)
 m1, m2, m3, m4 = st.columns(4)
@@ -90,7 +90,7 @@ for column, log_x, title in ((semilog, False, "semilog: straight line = exponent
     fig.update_yaxes(type="log", exponentformat="power")
     if log_x:
         fig.update_xaxes(type="log")
-    column.plotly_chart(fig, key=f"decay-{log_x}")
+    column.plotly_chart(fig, key=f"chart-decay-{log_x}")
 
 st.markdown(
     "**What to notice.** The negative lags are zero to round-off for every activation: "

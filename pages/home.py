@@ -26,4 +26,10 @@ Every fast operator here is checked against its dense matrix in the tests.
 st.subheader("Where to start")
 st.page_link("pages/basics.py", label="Toeplitz basics: what a Toeplitz kernel is, and why "
              "the FFT product is exact and fast", icon=":material/grid_on:")
+st.page_link("pages/decomposition.py", label="Decomposition: split a kernel into band + low "
+             "rank, tune m, r and λ, and read the exact errors against the optimum",
+             icon=":material/splitscreen:")
+st.page_link("pages/frequency.py", label="Frequency and causality: FD-TNN's kernel from its "
+             "frequency response, exact causality by the Hilbert transform, decay vs the theorems",
+             icon=":material/waves:")
 st.caption("The sidebar's device and seed apply to every page.")

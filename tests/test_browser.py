@@ -110,6 +110,22 @@ def assert_clean(page, name: str) -> None:
     assert exceptions.count() == 0, exceptions.first.inner_text()
 
 
+def test_shared_link_opens_exactly_that_view(browser_page, server):
+    """A teacher's link with the sliders set opens with those values.
+
+    First in this file on purpose: the server's first view is a deep link, which
+    Streamlit would run without app.py's frame (see _ui.ensure_app_frame)."""
+    # Streamlit puts a bound selectbox's displayed label in the URL.
+    browser_page.goto(f"{server}/basics?preset=Spike+plus+smooth&n=200&decay=0.95&causal=true")
+    wait_idle(browser_page)
+    assert_clean(browser_page, "basics-shared-link")
+    main = browser_page.locator("[data-testid='stMain']")
+    assert main.get_by_role("slider", name="Sequence length n").input_value() == "200"
+    assert main.get_by_role("slider", name="Decay λ").input_value() == "0.95"
+    assert "Spike plus smooth" in main.locator("[data-testid='stSelectbox']").first.inner_html()
+    assert main.get_by_text("T, n = 200").count() >= 1
+
+
 def test_app_lists_pages():
     assert {"home", "basics"} <= set(URL_PATHS)
 
@@ -120,16 +136,3 @@ def test_every_page_renders_without_exception(browser_page, server, url_path):
     wait_idle(browser_page)
     assert browser_page.locator("h1").count() >= 1
     assert_clean(browser_page, url_path)
-
-
-def test_shared_link_opens_exactly_that_view(browser_page, server):
-    """A teacher's link with the sliders set opens with those values."""
-    # Streamlit puts a bound selectbox's displayed label in the URL.
-    browser_page.goto(f"{server}/basics?preset=Spike+plus+smooth&n=200&decay=0.95&causal=true")
-    wait_idle(browser_page)
-    assert_clean(browser_page, "basics-shared-link")
-    main = browser_page.locator("[data-testid='stMain']")
-    assert main.get_by_role("slider", name="Sequence length n").input_value() == "200"
-    assert main.get_by_role("slider", name="Decay λ").input_value() == "0.95"
-    assert "Spike plus smooth" in main.locator("[data-testid='stSelectbox']").first.inner_html()
-    assert main.get_by_text("T, n = 200").count() >= 1

@@ -1,0 +1,183 @@
+"""Page "Speed": time the operators on this machine and see where each one wins."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from pages import _ui
+from tnn_core.bench import BenchConfig, crossovers, run_grid, slopes
+from tnn_core.bench.harness import OPS
+from tnn_core.runs import BackgroundJob
+
+_ui.ensure_app_frame()
+
+NS = [256, 512, 1024, 2048, 4096, 8192, 16384]
+GUIDES = {"O(n)": lambda n: n, "O(n log n)": lambda n: n * np.log2(n), "O(n²)": lambda n: n**2}
+
+
+class _SessionToken:
+    """Lives in this browser session's state; when the session ends it is collected."""
+
+
+st.title("Speed")
+st.markdown("The point of SKI-TNN and FD-TNN is speed. Time every operator **on this "
+            "machine**, side by side (interleaved rounds, medians), and see how each grows "
+            "with $n$ and where one overtakes another.")
+
+job: BackgroundJob | None = st.session_state.get("bench_job")
+busy = job is not None and not job.snapshot()[2]
+
+with st.form("bench-form"):
+    c1, c2, c3 = st.columns(3)
+    ops = c1.multiselect("Operators", list(OPS), default=["tno", "tno-reference", "ski", "fd",
+                                                           "attention"], key="bench_ops",
+                         help="tno-reference follows the official TNN code's layout; "
+                              "attention is softmax attention (O(n²)); togeipi is the course "
+                              "project's Toeplitz + sparse mixer (O(n²) memory).")
+    direction = c1.radio("Direction", ["bidirectional", "causal", "both"], horizontal=True,
+                         key="bench_direction", help="Causal operators see only the past.")
+    mode = c1.radio("Work", ["forward+backward", "forward"], horizontal=True, key="bench_mode",
+                    help="forward+backward is a training step; forward is inference.")
+    lo, hi = c2.select_slider("Lengths n", NS, value=(256, 4096), key="bench_ns",
+                              help="Each length is timed for every operator.")
+    batch = c2.select_slider("Batch B", [1, 2, 4, 8, 16, 32], value=8, key="bench_batch",
+                             help="Sequences per call.")
+    dim = c2.select_slider("Channels D", [8, 16, 32, 64, 128, 256], value=64, key="bench_dim",
+                           help="Channels of the operator (D must divide into the heads).")
+    rank = c3.select_slider("SKI rank r", [8, 16, 32, 64, 128, 256], value=64,
+                            key="bench_rank", help="Inducing points of SKI's low-rank part.")
+    band = c3.select_slider("SKI band m", [1, 4, 8, 16, 32, 64], value=8, key="bench_band",
+                            help="Taps of SKI's band convolution. The paper uses 32; on a CPU "
+                                 "the band then costs about as much as a whole FFT product.")
+    repeats = c3.slider("Timed rounds", 3, 41, 9, step=2, key="bench_repeats",
+                        help="Median over this many interleaved rounds (21+ for a report).")
+    run = st.form_submit_button("Run benchmark", type="primary", disabled=busy,
+                                icon=":material/timer:")
+
+settings = {"ops": tuple(ops), "causal": {"bidirectional": (False,), "causal": (True,),
+                                          "both": (False, True)}[direction],
+            "ns": tuple(n for n in NS if lo <= n <= hi), "modes": (mode,), "batch": batch,
+            "dim": dim, "rank": rank, "band": band, "repeats": repeats,
+            "device": "cuda" if _ui.device() == "cuda" else "cpu", "heads": 8 if dim >= 8 else 1}
+cache = st.session_state.setdefault("bench_results", {})
+cache_key = repr(sorted(settings.items()))
+
+if run:
+    try:
+        config = BenchConfig(**settings)
+    except ValueError as err:
+        _ui.show_error(err)
+    else:
+        job = BackgroundJob(lambda progress, stop: run_grid(config, progress, stop))
+        job.stop_when_collected(st.session_state.setdefault("bench_token", _SessionToken()))
+        job.start()
+        st.session_state["bench_job"] = job
+        st.session_state["bench_job_key"] = cache_key
+        busy = True
+
+
+@st.fragment(run_every=0.5)
+def live() -> None:
+    fraction, items, done, _ = job.snapshot()
+    st.progress(fraction, text=f"timed {len(items)} cells")
+    if st.button("Cancel", icon=":material/cancel:", key="bench_cancel"):
+        job.stop()
+    if done:
+        st.rerun(scope="app")
+
+
+if busy:
+    live()
+elif job is not None and st.session_state.get("bench_job_key") not in cache:
+    fraction, items, _, error = job.snapshot()
+    if error:
+        st.error(f"The benchmark failed: {error}", icon=":material/error:")
+    elif items:
+        cache[st.session_state["bench_job_key"]] = items
+        if job.stopped:
+            st.warning(f"Cancelled: {len(items)} cells were timed before the stop.",
+                       icon=":material/cancel:")
+
+records = cache.get(cache_key)
+if not records:
+    if not busy:
+        st.info("Choose the operators and lengths, then **Run benchmark**. Results are kept "
+                "per setting for this session. A small grid takes seconds; n = 16384 with "
+                "forward+backward takes minutes on a laptop.", icon=":material/timer:")
+    st.stop()
+
+frame = pd.DataFrame(records)
+st.download_button("Download CSV", frame.to_csv(index=False), "toeplitz-lab-bench.csv",
+                   "text/csv", icon=":material/download:")
+for causal in sorted(frame["causal"].unique()):
+    part = frame[frame["causal"] == causal]
+    title = "causal" if causal else "bidirectional"
+    left, right = st.columns(2)
+    for column, field, unit in ((left, "median_ms", "time (ms)"),
+                                (right, "peak_mem_mb", "peak memory (MB)")):
+        fig = go.Figure()
+        for op, rows in part.groupby("op"):
+            rows = rows.sort_values("n")
+            fig.add_scatter(x=rows["n"], y=rows[field], name=op, mode="lines+markers")
+        if field == "median_ms" and len(part):
+            n0 = part["n"].min()
+            t0 = part[part["n"] == n0]["median_ms"].median()
+            ns = np.array(sorted(part["n"].unique()), dtype=float)
+            for name, grow in GUIDES.items():
+                fig.add_scatter(x=ns, y=t0 * grow(ns) / grow(float(n0)), name=name,
+                                mode="lines", line=dict(dash="dot", width=1, color="gray"))
+        fig.update_xaxes(type="log", title="n")
+        fig.update_yaxes(type="log", title=unit)
+        fig.update_layout(title=f"{unit.split(' (')[0].capitalize()}, {title}", height=380,
+                          margin=dict(l=10, r=10, t=40, b=10))
+        column.plotly_chart(fig, key=f"chart-{field}-{title}")
+
+left, right = st.columns(2)
+slope_rows = pd.DataFrame(slopes(records))
+if len(slope_rows):
+    left.markdown("**Measured growth**: the log-log slope of time against n (1 = linear, "
+                  "about 1.1 = n log n over this range, 2 = quadratic).")
+    left.dataframe(slope_rows[["op", "causal", "mode", "slope", "n_min", "n_max"]],
+                   hide_index=True)
+cross = pd.DataFrame(crossovers(records))
+right.markdown("**Crossovers**: the length where one operator overtakes another.")
+if len(cross):
+    cross["n"] = cross["n"].map(lambda v: int(round(v)))
+    right.dataframe(cross[["causal", "mode", "faster_below", "faster_above", "n"]],
+                    hide_index=True)
+else:
+    right.caption("No crossover in this range: the order of the operators does not change.")
+
+# -- SKI: error against speed -----------------------------------------------------------
+st.subheader("SKI: error against speed")
+st.markdown("Each point is one (r, m) setting on the *spike plus smooth* kernel: its "
+            "approximation error (relative Frobenius, from the decomposition analysis) "
+            "against its speed-up over TNO's FFT product on the same kernel. Up and to the "
+            "left is better: fast and accurate.")
+p1, p2 = st.columns([1, 3])
+pareto_n = p1.select_slider("n", [1024, 2048, 4096, 8192], value=4096, key="pareto_n",
+                            help="Length of the kernel and of the timed input.")
+if p1.button("Measure", key="pareto_run", icon=":material/scatter_plot:"):
+    st.session_state["pareto"] = _ui.ski_pareto(pareto_n, _ui.device())
+points = st.session_state.get("pareto")
+if points:
+    pts = pd.DataFrame(points)
+    fig = go.Figure()
+    for m, rows in pts.groupby("band"):
+        fig.add_scatter(x=rows["speedup"], y=rows["error"], mode="markers+text",
+                        name=f"m = {m}", text=[f"r={r}" for r in rows["rank"]],
+                        textposition="top center")
+    fig.add_vline(x=1.0, line_dash="dot", annotation_text="as fast as TNO")
+    fig.update_xaxes(title="speed-up over the FFT product (×)", type="log")
+    fig.update_yaxes(title="relative Frobenius error", type="log")
+    fig.update_layout(height=420, margin=dict(l=10, r=10, t=30, b=10),
+                      title=f"n = {pts['n'].iloc[0]}")
+    p2.plotly_chart(fig, key="chart-pareto")
+else:
+    p2.caption("Press **Measure** to time 20 SKI settings against the FFT product.")
+
+if any(math.isnan(v) for v in frame["median_ms"]):
+    st.caption("Missing points were skipped: O(n²) operators above their length limit.")

@@ -1,0 +1,163 @@
+"""Page "Train": train a small TNN, SKI-TNN or FD-TNN model and watch it learn."""
+
+import time
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from pages import _ui
+from tnn_core.runs import BackgroundRun
+from tnn_core.tasks import CharLMConfig, CharLMTask, get_task
+from tnn_core.training import TrainConfig
+
+_ui.ensure_app_frame()
+
+TASKS = {
+    "charlm": "Characters: next-character prediction on Python's own source (causal)",
+    "listops": "ListOps: evaluate nested MIN / MAX / MED / SUM_MOD expressions",
+    "digits": "Digits: classify 8 × 8 handwritten digits read pixel by pixel",
+    "recall": "Associative recall: recall the value of a key seen earlier (causal)",
+}
+SIZES = {"tiny": (32, 1), "small": (64, 2), "medium": (128, 2)}  # name -> (dim, layers)
+SETTINGS = {"charlm": {"seq_len": 128}, "listops": {"seq_len": 128, "max_depth": 2},
+            "digits": {}, "recall": {}}
+
+
+class _SessionToken:
+    """Lives in this browser session's state; when the session ends it is collected."""
+
+
+st.title("Train")
+st.markdown("Train a small model on a real task, on this machine, and watch the loss and the "
+            "validation metric as it learns. The run goes on in the background: the other "
+            "pages keep working, and the run stops when you press Stop or close the tab.")
+
+run: BackgroundRun | None = st.session_state.get("train_run")
+running = run is not None and not run.snapshot().finished
+
+with st.form("train-form", border=True):
+    c1, c2, c3 = st.columns(3)
+    task_name = c1.selectbox("Task", list(TASKS), format_func=TASKS.get, key="task",
+                             help="What the model learns. Causal tasks train a language model; "
+                                  "the others a bidirectional classifier.")
+    kind = c1.radio("Operator", ["tno", "ski", "fd"], horizontal=True, key="operator",
+                    help="tno: TNN's RPE MLP with decay. ski: band + low rank (bidirectional "
+                         "tasks; causal SKI uses the interpolated kernel with an FFT). fd: "
+                         "frequency-domain RPE.")
+    size = c1.radio("Size", list(SIZES), index=1, horizontal=True, key="size",
+                    help="tiny: width 32, 1 layer. small: 64, 2 layers. medium: 128, 2 layers.")
+    steps = c2.slider("Steps", 10, 5000, 300, step=10, key="steps",
+                      help="Optimizer updates (batches of 32 sequences).")
+    lr = c2.select_slider("Learning rate", [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2], value=3e-3,
+                          key="lr", help="Peak AdamW learning rate, after 10% warm-up.")
+    decay = c3.slider("Decay λ", 0.50, 1.00, 0.99, step=0.005, key="train_decay",
+                      help="tno: the decay λ^|k| on the kernel. ski: the inverse time warp.")
+    rank = c3.slider("Inducing points r", 2, 128, 32, key="train_rank",
+                     help="SKI only: rank of the low-rank part.")
+    band = c3.slider("Band m", 1, 64, 9, key="train_band", help="SKI only: taps of the band.")
+    text = None
+    if task_name == "charlm":
+        text = st.file_uploader("Your own text (optional, UTF-8, ≤ 20 MB)", type=["txt", "md",
+                                "py", "csv", "json", "rst"], key="train_text",
+                                help="Train on this text instead of Python's source. It is "
+                                     "split 90/10 into training and validation.")
+    start = st.form_submit_button("Start", type="primary", disabled=running,
+                                  icon=":material/play_arrow:")
+
+if start:
+    try:
+        dim, layers = SIZES[size]
+        settings = SETTINGS[task_name]
+        config = TrainConfig(task=task_name, steps=steps, lr=lr, warmup=max(1, steps // 10),
+                             eval_every=max(10, steps // 10), eval_batches=4, operator=kind,
+                             dim=dim, layers=layers, decay=decay, rank=rank, band=band,
+                             device=_ui.device(), seed=_ui.seed())
+        if text is not None:
+            task = CharLMTask.from_bytes(text.getvalue(), text.name,
+                                         config=CharLMConfig(**settings))
+        else:
+            task = get_task(task_name, settings)
+    except ValueError as err:
+        _ui.show_error(err)
+    else:
+        run = BackgroundRun(config, task, command=f"app: {config.to_dict()}")
+        token = st.session_state.setdefault("train_session_token", _SessionToken())
+        run.stop_when_collected(token)
+        run.start()
+        st.session_state["train_run"] = run
+        st.session_state.pop("train_saved", None)
+        running = True
+
+if run is None:
+    st.info("Choose a task and press **Start**. A small model trains in a minute or two on "
+            "a laptop CPU.", icon=":material/school:")
+    st.stop()
+
+
+def draw(progress) -> None:
+    done = progress.step / max(progress.steps, 1)
+    st.progress(min(done, 1.0), text=f"{progress.status}: step {progress.step} / "
+                                     f"{progress.steps}, {progress.elapsed_s:.0f} s")
+    last = progress.evals[-1] if progress.evals else {}
+    m = st.columns(4)
+    m[0].metric("Training loss", _ui.fmt(progress.losses[-1][1], ".3f")
+                if progress.losses else "—")
+    m[1].metric(f"Validation {last.get('metric_name', run.task.metric_name if run.task else '')}",
+                _ui.fmt(last["metric"], ".3f") if last else "—")
+    m[2].metric("Throughput", f"{progress.tokens_per_s:,.0f} tokens/s")
+    m[3].metric("Chance level", _ui.fmt(run.task.chance, ".3f") if run.task else "—",
+                help="What guessing achieves on this metric.")
+    left, right = st.columns(2)
+    if progress.losses:
+        steps_, losses = zip(*progress.losses, strict=True)
+        fig = go.Figure(go.Scatter(x=steps_, y=losses, mode="lines", name="train loss"))
+        if progress.evals:
+            fig.add_scatter(x=[e["step"] for e in progress.evals],
+                            y=[e["loss"] for e in progress.evals], mode="lines+markers",
+                            name="validation loss")
+        fig.update_layout(title="Loss", xaxis_title="step", height=320,
+                          margin=dict(l=10, r=10, t=40, b=10))
+        left.plotly_chart(fig, key="chart-loss")
+    if progress.evals:
+        fig = go.Figure(go.Scatter(x=[e["step"] for e in progress.evals],
+                                   y=[e["metric"] for e in progress.evals],
+                                   mode="lines+markers", name="validation"))
+        if run.task:
+            fig.add_hline(y=run.task.chance, line_dash="dot", annotation_text="chance")
+        fig.update_layout(title=f"Validation {run.task.metric_name if run.task else 'metric'}",
+                          xaxis_title="step", height=320, margin=dict(l=10, r=10, t=40, b=10))
+        right.plotly_chart(fig, key="chart-metric")
+
+
+@st.fragment(run_every=0.5)
+def live() -> None:
+    progress = run.snapshot()
+    draw(progress)
+    if progress.finished:
+        st.rerun(scope="app")  # draw the finished run once, without polling
+    if st.button("Stop", icon=":material/stop:", key="stop"):
+        run.stop()
+
+
+if running:
+    live()
+else:
+    progress = run.snapshot()
+    draw(progress)
+    if progress.status in ("completed", "stopped"):
+        st.success(progress.message.capitalize() + ".", icon=":material/check_circle:")
+    else:
+        st.error(f"The run {progress.status}: {progress.message}", icon=":material/error:")
+    if run.result is not None:
+        with st.form("save-form"):
+            default = f"{run.config.task}-{run.config.operator}-{time.strftime('%H%M%S')}"
+            name = st.text_input("Save as", default, key="save_name", max_chars=64,
+                                 help="Letters, digits, _ and -. Saved under checkpoints/user/.")
+            if st.form_submit_button("Save and inspect", icon=":material/save:"):
+                try:
+                    key = _ui.save_run(run.result, name)
+                except ValueError as err:
+                    _ui.show_error(err)
+                else:
+                    st.session_state["train_saved"] = key
+                    st.switch_page("pages/inspect.py", query_params={"checkpoint": key})
