@@ -1,0 +1,54 @@
+"""The kernel atlas: per-channel statistics agree with direct computations."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from tnn_core.analysis import decompose
+from tnn_core.atlas import channel_stats, kernel_atlas, summarise
+from tnn_core.kernels import synthetic_kernel
+
+
+def test_spikiness_is_the_energy_share_inside_the_band():
+    n, band = 50, 5
+    T = synthetic_kernel("spike_smooth", n, 0.9)
+    t = T.numpy()
+    dense = np.array([[t[n - 1 + i - j] for j in range(n)] for i in range(n)])
+    mask = np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= band // 2
+    expected = (dense[mask] ** 2).sum() / (dense**2).sum()
+    stats = channel_stats(T, band, 8, causal=False)
+    assert stats["spikiness"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_decay_and_low_rank_match_the_analysis():
+    t = synthetic_kernel("exponential", 64, 0.8)
+    stats = channel_stats(t, 5, 16, causal=False)
+    assert stats["decay"] == pytest.approx(0.8, abs=1e-3)
+    dec = decompose(t, 5, 16, method="sample")
+    assert stats["low_rank"] == pytest.approx(dec.errors["relative_frobenius"], rel=1e-6)
+    assert stats["optimal"] <= stats["low_rank"] + 1e-12
+
+
+def test_atlas_rows_and_layer_summary():
+    kernels = torch.stack([torch.stack([synthetic_kernel("exponential", 32, lam)
+                                        for lam in (0.5, 0.7, 0.9)]),
+                           torch.stack([synthetic_kernel("oscillating", 32, lam)
+                                        for lam in (0.5, 0.7, 0.9)])])  # (2, 3, 63)
+    rows = kernel_atlas(kernels, band=3, rank=8, channels=2)
+    assert [(r["layer"], r["channel"]) for r in rows] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert rows[0]["decay"] == pytest.approx(0.5, abs=1e-3)
+    summary = summarise(rows)
+    assert [s["layer"] for s in summary] == [0, 1] and summary[0]["channels"] == 2
+    assert summary[0]["decay"] == pytest.approx(np.median([0.5, 0.7]), abs=1e-3)
+
+
+def test_zero_kernel_gives_undefined_statistics_not_an_error():
+    stats = channel_stats(torch.zeros(31, dtype=torch.float64), 3, 4, causal=False)
+    assert math.isnan(stats["spikiness"]) and math.isnan(stats["low_rank"])
+
+
+def test_atlas_rejects_bad_shapes():
+    with pytest.raises(ValueError, match="kernels must have shape"):
+        kernel_atlas(torch.zeros(3, 5))
