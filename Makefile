@@ -1,11 +1,12 @@
 # Toeplitz Lab: two commands on a fresh machine.
 #   make run   create .venv, install requirements.txt, start the app
 #   make test  the same, plus the test dependencies, then the whole suite
+#   make checkpoints  retrain the shipped example models, one after another, on the CPU
 VENV    ?= .venv
 PYTHON  := $(VENV)/bin/python
 PORT    ?= 8501
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench checkpoints clean
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -31,6 +32,27 @@ lint: $(VENV)/.dev-installed
 
 bench: $(VENV)/.app-installed
 	$(PYTHON) -m tnn_core.bench
+
+# The exact commands behind checkpoints/*.safetensors (see checkpoints/README.md).
+# Sequential on purpose: each uses 2 CPU threads, a few minutes on a 2-core machine.
+TRAIN    = $(PYTHON) -m tnn_core.train --threads 2 --device cpu --seed 0
+CHARLM   = --task charlm --seq-len 256 --batch-size 16 --dim 64 --layers 2 --steps 2000 \
+           --lr 3e-3 --warmup 100 --eval-every 250 --eval-batches 8
+LISTOPS  = --task listops --seq-len 128 --max-depth 2 --batch-size 32 --dim 64 --layers 2 \
+           --steps 2000 --lr 3e-3 --warmup 100 --eval-every 250 --eval-batches 8 \
+           --eval-batch-size 64
+DIGITS   = --task digits --size 8 --batch-size 32 --dim 64 --layers 2 --steps 1500 \
+           --lr 3e-3 --warmup 100 --eval-every 250 --eval-batches 12
+
+checkpoints: $(VENV)/.app-installed
+	$(TRAIN) $(CHARLM) --operator tno --out checkpoints/charlm-tno.safetensors
+	$(TRAIN) $(CHARLM) --operator fd --out checkpoints/charlm-fd.safetensors
+	$(TRAIN) $(LISTOPS) --operator tno --out checkpoints/listops-tno.safetensors
+	$(TRAIN) $(LISTOPS) --operator ski --rank 32 --band 9 --out checkpoints/listops-ski.safetensors
+	$(TRAIN) $(LISTOPS) --operator fd --out checkpoints/listops-fd.safetensors
+	$(TRAIN) $(DIGITS) --operator tno --out checkpoints/digits-tno.safetensors
+	$(TRAIN) $(DIGITS) --operator ski --rank 16 --band 9 --out checkpoints/digits-ski.safetensors
+	$(TRAIN) $(DIGITS) --operator fd --out checkpoints/digits-fd.safetensors
 
 clean:
 	rm -rf $(VENV) .pytest_cache tests/screenshots

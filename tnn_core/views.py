@@ -19,7 +19,7 @@ from .analysis import (
     frequency_response,
 )
 
-__all__ = ["CURVE_RANKS", "display_indices", "decomposition_view"]
+__all__ = ["CURVE_RANKS", "display_indices", "decomposition_view", "rank_curve", "page_latency"]
 
 CURVE_RANKS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 
@@ -84,3 +84,29 @@ def rank_curve(coeffs: np.ndarray, band: int, causal: bool) -> dict:
     n = (len(coeffs) + 1) // 2
     ranks = [r for r in CURVE_RANKS if r <= n]
     return error_curve(torch.as_tensor(coeffs, dtype=torch.float64), band, ranks, causal=causal)
+
+
+def page_latency(ns=(1024, 4096), repeats: int = 7, rank: int = 32, band: int = 9,
+                 method: str = "fit") -> list[dict]:
+    """Compute time of one Decomposition page rerun after a slider move (no caches hit).
+
+    Times, per n, the three calls the page makes for a new setting: the decomposition
+    view (errors, singular values, profiles, heatmap samples), the error-against-r curve,
+    and the live speed readout (``bench.live_speed``). Kernel: spike plus smooth, λ = 0.99.
+    Returns dicts: n, stage, ms (median of ``repeats``)."""
+    from .bench import live_speed  # the bench sits beside the views, not below them
+    from .kernels import synthetic_kernel
+    from .timing import median_ms
+
+    rows = []
+    for n in ns:
+        coeffs = synthetic_kernel("spike_smooth", n, 0.99).numpy()
+        stages = {
+            "decomposition view": lambda c=coeffs: decomposition_view(c, band, rank, False, method),
+            "error-against-r curve": lambda c=coeffs: rank_curve(c, band, False),
+            "live speed readout": lambda n=n: live_speed(n, rank, band),
+        }
+        stages["page total"] = lambda stages=dict(stages): [f() for f in stages.values()]
+        for stage, fn in stages.items():
+            rows.append({"n": n, "stage": stage, "ms": median_ms(fn, repeats, warmup=1)})
+    return rows

@@ -1,19 +1,23 @@
 """Token-mixing operators: ``build_operator(OperatorConfig(kind=...), dim=D)``.
 
-Every operator maps [B, n, D] to [B, n, D] at any n and exposes ``matrix(n)``
-[D, n, n], the exact linear map it applies, and ``kernel(n)`` [D, 2n-1].
+Every operator maps [B, n, D] to [B, n, D]. The Toeplitz kinds (``KINDS``: tno, ski,
+fd) run at any n and expose ``matrix(n)`` [D, n, n], the exact linear map they
+apply, and ``kernel(n)`` [D, 2n-1]. ``togeipi`` (in ``ALL_KINDS``) mixes per head
+with a Toeplitz plus sparse matrix between two projections, up to ``max_length``;
+its dense reference is ``mixing_matrix(n)`` [H, n, n].
 """
 
 from .base import TokenMixer
-from .config import KINDS, OperatorConfig, OperatorKind
+from .config import ALL_KINDS, KINDS, OperatorConfig, OperatorKind
 from .fd import FD
 from .ski import SKI
 from .tno import TNO
+from .togeipi import Togeipi
 
-__all__ = ["KINDS", "OperatorConfig", "OperatorKind", "TokenMixer", "TNO", "SKI", "FD",
-           "build_operator"]
+__all__ = ["KINDS", "ALL_KINDS", "OperatorConfig", "OperatorKind", "TokenMixer", "TNO", "SKI",
+           "FD", "Togeipi", "build_operator"]
 
-_CLASSES = {"tno": TNO, "ski": SKI, "fd": FD}
+_CLASSES = {"tno": TNO, "ski": SKI, "fd": FD, "togeipi": Togeipi}
 
 
 def build_operator(config: OperatorConfig, dim: int) -> TokenMixer:

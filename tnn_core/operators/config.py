@@ -5,18 +5,20 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Literal
 
-__all__ = ["OperatorKind", "KINDS", "OperatorConfig"]
+__all__ = ["OperatorKind", "KINDS", "ALL_KINDS", "OperatorConfig"]
 
-OperatorKind = Literal["tno", "ski", "fd"]
-KINDS: tuple[str, ...] = ("tno", "ski", "fd")
+OperatorKind = Literal["tno", "ski", "fd", "togeipi"]
+KINDS: tuple[str, ...] = ("tno", "ski", "fd")  # the Toeplitz kinds: kernel(n), matrix(n) [D, n, n]
+ALL_KINDS: tuple[str, ...] = KINDS + ("togeipi",)  # plus the Togeipi mixer (course project)
 _ACTIVATIONS = ("relu", "silu", "gelu")
+_PSF_ACTIVATIONS = ("none", "gelu")
 
 
 @dataclass(frozen=True)
 class OperatorConfig:
-    """Configuration of a Toeplitz token mixer. Unknown fields raise (no **kwargs)."""
+    """Configuration of a token mixer. Unknown fields raise (no **kwargs)."""
 
-    kind: OperatorKind = "tno"  # tno (TNN), ski (SKI-TNN) or fd (FD-TNN)
+    kind: OperatorKind = "tno"  # tno (TNN), ski (SKI-TNN), fd (FD-TNN) or togeipi
     causal: bool = False  # lower-triangular: output t sees inputs <= t only
     decay: float = 0.99  # λ in (0, 1]: TNO decay λ^|k|, SKI inverse time warp sign(t)λ^|t|
     rank: int = 64  # SKI: r inducing points and r RPE knots, >= 2
@@ -24,16 +26,18 @@ class OperatorConfig:
     rpe_dim: int | None = None  # RPE MLP width e; None means max(D // 8, 32) (official README)
     rpe_layers: int = 1  # hidden layers of the RPE MLP (tno, fd)
     activation: str = "relu"  # RPE MLP activation: relu, silu or gelu (FD Theorems 2-4)
+    heads: int = 8  # togeipi: H heads, one Toeplitz point spread function each; D % H == 0
+    sparse_density: float = 0.3  # togeipi: fraction of the sparse matrix's entries kept (top |.|)
+    max_length: int = 1024  # togeipi: longest n (the sparse matrix is max_length x max_length)
+    sparse_l1: float = 1e-5  # togeipi: weight of l1_penalty() = sparse_l1 * sum |S_ij|
+    psf_activation: str = "none"  # togeipi: "none" keeps mixing linear; "gelu" as in the seed
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}; got {self.kind!r}")
+        if self.kind not in ALL_KINDS:
+            raise ValueError(f"kind must be one of {ALL_KINDS}; got {self.kind!r}")
         if not isinstance(self.causal, bool):
             raise ValueError(f"causal must be True or False; got {self.causal!r}")
-        if isinstance(self.decay, bool) or not isinstance(self.decay, int | float):
-            raise ValueError(f"decay must be a number in (0, 1]; got {self.decay!r}")
-        if not 0 < self.decay <= 1:
-            raise ValueError(f"decay must be in (0, 1]; got {self.decay}")
+        _check_fraction("decay", self.decay)
         _check_int("rank", self.rank, 2)
         _check_int("band", self.band, 1)
         _check_int("rpe_layers", self.rpe_layers, 0)
@@ -41,6 +45,15 @@ class OperatorConfig:
             _check_int("rpe_dim", self.rpe_dim, 1)
         if self.activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {_ACTIVATIONS}; got {self.activation!r}")
+        _check_int("heads", self.heads, 1)
+        _check_fraction("sparse_density", self.sparse_density)
+        _check_int("max_length", self.max_length, 1)
+        if (isinstance(self.sparse_l1, bool) or not isinstance(self.sparse_l1, int | float)
+                or self.sparse_l1 < 0):
+            raise ValueError(f"sparse_l1 must be a number in [0, inf); got {self.sparse_l1!r}")
+        if self.psf_activation not in _PSF_ACTIVATIONS:
+            raise ValueError(f"psf_activation must be one of {_PSF_ACTIVATIONS}; "
+                             f"got {self.psf_activation!r}")
 
     def rpe_width(self, dim: int) -> int:
         return self.rpe_dim if self.rpe_dim is not None else max(dim // 8, 32)
@@ -61,3 +74,8 @@ class OperatorConfig:
 def _check_int(name: str, value, low: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ValueError(f"{name} must be an integer in [{low}, inf); got {value!r}")
+
+
+def _check_fraction(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise ValueError(f"{name} must be a number in (0, 1]; got {value!r}")

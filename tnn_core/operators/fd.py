@@ -12,6 +12,13 @@ with N = ``fft_size(n)`` >= 2n, so a longer sequence is a finer frequency grid.
 There is no explicit decay: the smoothness of the activation (relu, silu,
 gelu) sets the decay of the kernel in time (Theorems 2-4).
 
+Speed (``tnn_core.bench``): the RPE runs on N/2+1 frequencies (TNO: 2n-1 lags);
+bidirectional needs no kernel FFT at all, the spectrum goes straight into one
+autograd node (``functional.spectral_product``) whose backward needs no FFT over
+D rows either. Causal applies the causal kernel's lags 0..n-1 as a circulant
+column (``functional.circulant_product``). Under no_grad the spectrum is cached
+per length.
+
 Letters: B batch, D channels, n length, N FFT size, F = N//2+1 bins.
 """
 
@@ -19,16 +26,16 @@ from __future__ import annotations
 
 import torch
 
-from ..rpe import RpeMLP
+from ..rpe import RpeMLP, simple_rms_norm
 from ..spectrum import (
-    bidirectional_spectrum,
     causal_spectrum,
     frequency_grid,
     kernel_from_spectrum,
 )
-from ..toeplitz import apply_spectrum, check_length, fft_size
+from ..toeplitz import check_length, fft_size
 from .base import TokenMixer
 from .config import OperatorConfig
+from .functional import circulant_product, spectral_product
 
 __all__ = ["FD"]
 
@@ -43,15 +50,44 @@ class FD(TokenMixer):
         """The kernel's frequency response on the size-N grid, complex [D, N//2+1]."""
         p = self._param()
         omega = frequency_grid(N, device=p.device, dtype=p.dtype)  # (F,)
-        response = self.rpe(omega).T  # (D or 2D, F)
         if self.config.causal:
-            return causal_spectrum(response, N)  # (D, F)
-        return bidirectional_spectrum(response[: self.dim], response[self.dim :])  # (D, F)
+            return causal_spectrum(self.rpe(omega).T.contiguous(), N)  # (D, F)
+        # = bidirectional_spectrum(out[:D], out[D:]) for out = rpe(omega).T, with the output
+        # layer applied as W hᵀ so that the real and imaginary halves come out contiguous
+        F = omega.shape[0]
+        h = self._rpe_features(omega)  # (F, e)
+        out = torch.addmm(self.rpe.out.bias[:, None], self.rpe.out.weight, h.T)  # (2D, F)
+        keep = torch.ones(F, device=p.device, dtype=p.dtype)
+        keep[0] = keep[-1] = 0  # a real kernel's response is real at ω = 0 and π
+        return torch.complex(out[: self.dim], out[self.dim :] * keep)  # (D, F)
+
+    def _rpe_features(self, positions: torch.Tensor) -> torch.Tensor:
+        """The RPE MLP up to its output layer: positions [P] -> [P, e]."""
+        rpe = self.rpe
+        h = rpe.inp(positions[:, None])  # (P, e)
+        for linear in rpe.hidden:
+            h = linear(rpe.activation(simple_rms_norm(h)))  # (P, e)
+        return rpe.activation(simple_rms_norm(h))  # (P, e)
 
     def kernel(self, n: int) -> torch.Tensor:
         N = fft_size(check_length(n))
         return kernel_from_spectrum(self.spectrum(N), n, N)  # (D, 2n-1)
 
+    def causal_column(self, n: int, N: int) -> torch.Tensor:
+        """Lags 0..n-1 of the causal kernel, [D, n]: ``causal_kernel(R, N)[:, :n]``, whose
+        weights are 1 at t = 0 and 2 at t = 1..n-1 < N/2."""
+        p = self._param()
+        response = self.rpe(frequency_grid(N, device=p.device, dtype=p.dtype)).T  # (D, F)
+        even = torch.fft.irfft(response, n=N)[:, :n]  # (D, n)
+        weight = torch.full((n,), 2.0, device=p.device, dtype=p.dtype)
+        weight[0] = 1.0
+        return even * weight  # (D, n)
+
     def mix(self, x: torch.Tensor) -> torch.Tensor:
-        N = fft_size(x.shape[-1])
-        return apply_spectrum(self.spectrum(N), x, N)  # (B, D, n)
+        n = x.shape[-1]
+        N = fft_size(n)
+        if not torch.is_grad_enabled():
+            return spectral_product(x, self.cached(("spectrum", N), lambda: self.spectrum(N)), N)
+        if self.config.causal:
+            return circulant_product(x, self.causal_column(n, N), N)  # (B, D, n)
+        return spectral_product(x, self.spectrum(N), N)  # (B, D, n)

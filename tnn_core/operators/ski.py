@@ -16,24 +16,70 @@ Causal: masking W A Wᵀ to its lower triangle defeats SKI (§3.3.1 and Appendix
 so, as the authors do, the causal operator evaluates the interpolated kernel
 band + k(t) at integer lags t >= 0 and applies it with the FFT product: O(n log n).
 
+Speed (``tnn_core.bench``): the bidirectional operator works on the [B, n, D]
+layout it is given, without a transpose: the band is a depthwise conv2d on the
+channels-last view (oneDNN's NHWC kernel on CPU), and W, Wᵀ are applied along the
+rows by the route ``interp_method`` names (``functional.interp_w``; "block" splits W
+into chunks of rows that touch <= 3 inducing points: one batched matmul, O(n)).
+``choose_interp_method`` picks the route per device and size from the measurements
+in docs/benchmarks.md. Every route computes the same W; tests/test_bench.py checks
+them against the dense W.
+
 Letters: B batch, D channels, n length, r inducing points, m taps.
 """
 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from ..interpolation import Interpolation, apply_w, apply_wt, interpolation, interpolation_matrix
+from ..interpolation import Interpolation, interpolation, interpolation_matrix
 from ..rpe import piecewise_linear
-from ..toeplitz import check_length, dense, fft_size, matvec_last
+from ..toeplitz import check_length, circulant_column, dense, fft_size
 from .base import TokenMixer
 from .config import OperatorConfig
+from .functional import (
+    BandMethod,
+    InterpMethod,
+    InterpPlan,
+    band_conv,
+    chunk_size,
+    circulant_product,
+    interp_plan,
+    interp_w,
+    interp_wt,
+    ski_bidirectional,
+    spectral_product,
+)
 
-__all__ = ["SKI"]
+__all__ = ["SKI", "choose_interp_method", "choose_band_method"]
+
+_PLAN_CACHE_SIZE = 8
+
+
+def choose_interp_method(n: int, r: int, device: torch.device | str) -> InterpMethod:
+    """The route to W y / Wᵀ x for (n, r) on this device type (docs/benchmarks.md).
+
+    CPU, 2 threads, B = 8, D = 64, forward+backward: "interpolate" (the channels-last
+    linear upsampling and its adjoint, O(n), flat in r) is the fastest route on its own
+    at every n and r measured; "block" is 1.2-1.5x slower alone and "dense" (O(n r)) up
+    to 15x, "gather" (scatter-add) slower still. Inside SKI, however, "block" adds W z
+    into the output in place (no [B, n, D] temporary, ``functional._add_w``), which wins
+    from n = 4096 on, where the temporaries are large (from 32 MiB each glibc maps fresh,
+    page-faulting memory for every allocation); it needs chunks that tile n.
+    CUDA: "interpolate", the single-pass kernels (not measured here).
+    """
+    if torch.device(device).type == "cpu" and n >= 4096 and n % chunk_size(n, r) == 0:
+        return "block"
+    return "interpolate"
+
+
+def choose_band_method(device: torch.device | str) -> BandMethod:
+    """The band convolution route: "conv_cl", the channels-last depthwise conv2d."""
+    return "conv_cl"
 
 
 class SKI(TokenMixer):
@@ -43,6 +89,9 @@ class SKI(TokenMixer):
         self.band_weight = nn.Parameter(torch.empty(dim, m).uniform_(-1, 1) / math.sqrt(m))
         self.knots = nn.Parameter(torch.randn(dim, r) * 0.5)  # RPE values at r knots on [-1, 1]
         self._interp_cache: dict[tuple, Interpolation] = {}
+        self._plan_cache: OrderedDict = OrderedDict()
+        self.interp_method: InterpMethod | None = None  # None: choose_interp_method(n, r, device)
+        self.band_method: BandMethod | None = None  # None: choose_band_method(device)
 
     # -- the sparse part ---------------------------------------------------------------
     def _band_lags(self) -> torch.Tensor:
@@ -60,10 +109,11 @@ class SKI(TokenMixer):
         return t
 
     def _band(self, x: torch.Tensor) -> torch.Tensor:
-        m = self.config.band
-        left = m - 1 if self.config.causal else m // 2
-        x = F.pad(x, (left, m - 1 - left))  # (B, D, n + m - 1)
-        return F.conv1d(x, self.band_weight[:, None, :], groups=self.dim)  # (B, D, n)
+        """The sparse part on the [B, n, D] layout -> [B, n, D]."""
+        c = self.config
+        left = c.band - 1 if c.causal else c.band // 2  # tap j has lag left - j
+        method = self.band_method or choose_band_method(x.device)
+        return band_conv(x, self.band_weight, left, method)  # (B, n, D)
 
     # -- the low-rank part -------------------------------------------------------------
     def warped_kernel(self, t: torch.Tensor) -> torch.Tensor:
@@ -79,6 +129,18 @@ class SKI(TokenMixer):
             self._interp_cache[key] = interpolation(n, self.config.rank, p.dtype, p.device)
         return self._interp_cache[key]
 
+    def plan(self, n: int) -> InterpPlan:
+        """W for length n in every form the routes use, cached (the last few lengths)."""
+        p = self.knots
+        key = (n, p.device, p.dtype)
+        plan = self._plan_cache.get(key)
+        if plan is None:
+            plan = interp_plan(n, self.config.rank, p.dtype, p.device)
+            self._plan_cache[key] = plan
+            while len(self._plan_cache) > _PLAN_CACHE_SIZE:
+                self._plan_cache.popitem(last=False)
+        return plan
+
     def inducing_kernel(self, n: int) -> torch.Tensor:
         """Lag coefficients [D, 2r-1] of A: a_l = k(l h), h = (n-1)/(r-1)."""
         r = self.config.rank
@@ -87,11 +149,19 @@ class SKI(TokenMixer):
         return self.warped_kernel(l * h)  # (D, 2r-1)
 
     def _low_rank(self, x: torch.Tensor) -> torch.Tensor:
-        n, r = x.shape[-1], self.config.rank
-        w = self.interp(n)
-        z = apply_wt(w, x)  # (B, D, r)
-        z = matvec_last(self.inducing_kernel(n), z, fft_size(r))  # (B, D, r)
-        return apply_w(w, z)  # (B, D, n)
+        """W A Wᵀ x on the [B, n, D] layout -> [B, n, D]."""
+        n, r = x.shape[1], self.config.rank
+        plan = self.plan(n)
+        method = self.interp_method or choose_interp_method(n, r, x.device)
+        Nr = fft_size(r)
+        z = interp_wt(plan, x, method).transpose(1, 2)  # (B, D, r)
+        if torch.is_grad_enabled():
+            z = circulant_product(z, circulant_column(self.inducing_kernel(n), Nr), Nr)
+        else:
+            spectrum = self.cached(("inducing", n), lambda: torch.fft.rfft(
+                circulant_column(self.inducing_kernel(n), Nr), n=Nr))  # (D, Nr//2+1)
+            z = spectral_product(z, spectrum, Nr)  # (B, D, r)
+        return interp_w(plan, z.transpose(1, 2), method)  # (B, n, D)
 
     # -- the operator ------------------------------------------------------------------
     def kernel(self, n: int) -> torch.Tensor:
@@ -114,11 +184,39 @@ class SKI(TokenMixer):
         A = dense(self.inducing_kernel(n))  # (D, r, r)
         return dense(self.band_kernel(n)) + W @ A @ W.T  # (D, n, n)
 
+    def causal_column(self, n: int) -> torch.Tensor:
+        """Lags 0..n-1 of the causal kernel band + k(t), [D, n] (== kernel(n)[:, n-1:])."""
+        p = self.knots
+        t = torch.arange(n, device=p.device, dtype=p.dtype)  # (n,) lags 0..n-1
+        band = self.band_weight.new_zeros(self.dim, n)
+        lag = self._band_lags()
+        keep = lag < n
+        band[:, lag[keep]] = self.band_weight[:, keep]
+        return band + self.warped_kernel(t)  # (D, n)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check_input(x)
+        if self.config.causal:
+            return super().forward(x)
+        if (self.band_method or choose_band_method(x.device)) != "conv_cl":
+            return self._band(x) + self._low_rank(x)  # (B, n, D)
+        n, r = x.shape[1], self.config.rank
+        method = self.interp_method or choose_interp_method(n, r, x.device)
+        Nr = fft_size(r)
+        column = self.cached(("inducing column", n), lambda: circulant_column(
+            self.inducing_kernel(n), Nr))  # (D, Nr)
+        return ski_bidirectional(x, self.band_weight, column, self.plan(n), method,
+                                 self.config.band // 2)  # (B, n, D), one node, no transpose
+
     def mix(self, x: torch.Tensor) -> torch.Tensor:
         n = x.shape[-1]
-        if self.config.causal:
-            return matvec_last(self.kernel(n), x, fft_size(n))  # (B, D, n)
-        return self._band(x) + self._low_rank(x)  # (B, D, n)
+        if not self.config.causal:
+            return self.forward(x.transpose(1, 2)).transpose(1, 2)  # (B, D, n)
+        N = fft_size(n)
+        if torch.is_grad_enabled():
+            return circulant_product(x, self.causal_column(n), N)  # (B, D, n)
+        spectrum = self.cached(("causal", n), lambda: torch.fft.rfft(self.causal_column(n), n=N))
+        return spectral_product(x, spectrum, N)  # (B, D, n)
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", rank={self.config.rank}, band={self.config.band}"

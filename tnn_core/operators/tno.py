@@ -4,7 +4,13 @@ t_k = λ^|k| · RPE(k) per channel, with RPE an MLP on the integer lag k (as in
 the official code) and λ fixed, not trained. λ^0 = 1 leaves the zero lag
 undecayed. The product is the FFT circulant embedding of ``toeplitz``.
 
-Letters: B batch, D channels, n length, L = 2n-1 lags.
+Speed (``tnn_core.bench``): the FFTs run along the contiguous n axis of [B, D, n]
+at a 5-smooth size N = ``fft_size(n)``; the RPE runs once per call on the lags in
+circulant order (n for a causal kernel, whose column is just lags 0..n-1); the
+product is one autograd node (``functional.circulant_product``); under no_grad the
+kernel spectrum is cached per length.
+
+Letters: B batch, D channels, n length, L = 2n-1 lags, N FFT size.
 """
 
 from __future__ import annotations
@@ -12,9 +18,10 @@ from __future__ import annotations
 import torch
 
 from ..rpe import RpeMLP
-from ..toeplitz import check_length, fft_size, matvec_last
+from ..toeplitz import check_length, fft_size
 from .base import TokenMixer
 from .config import OperatorConfig
+from .functional import circulant_product, spectral_product
 
 __all__ = ["TNO"]
 
@@ -24,17 +31,37 @@ class TNO(TokenMixer):
         super().__init__(config, dim)
         self.rpe = RpeMLP(config.rpe_width(dim), dim, config.rpe_layers, config.activation)
 
+    def _decayed_rpe(self, k: torch.Tensor) -> torch.Tensor:
+        """λ^|k| RPE(k) at lags k [P] -> [P, D]."""
+        return self.rpe(k) * (self.config.decay ** k.abs())[:, None]  # (P, D)
+
     def kernel(self, n: int) -> torch.Tensor:
         check_length(n)
         p = self._param()
         start = 0 if self.config.causal else -(n - 1)
         k = torch.arange(start, n, device=p.device, dtype=p.dtype)  # (L,) or (n,) lags
-        decay = self.config.decay ** k.abs()  # (L,)
-        t = (self.rpe(k) * decay[:, None]).T  # (D, L)
+        t = self._decayed_rpe(k).T  # (D, L)
         if self.config.causal:
             t = torch.cat([t.new_zeros(self.dim, n - 1), t], dim=-1)  # (D, 2n-1)
         return t
 
+    def column(self, n: int, N: int) -> torch.Tensor:
+        """First column of the size-N circulant embedding T: [D, N] (causal: [D, n], the
+        rest is zero). Equal to ``toeplitz.circulant_column(self.kernel(n), N)``."""
+        p = self._param()
+        if self.config.causal:
+            k = torch.arange(n, device=p.device, dtype=p.dtype)  # (n,) lags 0..n-1
+            return self._decayed_rpe(k).T  # (D, n)
+        k = torch.cat([torch.arange(n, device=p.device, dtype=p.dtype),
+                       torch.arange(-(n - 1), 0, device=p.device, dtype=p.dtype)])  # (2n-1,)
+        t = self._decayed_rpe(k)  # (2n-1, D): lags 0..n-1, then -(n-1)..-1
+        wrap = t.new_zeros(N - (2 * n - 1), self.dim)  # (N-2n+1, D)
+        return torch.cat([t[:n], wrap, t[n:]]).T  # (D, N)
+
     def mix(self, x: torch.Tensor) -> torch.Tensor:
         n = x.shape[-1]
-        return matvec_last(self.kernel(n), x, fft_size(n))  # (B, D, n)
+        N = fft_size(n)
+        if torch.is_grad_enabled():
+            return circulant_product(x, self.column(n, N), N)  # (B, D, n)
+        spectrum = self.cached(("spectrum", n), lambda: torch.fft.rfft(self.column(n, N), n=N))
+        return spectral_product(x, spectrum, N)  # (B, D, n)

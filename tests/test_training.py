@@ -1,0 +1,239 @@
+"""tnn_core.training and the train / evaluate CLIs: tiny seeded runs on the CPU."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+
+import pytest
+import torch
+
+from tnn_core.checkpoint import load
+from tnn_core.evaluate import layer_kernels, length_sweep
+from tnn_core.evaluate import main as evaluate_main
+from tnn_core.tasks import get_task
+from tnn_core.train import main as train_main
+from tnn_core.train import parser
+from tnn_core.training import Callbacks, TrainConfig, learning_rate, train
+
+TINY = {"dim": 16, "layers": 1, "eval_batches": 2, "eval_batch_size": 16, "warmup": 5,
+        "rank": 8, "band": 5, "device": "cpu"}
+TASK_SETTINGS = {
+    "charlm": {"seq_len": 32, "max_bytes": 100_000},
+    "listops": {"seq_len": 24, "max_depth": 1, "max_args": 3, "val_size": 64},
+    "digits": {"size": 8},
+    "recall": {"seq_len": 16, "num_pairs": 2, "num_queries": 2, "num_keys": 4,
+               "num_values": 4},
+}
+# (operator, steps, lr, required drop of the validation loss in nats)
+RUNS = {"charlm": ("tno", 40, 1e-2, 1.0), "listops": ("ski", 100, 1e-2, 0.12),
+        "digits": ("fd", 150, 1e-2, 0.4), "recall": ("tno", 60, 1e-2, 0.1)}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models run fastest on one thread, and far better on a busy shared machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    return {name: get_task(name, settings) for name, settings in TASK_SETTINGS.items()}
+
+
+def tiny(task: str, **overrides) -> TrainConfig:
+    operator, steps, lr, _ = RUNS[task]
+    settings = {**TINY, "task": task, "operator": operator, "steps": steps, "lr": lr,
+                "eval_every": steps, "batch_size": 16, **overrides}
+    return TrainConfig(**settings)
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_tiny_run_lowers_the_loss(tasks, name):
+    result = train(tiny(name), tasks[name])
+    evals = result.history["evals"]
+    assert result.status == "completed"
+    assert [e["step"] for e in evals] == [0, RUNS[name][1]]
+    drop = evals[0]["loss"] - evals[-1]["loss"]
+    assert drop > RUNS[name][3], f"{name}: loss {evals[0]['loss']:.3f} -> {evals[-1]['loss']:.3f}"
+    assert len(result.history["train_loss"]) == RUNS[name][1]
+    assert result.history["tokens_per_s"] > 0 and result.history["device"] == "cpu"
+
+
+def test_runs_are_seeded_and_leave_the_global_rng_alone(tasks):
+    state = torch.random.get_rng_state()
+    a = train(tiny("recall", steps=5), tasks["recall"])
+    assert torch.equal(torch.random.get_rng_state(), state)
+    b = train(tiny("recall", steps=5), tasks["recall"])
+    c = train(tiny("recall", steps=5, seed=1), tasks["recall"])
+    for (name, p), q in zip(a.model.state_dict().items(), b.model.state_dict().values(),
+                            strict=True):
+        assert torch.equal(p, q), name
+    assert not all(torch.equal(p, r) for p, r in zip(a.model.parameters(),
+                                                     c.model.parameters(), strict=True))
+
+
+def test_callbacks_and_history(tasks):
+    steps, evals = [], []
+    callbacks = Callbacks(on_step=lambda *args: steps.append(args),
+                          on_eval=lambda step, m: evals.append((step, m)))
+    result = train(tiny("recall", steps=7, eval_every=3), tasks["recall"], callbacks,
+                   command="python -m tnn_core.train --task recall")
+    assert [s[0] for s in steps] == list(range(1, 8))
+    step, loss, rate, lr = steps[-1]
+    assert math.isfinite(loss) and rate > 0 and lr > 0
+    assert [e[0] for e in evals] == [0, 3, 6, 7]
+    assert {"loss", "accuracy", "metric", "wall_s", "tokens_per_s"} <= set(evals[-1][1])
+    assert result.history["command"] == "python -m tnn_core.train --task recall"
+    assert result.final_metrics["step"] == 7
+
+
+def test_stop_event_ends_the_run(tasks):
+    stop = threading.Event()
+
+    def on_step(step, *_):
+        if step == 4:
+            stop.set()
+
+    result = train(tiny("recall", steps=50), tasks["recall"], Callbacks(on_step=on_step),
+                   stop_event=stop)
+    assert result.status == "stopped" and "after 4 steps" in result.message
+    assert result.history["steps"] == 4 and result.final_metrics["step"] == 4
+
+
+def test_a_run_in_a_thread(tasks):
+    out = {}
+    thread = threading.Thread(target=lambda: out.update(r=train(tiny("recall", steps=3),
+                                                                tasks["recall"])))
+    thread.start()
+    thread.join(60)
+    assert out["r"].status == "completed"
+
+
+def test_nan_loss_stops_and_keeps_the_last_finite_weights(tasks):
+    result = train(tiny("recall", lr=1e30, steps=20, warmup=0, clip=0.0), tasks["recall"])
+    assert result.status == "diverged"
+    assert "became" in result.message and "kept the weights after step" in result.message
+    assert all(torch.isfinite(p).all() for p in result.model.parameters())
+    assert result.history["steps"] < 20
+    assert math.isfinite(result.final_metrics["loss"])
+
+
+def test_nan_from_the_model_is_caught(tasks, monkeypatch):
+    """A forward that turns NaN at the 4th call: the weights of step 2 are kept."""
+    import tnn_core.training as training
+
+    real_loss = training.task_loss
+    calls = {"n": 0}
+
+    def poisoned(logits, targets):
+        calls["n"] += 1
+        loss = real_loss(logits, targets)
+        return loss * float("nan") if calls["n"] == 4 else loss
+
+    monkeypatch.setattr(training, "task_loss", poisoned)
+    result = train(tiny("recall", steps=10, eval_every=100), tasks["recall"])
+    assert result.status == "diverged"
+    assert result.message.startswith("loss became nan at step 4")
+    assert result.history["steps"] == 2 and result.final_metrics["step"] == 2
+    assert len(result.history["train_loss"]) == 3
+
+
+def test_learning_rate_schedules():
+    cos = TrainConfig(steps=110, warmup=10, lr=1.0)
+    assert learning_rate(0, cos) == pytest.approx(0.1)
+    assert learning_rate(9, cos) == pytest.approx(1.0)
+    assert learning_rate(10, cos) == pytest.approx(1.0)
+    assert learning_rate(110, cos) == pytest.approx(0.1)
+    inv = TrainConfig(steps=110, warmup=4, lr=1.0, schedule="inverse_sqrt")
+    assert learning_rate(15, inv) == pytest.approx(0.5)
+
+
+def test_train_config_validates():
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        TrainConfig(schedule="linear")
+    with pytest.raises(ValueError, match="lr must be a number in"):
+        TrainConfig(lr=-1.0)
+    with pytest.raises(ValueError, match="rank must be an integer in"):
+        TrainConfig(rank=1)
+    with pytest.raises(ValueError, match="unknown TrainConfig fields"):
+        TrainConfig.from_dict({"task": "recall", "momentum": 0.9})
+    with pytest.raises(ValueError, match="operator.causal must be True"):
+        TrainConfig(task="recall", causal=False).model_config(get_task("recall"))
+    assert TrainConfig(task="listops").model_config(get_task("listops")).operator.causal is False
+
+
+def test_cli_trains_saves_and_evaluates(tmp_path, capsys):
+    out = tmp_path / "recall.safetensors"
+    code = train_main(["--task", "recall", "--seq-len", "16", "--num-pairs", "2",
+                       "--num-queries", "2", "--dim", "8", "--layers", "1", "--steps", "3",
+                       "--eval-every", "2", "--eval-batches", "1", "--no-progress",
+                       "--device", "cpu", "--out", str(out)])
+    assert code == 0 and out.exists()
+    model, info = load(out)
+    assert info.history["command"].startswith("python -m tnn_core.train --task recall")
+    assert [e["step"] for e in info.history["evals"]] == [0, 2, 3]
+    capsys.readouterr()
+    assert evaluate_main([str(out), "--length", "32", "--batches", "2"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1
+    result = json.loads(lines[0])
+    assert result["task"] == "recall" and result["length"] == 32 and result["train_length"] == 16
+    assert result["metric_name"] == "accuracy" and result["chance"] == 1 / 32
+    assert 0 <= result["metric"] <= 1 and math.isfinite(result["loss"])
+
+
+def test_cli_help_documents_every_option(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        parser().parse_args(["--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    for action in parser()._actions:
+        assert action.help, f"{action.option_strings} has no help"
+    assert "--text" in text and "--weights-digest" in text
+
+
+def test_cli_rejects_options_of_other_tasks(capsys):
+    with pytest.raises(SystemExit, match="--size applies to digits, not listops"):
+        train_main(["--task", "listops", "--size", "8", "--steps", "1"])
+
+
+def test_length_sweep_and_kernels(tasks):
+    result = train(tiny("recall", steps=2), tasks["recall"])
+    rows = length_sweep(result.model, tasks["recall"], batches=1, batch_size=4)
+    assert [r["length"] for r in rows] == [16, 32, 64]
+    assert all(math.isfinite(r["loss"]) for r in rows)
+    digits = train(tiny("digits", steps=1), tasks["digits"])
+    rows = length_sweep(digits.model, tasks["digits"], batches=1, batch_size=4)
+    assert rows[0]["metric"] is not None and rows[1]["metric"] is None
+    kernels = layer_kernels(result.model, 10)
+    assert kernels.shape == (1, 48, 19)
+    assert torch.all(kernels[:, :, :9] == 0)  # causal: nothing at negative lags
+
+
+@pytest.mark.parametrize("dtype", ["float64", "bfloat16"])
+def test_other_dtypes(tasks, dtype):
+    result = train(tiny("recall", steps=3, dtype=dtype), tasks["recall"])
+    assert result.status == "completed" and math.isfinite(result.final_metrics["loss"])
+    expected = torch.float64 if dtype == "float64" else torch.float32  # bf16 is autocast
+    assert next(result.model.parameters()).dtype == expected
+
+
+def test_cli_charlm_on_a_text_file(tmp_path, capsys):
+    text = tmp_path / "poem.txt"
+    text.write_text("Beautiful is better than ugly. Explicit is better than implicit.\n" * 60)
+    out = tmp_path / "poem.safetensors"
+    assert train_main(["--task", "charlm", "--text", str(text), "--seq-len", "32", "--dim", "8",
+                       "--layers", "1", "--steps", "2", "--eval-batches", "1", "--no-progress",
+                       "--device", "cpu", "--out", str(out)]) == 0
+    _, info = load(out)
+    assert info.task["source"]["kind"] == "file" and info.task["source"]["name"] == "poem.txt"
+    assert "B" in info.task["vocab"]
+    capsys.readouterr()
+    assert evaluate_main([str(out), "--batches", "1", "--length", "64"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["metric_name"] == "bpc" and result["length"] == 64

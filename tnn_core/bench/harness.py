@@ -1,0 +1,400 @@
+"""The benchmark harness: operators x causal x n x mode, timed side by side.
+
+Measurement. For one (causal, n, mode) every operator is built once, warmed up, then
+timed ``repeats`` times *interleaved*: each round runs every operator once, in an order
+that rotates round by round, so drift of a shared machine hits all of them alike. A
+record holds the median and the quartiles of its rounds. On CUDA each run is bracketed
+by ``torch.cuda.synchronize``. Peak memory is measured in a separate run
+(``memory.peak_memory_mb``), never inside a timed one.
+
+Modes. "forward" is inference: ``eval()`` and ``torch.no_grad()`` (the Toeplitz
+operators reuse their cached kernel spectrum there). "forward+backward" is a training
+step's work: forward with autograd, ``backward`` of a fixed random output gradient,
+gradients set to None in between (as ``zero_grad(set_to_none=True)``).
+
+Operators (``OPS``): "tno", "ski", "fd", "togeipi" from ``tnn_core.operators``;
+"tno-reference", the official TNO algorithm (``baselines.TnoReference``, sharing the
+RPE of the "tno" built from the same seed); "attention", multi-head softmax attention
+through ``F.scaled_dot_product_attention`` (``baselines.Attention``). Togeipi and
+attention are O(n²): they are skipped above ``togeipi_max_n`` / ``attention_max_n``.
+
+Letters: B batch, n length, D channels, r rank, m band taps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import statistics
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field, fields
+
+import torch
+
+from ..operators import OperatorConfig, build_operator
+from .baselines import Attention, TnoReference
+from .memory import MEMORY_METHODS, peak_memory_mb
+
+__all__ = ["OPS", "MODES", "BenchConfig", "make_case", "run_grid", "slopes", "crossovers",
+           "markdown_tables", "ratio", "interleaved_ms"]
+
+log = logging.getLogger(__name__)
+
+OPS: tuple[str, ...] = ("tno", "tno-reference", "ski", "fd", "togeipi", "attention")
+MODES: tuple[str, ...] = ("forward", "forward+backward")
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """One benchmark grid. Unknown fields raise."""
+
+    ops: tuple[str, ...] = OPS  # operators to time, from OPS
+    causal: tuple[bool, ...] = (False, True)  # bidirectional and/or causal
+    ns: tuple[int, ...] = (256, 512, 1024, 2048, 4096, 8192, 16384)  # sequence lengths
+    modes: tuple[str, ...] = MODES  # "forward" (no_grad) and/or "forward+backward"
+    batch: int = 8  # B
+    dim: int = 64  # D, the operator's channels
+    rank: int = 64  # SKI: r inducing points
+    band: int = 8  # SKI: m band taps (the paper uses 32; see docs/benchmarks.md)
+    heads: int = 8  # attention and togeipi heads
+    decay: float = 0.99  # TNO / SKI λ
+    repeats: int = 21  # timed rounds per cell (median reported), >= 1
+    warmup: int = 3  # untimed runs per operator before timing
+    threads: int | None = 2  # torch.set_num_threads during the run (restored after)
+    device: str = "cpu"  # "cpu" or "cuda"
+    memory: str = "auto"  # "auto" (cuda: max_memory_allocated; cpu: profiler), "rss", "none"
+    togeipi_max_n: int = 4096  # skip togeipi above this n (its sparse matrix is n x n)
+    attention_max_n: int = 4096  # skip attention above this n (O(n²) time)
+    seed: int = 0  # parameters, inputs and output gradients
+    extra: dict = field(default_factory=dict)  # free-form notes copied into every record
+
+    def __post_init__(self):
+        bad = [op for op in self.ops if op not in OPS]
+        if bad or not self.ops:
+            raise ValueError(f"ops must be a non-empty subset of {OPS}; got {self.ops!r}")
+        bad = [mode for mode in self.modes if mode not in MODES]
+        if bad or not self.modes:
+            raise ValueError(f"modes must be a non-empty subset of {MODES}; got {self.modes!r}")
+        if not self.causal or any(not isinstance(c, bool) for c in self.causal):
+            raise ValueError(f"causal must be a non-empty tuple of booleans; got {self.causal!r}")
+        if not self.ns or any(isinstance(n, bool) or not isinstance(n, int) or n < 1
+                              for n in self.ns):
+            raise ValueError(f"ns must be a non-empty tuple of integers in [1, inf); "
+                             f"got {self.ns!r}")
+        for name, low in (("batch", 1), ("dim", 1), ("rank", 2), ("band", 1), ("heads", 1),
+                          ("repeats", 1), ("warmup", 0), ("togeipi_max_n", 1),
+                          ("attention_max_n", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer in [{low}, inf); got {value!r}")
+        if self.dim % self.heads:
+            raise ValueError(f"dim must be divisible by heads={self.heads}; got dim={self.dim}")
+        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
+            raise ValueError(f"threads must be None or an integer in [1, inf); "
+                             f"got {self.threads!r}")
+        if self.memory not in MEMORY_METHODS:
+            raise ValueError(f"memory must be one of {MEMORY_METHODS}; got {self.memory!r}")
+        if torch.device(self.device).type not in ("cpu", "cuda"):
+            raise ValueError(f"device must be 'cpu' or 'cuda'; got {self.device!r}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> BenchConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown BenchConfig fields {unknown}; allowed: {sorted(known)}")
+        data = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        return cls(**data)
+
+    def skips(self, op: str, n: int) -> bool:
+        return ((op == "togeipi" and n > self.togeipi_max_n)
+                or (op == "attention" and n > self.attention_max_n))
+
+
+# -- one case: an operator, its input, and one run ------------------------------------
+
+
+def _build_module(spec: dict) -> torch.nn.Module:
+    op, causal, dim = spec["op"], spec["causal"], spec["dim"]
+    torch.manual_seed(spec["seed"])
+    if op in ("tno", "ski", "fd", "tno-reference"):
+        kind = "tno" if op == "tno-reference" else op
+        module = build_operator(OperatorConfig(kind=kind, causal=causal, decay=spec["decay"],
+                                               rank=spec["rank"], band=spec["band"]), dim)
+        return TnoReference(module) if op == "tno-reference" else module
+    if op == "togeipi":
+        return build_operator(OperatorConfig(kind="togeipi", causal=causal, heads=spec["heads"],
+                                             max_length=spec["n"]), dim)
+    if op == "attention":
+        return Attention(dim, spec["heads"], causal)
+    raise ValueError(f"op must be one of {OPS}; got {op!r}")
+
+
+def make_case(spec: dict) -> tuple[Callable[[], None], Callable[[], None]]:
+    """(run, reset) for one cell: ``run()`` does one forward or forward+backward,
+    ``reset()`` drops the gradients it left. ``spec`` holds op, causal, n, mode, batch,
+    dim, rank, band, heads, decay, device, seed (the fields of a record)."""
+    device = torch.device(spec["device"])
+    module = _build_module(spec).to(device)
+    g = torch.Generator().manual_seed(spec["seed"] + 1)
+    shape = (spec["batch"], spec["n"], spec["dim"])
+    x = torch.randn(shape, generator=g).to(device)  # (B, n, D)
+    if spec["mode"] == "forward":
+        module.eval()
+
+        def run():
+            with torch.no_grad():
+                module(x)
+
+        def reset():
+            pass
+
+        return run, reset
+    if spec["mode"] != "forward+backward":
+        raise ValueError(f"mode must be one of {MODES}; got {spec['mode']!r}")
+    module.train()
+    x.requires_grad_(True)
+    grad_y = torch.randn(shape, generator=g).to(device)  # (B, n, D)
+
+    def run():
+        module(x).backward(grad_y)
+
+    def reset():
+        x.grad = None
+        module.zero_grad(set_to_none=True)
+
+    return run, reset
+
+
+def _spec(config: BenchConfig, op: str, causal: bool, n: int, mode: str) -> dict:
+    return dict(op=op, causal=causal, n=n, mode=mode, batch=config.batch, dim=config.dim,
+                rank=config.rank, band=config.band, heads=config.heads, decay=config.decay,
+                device=config.device, seed=config.seed, threads=config.threads)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def interleaved_ms(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1,
+                   device: torch.device | str = "cpu", no_grad: bool = False,
+                   resets: dict[str, Callable[[], None]] | None = None) -> dict[str, float]:
+    """Median ms of each function over ``repeats`` interleaved rounds (rotating order) after
+    ``warmup`` runs each; ``resets[key]()`` runs untimed before each run of ``key``."""
+    device = torch.device(device)
+    keys = list(fns)
+    resets = resets or {}
+    times: dict[str, list[float]] = {k: [] for k in keys}
+    with torch.no_grad() if no_grad else contextlib.nullcontext():
+        for key in keys:
+            for _ in range(warmup):
+                resets.get(key, _nothing)()
+                fns[key]()
+        for round_index in range(repeats):
+            shift = round_index % len(keys)
+            for key in keys[shift:] + keys[:shift]:
+                resets.get(key, _nothing)()
+                _sync(device)
+                start = time.perf_counter()
+                fns[key]()
+                _sync(device)
+                times[key].append((time.perf_counter() - start) * 1e3)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def _nothing() -> None:
+    pass
+
+
+def _quartiles(times: list[float]) -> tuple[float, float]:
+    if len(times) < 2:
+        return times[0], times[0]
+    q = statistics.quantiles(times, n=4)
+    return q[0], q[2]
+
+
+# -- the grid ---------------------------------------------------------------------------
+
+
+def run_grid(config: BenchConfig,
+             on_progress: Callable[[float, dict], None] | None = None,
+             stop_event: threading.Event | None = None) -> list[dict]:
+    """Time every (op, causal, n, mode) of ``config``; one record per cell.
+
+    A record: op, causal, n, mode, median_ms, p25_ms, p75_ms, repeats, peak_mem_mb,
+    mem_method, plus the config's batch, dim, rank, band, heads, device, threads.
+    ``on_progress(fraction_done, record)`` is called after each record; when
+    ``stop_event`` is set the grid stops at the next round and returns what it has.
+    """
+    device = torch.device(config.device)
+    groups = [(causal, n, mode) for causal in config.causal for n in config.ns
+              for mode in config.modes]
+    total = sum(1 for causal, n, mode in groups for op in config.ops if not config.skips(op, n))
+    done = 0
+    records: list[dict] = []
+    old_threads = torch.get_num_threads()
+    if config.threads is not None:
+        torch.set_num_threads(config.threads)
+    try:
+        for causal, n, mode in groups:
+            ops = [op for op in config.ops if not config.skips(op, n)]
+            if not ops:
+                continue
+            specs = {op: _spec(config, op, causal, n, mode) for op in ops}
+            cases = {op: make_case(specs[op]) for op in ops}
+            times: dict[str, list[float]] = {op: [] for op in ops}
+            for op in ops:
+                run, reset = cases[op]
+                for _ in range(config.warmup):
+                    reset()
+                    run()
+            for round_index in range(config.repeats):
+                if stop_event is not None and stop_event.is_set():
+                    log.info("benchmark stopped after %d records", len(records))
+                    return records
+                shift = round_index % len(ops)
+                for op in ops[shift:] + ops[:shift]:
+                    run, reset = cases[op]
+                    reset()
+                    _sync(device)
+                    start = time.perf_counter()
+                    run()
+                    _sync(device)
+                    times[op].append((time.perf_counter() - start) * 1e3)
+            for op in ops:
+                run, reset = cases[op]
+                reset()
+                mem, mem_method = peak_memory_mb(run, device, config.memory, specs[op])
+                p25, p75 = _quartiles(times[op])
+                spec = specs[op]
+                record = dict(op=op, causal=causal, n=n, mode=mode,
+                              median_ms=statistics.median(times[op]), p25_ms=p25, p75_ms=p75,
+                              repeats=len(times[op]), peak_mem_mb=mem, mem_method=mem_method,
+                              batch=spec["batch"], dim=spec["dim"], rank=spec["rank"],
+                              band=spec["band"], heads=spec["heads"], device=str(device),
+                              threads=torch.get_num_threads(), **config.extra)
+                records.append(record)
+                done += 1
+                if on_progress is not None:
+                    on_progress(done / total, record)
+            del cases
+    finally:
+        torch.set_num_threads(old_threads)
+    return records
+
+
+# -- reading records ------------------------------------------------------------------
+
+
+def _series(records: Iterable[dict]) -> dict[tuple, dict[int, float]]:
+    series: dict[tuple, dict[int, float]] = {}
+    for rec in records:
+        series.setdefault((rec["op"], rec["causal"], rec["mode"]), {})[rec["n"]] = rec["median_ms"]
+    return series
+
+
+def slopes(records: Iterable[dict], n_min: int = 1) -> list[dict]:
+    """Least-squares slope of log(time) against log(n) per (op, causal, mode), over n >= n_min.
+
+    Returns dicts: op, causal, mode, slope, n_min, n_max, points (those with >= 2 lengths).
+    A slope near 1 is linear time, near 2 quadratic; n log n reads as about 1.1 here."""
+    out = []
+    for (op, causal, mode), by_n in _series(records).items():
+        points = sorted((n, t) for n, t in by_n.items() if n >= n_min and t > 0)
+        if len(points) < 2:
+            continue
+        xs = [math.log(n) for n, _ in points]
+        ys = [math.log(t) for _, t in points]
+        mx, my = statistics.fmean(xs), statistics.fmean(ys)
+        sxx = sum((x - mx) ** 2 for x in xs)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+        out.append(dict(op=op, causal=causal, mode=mode, slope=slope, n_min=points[0][0],
+                        n_max=points[-1][0], points=len(points)))
+    return out
+
+
+def crossovers(records: Iterable[dict], pairs: Iterable[tuple[str, str]] | None = None
+               ) -> list[dict]:
+    """Lengths where one operator overtakes another, per (causal, mode).
+
+    For each pair (a, b) (default: every pair present) the ratio t_a / t_b is followed
+    along the common n; where it crosses 1 between two lengths, the crossing is
+    interpolated in log-log. Returns dicts: causal, mode, n (float), faster_above (the op
+    faster beyond n), faster_below, between (the two grid lengths)."""
+    series = _series(records)
+    keys = {(causal, mode) for _, causal, mode in series}
+    ops = sorted({op for op, _, _ in series})
+    if pairs is None:
+        pairs = [(a, b) for i, a in enumerate(ops) for b in ops[i + 1 :]]
+    out = []
+    for causal, mode in sorted(keys):
+        for a, b in pairs:
+            sa, sb = series.get((a, causal, mode)), series.get((b, causal, mode))
+            if not sa or not sb:
+                continue
+            common = sorted(set(sa) & set(sb))
+            logs = [(n, math.log(sa[n] / sb[n])) for n in common if sa[n] > 0 and sb[n] > 0]
+            for (n0, l0), (n1, l1) in zip(logs, logs[1:], strict=False):
+                if l0 == 0 or (l0 > 0) == (l1 > 0) or l1 == 0:
+                    continue
+                frac = l0 / (l0 - l1)
+                n_cross = math.exp(math.log(n0) + frac * (math.log(n1) - math.log(n0)))
+                faster_above = a if l1 < 0 else b
+                faster_below = b if faster_above == a else a
+                out.append(dict(causal=causal, mode=mode, n=n_cross, faster_above=faster_above,
+                                faster_below=faster_below, between=(n0, n1)))
+    return out
+
+
+def ratio(records: Iterable[dict], numerator: str, denominator: str, causal: bool, mode: str
+          ) -> dict[int, float]:
+    """t_numerator / t_denominator at each common n (> 1 means the denominator is faster)."""
+    series = _series(records)
+    a, b = series.get((numerator, causal, mode), {}), series.get((denominator, causal, mode), {})
+    return {n: a[n] / b[n] for n in sorted(set(a) & set(b))}
+
+
+def _label(causal: bool) -> str:
+    return "causal" if causal else "bidir"
+
+
+def markdown_tables(records: list[dict]) -> str:
+    """Median ms (and peak MB) per (op, causal, mode) row and n column, plus slopes."""
+    if not records:
+        return "(no records)"
+    ns = sorted({rec["n"] for rec in records})
+    rows: dict[tuple, dict[int, dict]] = {}
+    for rec in records:
+        rows.setdefault((rec["mode"], rec["causal"], rec["op"]), {})[rec["n"]] = rec
+    order = {op: i for i, op in enumerate(OPS)}
+    keys = sorted(rows, key=lambda k: (MODES.index(k[0]), k[1], order.get(k[2], 99)))
+    slope_of = {(s["op"], s["causal"], s["mode"]): s["slope"] for s in slopes(records)}
+    head = "| mode | causal | op | " + " | ".join(f"n={n}" for n in ns) + " | slope |"
+    sep = "|" + "---|" * (len(ns) + 4)
+    lines = ["Median time (ms)", "", head, sep]
+    for mode, causal, op in keys:
+        cells = [f"{rows[(mode, causal, op)][n]['median_ms']:.2f}" if n in rows[(mode, causal, op)]
+                 else "–" for n in ns]
+        slope = slope_of.get((op, causal, mode))
+        lines.append(f"| {mode} | {_label(causal)} | {op} | " + " | ".join(cells)
+                     + f" | {'' if slope is None else f'{slope:.2f}'} |")
+    if any(rec.get("peak_mem_mb") is not None for rec in records):
+        method = next(rec["mem_method"] for rec in records if rec.get("peak_mem_mb") is not None)
+        lines += ["", f"Peak memory (MB, {method})", "",
+                  "| mode | causal | op | " + " | ".join(f"n={n}" for n in ns) + " |",
+                  "|" + "---|" * (len(ns) + 3)]
+        for mode, causal, op in keys:
+            cells = []
+            for n in ns:
+                rec = rows[(mode, causal, op)].get(n)
+                mem = None if rec is None else rec.get("peak_mem_mb")
+                cells.append("–" if mem is None else f"{mem:.1f}")
+            lines.append(f"| {mode} | {_label(causal)} | {op} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

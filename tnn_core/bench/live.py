@@ -1,0 +1,137 @@
+"""Quick timings for the app's Decomposition page (a few tens of ms at n = 1024).
+
+``live_speed`` times, at one (n, r, m), applying SKI's band + W A Wᵀ against the FFT
+Toeplitz product and the dense product, forward only, kernel pieces precomputed (as an
+operator in inference has them). SKI runs exactly the operator's code path: the
+channels-last band convolution and the W route ``choose_interp_method`` picks.
+``ski_pareto`` pairs, for a given kernel, the approximation error of each (r, m)
+(``tnn_core.analysis.decompose``) with its speed-up over the FFT product.
+
+Letters: B batch, n length, D channels, r rank, m band taps, N FFT size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import numpy as np
+import torch
+
+from ..operators.functional import (
+    band_conv,
+    interp_plan,
+    interp_w,
+    interp_wt,
+    ski_bidirectional,
+    spectral_product,
+)
+from ..operators.ski import choose_band_method, choose_interp_method
+from ..toeplitz import circulant_column, dense, fft_size
+from .harness import interleaved_ms
+
+__all__ = ["live_speed", "ski_pareto"]
+
+
+def _ski_apply(n: int, rank: int, band: int, dim: int, device: torch.device,
+               g: torch.Generator) -> tuple[Callable[[torch.Tensor], torch.Tensor], str]:
+    """SKI's bidirectional product with random pieces, by the operator's own path
+    (``functional.ski_bidirectional``, or the parts when the band route is not the fused
+    one): x [B, n, D] -> [B, n, D]."""
+    plan = interp_plan(n, rank, torch.float32, device)
+    method = choose_interp_method(n, rank, device)
+    band_weight = torch.randn(dim, band, generator=g).to(device)  # (D, m)
+    Nr = fft_size(rank)
+    inducing = torch.randn(dim, 2 * rank - 1, generator=g).to(device)  # (D, 2r-1)
+    column = circulant_column(inducing, Nr)  # (D, Nr)
+    if choose_band_method(device) == "conv_cl":
+        left = band // 2
+        return (lambda x: ski_bidirectional(x, band_weight, column, plan, method, left)), method
+    spectrum = torch.fft.rfft(column, n=Nr)  # (D, Nr//2+1)
+
+    def apply(x: torch.Tensor) -> torch.Tensor:
+        z = interp_wt(plan, x, method).transpose(1, 2)  # (B, D, r)
+        low = interp_w(plan, spectral_product(z, spectrum, Nr).transpose(1, 2), method)
+        return band_conv(x, band_weight, band // 2, choose_band_method(device)) + low
+
+    return apply, method
+
+
+def live_speed(n: int, rank: int, band: int, batch: int = 4, dim: int = 4, repeats: int = 5,
+               device: str = "cpu", seed: int = 0, dense_max_n: int = 2048) -> dict:
+    """Time SKI (band + low rank) against the FFT and dense Toeplitz products at one setting.
+
+    Forward only, under no_grad, medians of ``repeats`` interleaved rounds after one
+    warm-up; D = ``dim`` channels with random kernels (timing does not depend on the
+    values). The dense product is skipped (None) above ``dense_max_n``.
+    Returns ms: ``ski_ms``, ``fft_ms``, ``dense_ms``; speed-ups ``speedup_vs_fft`` =
+    fft/ski and ``speedup_vs_dense`` = dense/ski; and n, rank, band, batch, dim,
+    repeats, interp_method, device, threads.
+    """
+    for name, value, low in (("n", n, 2), ("rank", rank, 2), ("band", band, 1),
+                             ("batch", batch, 1), ("dim", dim, 1), ("repeats", repeats, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an integer in [{low}, inf); got {value!r}")
+    if rank > n:
+        raise ValueError(f"rank must be in [2, n={n}]; got {rank}")
+    dev = torch.device(device)
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch, n, dim, generator=g).to(dev)  # (B, n, D)
+    coeffs = torch.randn(dim, 2 * n - 1, generator=g).to(dev)  # (D, 2n-1)
+    N = fft_size(n)
+    spectrum = torch.fft.rfft(circulant_column(coeffs, N), n=N)  # (D, N//2+1)
+    ski, method = _ski_apply(n, rank, band, dim, dev, g)
+    fns = {
+        "ski": lambda: ski(x),
+        "fft": lambda: spectral_product(x.transpose(1, 2), spectrum, N),
+    }
+    if n <= dense_max_n:
+        M = dense(coeffs)  # (D, n, n)
+        xt = x.permute(2, 1, 0)  # (D, n, B)
+        fns["dense"] = lambda: torch.matmul(M, xt)
+    ms = interleaved_ms(fns, repeats, 1, dev, no_grad=True)
+    dense_ms = ms.get("dense")
+    return dict(n=n, rank=rank, band=band, batch=batch, dim=dim, repeats=repeats,
+                ski_ms=ms["ski"], fft_ms=ms["fft"], dense_ms=dense_ms,
+                speedup_vs_fft=ms["fft"] / ms["ski"],
+                speedup_vs_dense=None if dense_ms is None else dense_ms / ms["ski"],
+                interp_method=method, device=str(dev), threads=torch.get_num_threads())
+
+
+def ski_pareto(kernel_coeffs, settings: Iterable[tuple[int, int]], batch: int = 4, dim: int = 4,
+               repeats: int = 5, method: str = "sample", device: str = "cpu", seed: int = 0
+               ) -> list[dict]:
+    """Error against speed-up for SKI settings on one kernel.
+
+    kernel_coeffs: [2n-1] (torch or numpy), lags -(n-1)..n-1. settings: (rank, band)
+    pairs. For each: ``error`` = ``decompose(coeffs, band, rank, causal=False,
+    method).errors["relative_frobenius"]`` and the forward time of SKI at (r, m) against
+    the FFT product with this kernel on D = ``dim`` channels (all timed in the same
+    interleaved rounds). Returns dicts: rank, band, error, ski_ms, fft_ms, speedup
+    (fft/ski), n.
+    """
+    from ..analysis import decompose  # deferred: analysis sits beside the bench
+
+    settings = [(int(r), int(m)) for r, m in settings]
+    if not settings:
+        raise ValueError("settings must hold at least one (rank, band) pair")
+    t = torch.as_tensor(np.asarray(kernel_coeffs) if not isinstance(kernel_coeffs, torch.Tensor)
+                        else kernel_coeffs).detach().to(torch.float64).cpu()
+    if t.dim() != 1 or t.shape[0] % 2 == 0:
+        raise ValueError(f"kernel_coeffs must be 1-D with 2n-1 lags; got shape {tuple(t.shape)}")
+    n = (t.shape[0] + 1) // 2
+    errors = {(r, m): float(decompose(t, m, r, causal=False, method=method)
+                            .errors["relative_frobenius"]) for r, m in settings}
+    dev = torch.device(device)
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch, n, dim, generator=g).to(dev)  # (B, n, D)
+    N = fft_size(n)
+    coeffs = t.to(device=dev, dtype=torch.float32).expand(dim, -1)  # (D, 2n-1)
+    spectrum = torch.fft.rfft(circulant_column(coeffs, N), n=N)  # (D, N//2+1)
+    fns: dict[str, Callable[[], object]] = {
+        "fft": lambda: spectral_product(x.transpose(1, 2), spectrum, N)}
+    for r, m in settings:
+        apply, _ = _ski_apply(n, r, m, dim, dev, g)
+        fns[f"{r},{m}"] = lambda apply=apply: apply(x)
+    ms = interleaved_ms(fns, repeats, 1, dev, no_grad=True)
+    return [dict(rank=r, band=m, n=n, error=errors[(r, m)], ski_ms=ms[f"{r},{m}"],
+                 fft_ms=ms["fft"], speedup=ms["fft"] / ms[f"{r},{m}"]) for r, m in settings]

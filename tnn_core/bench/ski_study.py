@@ -1,0 +1,153 @@
+"""Where SKI's time goes on this device, and where it stops paying off.
+
+* ``interp_routes``: forward+backward time of W y and Wᵀ x by each route of
+  ``operators.functional`` ("block", "dense", "interpolate", "gather") over n and r:
+  the measurement behind ``operators.ski.choose_interp_method``.
+* ``ski_parts``: forward+backward time of bidirectional SKI, of its band alone and of
+  its low-rank part alone, next to TNO, at one (n, r, m).
+* ``band_crossover``: bidirectional SKI against TNO over band sizes m and lengths n,
+  forward+backward, and per n the m at which SKI stops being faster (log-interpolated).
+
+All timings: interleaved rounds, medians (``harness.interleaved_ms``).
+Letters: B batch, n length, D channels, r rank, m band taps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from functools import partial
+
+import torch
+
+from ..operators import OperatorConfig, build_operator
+from ..operators.functional import INTERP_METHODS, interp_plan, interp_w, interp_wt
+from .harness import interleaved_ms
+
+__all__ = ["interp_routes", "ski_parts", "band_crossover"]
+
+
+def _train_step(module, x: torch.Tensor, grad_y: torch.Tensor):
+    def run():
+        module(x).backward(grad_y)
+
+    def reset():
+        x.grad = None
+        module.zero_grad(set_to_none=True)
+
+    return run, reset
+
+
+def interp_routes(ns: Iterable[int] = (1024, 4096, 16384), ranks: Iterable[int] = (16, 64, 256),
+                  batch: int = 8, dim: int = 64, repeats: int = 11, device: str = "cpu",
+                  gather_max_n: int = 4096, seed: int = 0) -> list[dict]:
+    """One record per (n, r, route): n, rank, route, w_ms (W z), wt_ms (Wᵀ x), both
+    forward+backward on [B, n, D]. "gather" is skipped above ``gather_max_n``."""
+    dev = torch.device(device)
+    g = torch.Generator().manual_seed(seed)
+    records = []
+    for n in ns:
+        for r in ranks:
+            if r > n:
+                continue
+            plan = interp_plan(n, r, torch.float32, dev)
+            x = torch.randn(batch, n, dim, generator=g).to(dev).requires_grad_(True)
+            z = torch.randn(batch, r, dim, generator=g).to(dev).requires_grad_(True)
+            gy = torch.randn(batch, n, dim, generator=g).to(dev)
+            gz = torch.randn(batch, r, dim, generator=g).to(dev)
+            fns, resets = {}, {}
+            routes = [m for m in INTERP_METHODS if m != "gather" or n <= gather_max_n]
+            for route in routes:
+                fns[("w", route)] = partial(_backward, interp_w, plan, z, route, gy)
+                fns[("wt", route)] = partial(_backward, interp_wt, plan, x, route, gz)
+                resets[("w", route)] = resets[("wt", route)] = _clear(x, z)
+            ms = interleaved_ms(fns, repeats, 1, dev, resets=resets)
+            for route in routes:
+                records.append(dict(n=n, rank=r, route=route, w_ms=ms[("w", route)],
+                                    wt_ms=ms[("wt", route)], batch=batch, dim=dim))
+    return records
+
+
+def _backward(apply, plan, inp: torch.Tensor, route: str, grad: torch.Tensor) -> None:
+    apply(plan, inp, route).backward(grad)
+
+
+def _clear(*tensors: torch.Tensor):
+    def reset():
+        for t in tensors:
+            t.grad = None
+
+    return reset
+
+
+def ski_parts(n: int = 8192, rank: int = 64, band: int = 8, batch: int = 8, dim: int = 64,
+              repeats: int = 21, device: str = "cpu", seed: int = 0) -> dict:
+    """Forward+backward ms of bidirectional SKI, its band, its low-rank part, and TNO.
+
+    SKI runs as one autograd node (``functional.ski_bidirectional``); the band
+    (``SKI._band``) and the low-rank part (``SKI._low_rank``) are timed on their own.
+    Returns n, rank, band, ski_ms, band_ms, low_rank_ms, tno_ms, low_rank_share
+    (low_rank_ms / ski_ms), low_rank_share_of_parts (low_rank_ms / (band_ms +
+    low_rank_ms)) and tno_over_ski (tno_ms / ski_ms)."""
+    dev = torch.device(device)
+    torch.manual_seed(seed)
+    ski = build_operator(OperatorConfig(kind="ski", rank=rank, band=band), dim).to(dev)
+    tno = build_operator(OperatorConfig(kind="tno"), dim).to(dev)
+    g = torch.Generator().manual_seed(seed + 1)
+    x = torch.randn(batch, n, dim, generator=g).to(dev).requires_grad_(True)
+    gy = torch.randn(batch, n, dim, generator=g).to(dev)
+    parts = {"ski": ski, "band": ski._band, "low_rank": ski._low_rank, "tno": tno}
+    fns, resets = {}, {}
+    for key, fn in parts.items():
+        fns[key] = lambda fn=fn: fn(x).backward(gy)
+        module = tno if key == "tno" else ski
+        resets[key] = lambda module=module: (_clear(x)(), module.zero_grad(set_to_none=True))
+    ms = interleaved_ms(fns, repeats, 2, dev, resets=resets)
+    return dict(n=n, rank=rank, band=band, batch=batch, dim=dim, ski_ms=ms["ski"],
+                band_ms=ms["band"], low_rank_ms=ms["low_rank"], tno_ms=ms["tno"],
+                low_rank_share=ms["low_rank"] / ms["ski"],
+                low_rank_share_of_parts=ms["low_rank"] / (ms["band"] + ms["low_rank"]),
+                tno_over_ski=ms["tno"] / ms["ski"])
+
+
+def band_crossover(bands: Iterable[int] = (4, 8, 16, 32, 64),
+                   ns: Iterable[int] = (1024, 4096, 16384), rank: int = 64, batch: int = 8,
+                   dim: int = 64, repeats: int = 11, device: str = "cpu", seed: int = 0
+                   ) -> tuple[list[dict], list[dict]]:
+    """SKI (each m) against TNO, bidirectional, forward+backward, at each n.
+
+    Returns (records, crossings): records n, band, ski_ms, tno_ms, speedup (tno/ski);
+    crossings per n: n, band (the m where speedup = 1, log-interpolated; None when SKI
+    is faster, or slower, at every m measured), faster_below (True: SKI wins below it)."""
+    dev = torch.device(device)
+    bands = list(bands)
+    records, crossings = [], []
+    for n in ns:
+        torch.manual_seed(seed)
+        tno = build_operator(OperatorConfig(kind="tno"), dim).to(dev)
+        skis = {m: build_operator(OperatorConfig(kind="ski", rank=rank, band=m), dim).to(dev)
+                for m in bands}
+        g = torch.Generator().manual_seed(seed + 1)
+        x = torch.randn(batch, n, dim, generator=g).to(dev).requires_grad_(True)
+        gy = torch.randn(batch, n, dim, generator=g).to(dev)
+        fns, resets = {}, {}
+        for key, module in [("tno", tno)] + [(m, skis[m]) for m in bands]:
+            fns[key], resets[key] = _train_step(module, x, gy)
+        ms = interleaved_ms(fns, repeats, 1, dev, resets=resets)
+        row = []
+        for m in bands:
+            rec = dict(n=n, band=m, rank=rank, ski_ms=ms[m], tno_ms=ms["tno"],
+                       speedup=ms["tno"] / ms[m])
+            records.append(rec)
+            row.append(rec)
+        crossing = dict(n=n, band=None, faster_below=None)
+        for a, b in zip(row, row[1:], strict=False):
+            la, lb = math.log(a["speedup"]), math.log(b["speedup"])
+            if la == 0 or (la > 0) != (lb > 0):
+                frac = la / (la - lb) if la != lb else 0.0
+                m_cross = math.exp(math.log(a["band"]) + frac
+                                   * (math.log(b["band"]) - math.log(a["band"])))
+                crossing = dict(n=n, band=m_cross, faster_below=la > 0)
+                break
+        crossings.append(crossing)
+    return records, crossings

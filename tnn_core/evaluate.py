@@ -1,0 +1,142 @@
+"""Evaluate a checkpoint on its task's validation data, at its training length or longer.
+
+    python -m tnn_core.evaluate checkpoints/charlm-tno.safetensors --length 1024
+
+prints one JSON object: checkpoint, task, metric and value, chance, baselines, the
+length used and the training length, loss, batches and targets counted.
+
+Library use (the app): ``evaluate_checkpoint`` for one length, ``length_sweep`` for
+1×, 2×, 4× the training length, ``layer_kernels`` for every layer's kernels at a length.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .checkpoint import CheckpointError, CheckpointInfo, load
+from .tasks import IGNORE, Task, task_from_info
+
+__all__ = ["evaluate", "evaluate_model", "evaluate_checkpoint", "length_sweep", "layer_kernels",
+           "autocast", "main"]
+
+
+def autocast(device: torch.device, dtype: str):
+    """bfloat16: autocast (weights stay float32); other dtypes: a no-op context."""
+    enabled = dtype == "bfloat16"
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=enabled)
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, task: Task, batches: int = 8, batch_size: int = 32,
+             length: int | None = None, dtype: str = "float32") -> dict:
+    """The task's metrics on its fixed validation batches at ``length`` (default seq_len).
+
+    Returns loss (nats), accuracy, the task's metric, perplexity (lm), length and the
+    number of targets counted."""
+    device = next(model.parameters()).device
+    n = task.check_length(length)
+    was_training = model.training
+    model.eval()
+    total_loss, correct, count = 0.0, 0, 0
+    for tokens, targets in task.validation(batch_size, batches, n):
+        tokens, targets = tokens.to(device), targets.to(device)
+        with autocast(device, dtype):
+            logits = model(tokens)  # (B, n, V) or (B, C)
+        logits = logits.reshape(-1, logits.shape[-1]).float()
+        targets = targets.reshape(-1)
+        keep = targets != IGNORE
+        total_loss += F.cross_entropy(logits[keep], targets[keep], reduction="sum").item()
+        correct += (logits[keep].argmax(-1) == targets[keep]).sum().item()
+        count += int(keep.sum())
+    model.train(was_training)
+    if count == 0:
+        raise ValueError(f"task {task.name} gave no validation targets at length {n}")
+    out = task.metrics(total_loss / count, correct / count)
+    return {**out, "metric": out[task.metric_name], "length": n, "targets": count}
+
+
+def evaluate_model(model: nn.Module, task: Task, length: int | None = None, batches: int = 16,
+                   batch_size: int = 32) -> dict:
+    """The task's metric for ``model`` at ``length`` (default the task's), as one flat dict."""
+    metrics = evaluate(model, task, batches=batches, batch_size=batch_size, length=length)
+    return {"task": task.name, "metric_name": task.metric_name, "metric": metrics["metric"],
+            "higher_is_better": task.higher_is_better, "chance": task.chance,
+            "baselines": task.baselines(), "length": metrics["length"],
+            "train_length": task.seq_len, "loss": metrics["loss"],
+            "accuracy": metrics["accuracy"], "batches": batches, "batch_size": batch_size,
+            "targets": metrics["targets"]}
+
+
+def evaluate_checkpoint(model: nn.Module, info: CheckpointInfo, length: int | None = None,
+                        batches: int = 16, batch_size: int = 32, text: bytes | None = None
+                        ) -> dict:
+    """``evaluate_model`` on the task stored in ``info``; ``text``: the charlm upload, if any."""
+    task = task_from_info(info.task, data=text)
+    return {"checkpoint": info.source, **evaluate_model(model, task, length, batches,
+                                                        batch_size)}
+
+
+def length_sweep(model: nn.Module, task: Task, factors=(1, 2, 4), batches: int = 8,
+                 batch_size: int = 16) -> list[dict]:
+    """The metric at factor × the training length, one row per factor.
+
+    A task with a fixed length (digits) gets a row with ``metric`` None and a ``note``
+    for every factor but 1."""
+    rows = []
+    for factor in factors:
+        length = int(factor * task.seq_len)
+        if not task.extrapolates and length != task.seq_len:
+            rows.append({"factor": factor, "length": length, "metric": None, "loss": None,
+                         "note": f"{task.name} has a fixed length n = {task.seq_len}"})
+            continue
+        row = evaluate_model(model, task, length, batches, batch_size)
+        rows.append({"factor": factor, "length": length, "metric": row["metric"],
+                     "loss": row["loss"], "note": ""})
+    return rows
+
+
+@torch.no_grad()
+def layer_kernels(model: nn.Module, length: int) -> torch.Tensor:
+    """Every layer's Toeplitz kernels at ``length``: [L, D, 2n-1] float32 on the CPU.
+
+    ``out[l, c, n-1+k]`` is t_k of channel c in layer l (causal models: zero for k < 0)."""
+    return torch.stack([op.kernel(length).float().cpu() for op in model.operators()])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tnn_core.evaluate", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("checkpoint", help="a .safetensors checkpoint written by tnn_core.train")
+    p.add_argument("--length", type=int, default=None,
+                   help="sequence length (default: the training length); longer extrapolates")
+    p.add_argument("--batches", type=int, default=16, help="fixed validation batches")
+    p.add_argument("--batch-size", type=int, default=32, help="sequences per batch")
+    p.add_argument("--text", default=None,
+                   help="charlm trained on an uploaded text: that text file")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    args = p.parse_args(argv)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    try:
+        model, info = load(args.checkpoint)
+        text = None
+        if args.text is not None:
+            with open(args.text, "rb") as f:
+                text = f.read()
+        result = evaluate_checkpoint(model, info, args.length, args.batches, args.batch_size,
+                                     text)
+    except (CheckpointError, ValueError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

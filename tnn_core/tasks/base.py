@@ -1,0 +1,125 @@
+"""The interface every task implements, and the helpers tasks share.
+
+A task is a seeded, offline source of batches plus the meaning of its metric:
+
+    batch(split, batch_size, generator, length=None) -> (tokens [B, n] long, targets)
+        targets [B, n] long for kind "lm" (the next token, IGNORE where there is
+        nothing to predict) or [B] long for kind "classify".
+    validation(batch_size, batches, length=None) -> the same fixed batches on every call
+    metric(loss, accuracy) -> the task's metric from the mean cross-entropy (nats)
+        and the accuracy over the counted targets
+    info() -> a JSON-able dict that ``tasks.task_from_info`` turns back into the task
+
+Letters: B batch, n length.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import fields
+from typing import Literal
+
+import torch
+
+__all__ = ["IGNORE", "SPLITS", "Task", "config_from_dict", "check_split", "check_int",
+           "seed_from"]
+
+IGNORE = -100  # target id that the loss and the accuracy skip (F.cross_entropy's default)
+SPLITS = ("train", "val")
+
+
+class Task:
+    """Base class: subclasses set the attributes in ``__init__`` and implement ``batch``."""
+
+    name: str
+    kind: Literal["lm", "classify"]
+    vocab_size: int
+    num_classes: int | None = None  # classify only
+    seq_len: int  # the training length n
+    metric_name: str
+    higher_is_better: bool = True
+    extrapolates: bool = True  # False: the task exists at seq_len only (``length=`` raises)
+    validation_seed: int = 1234  # seeds ``validation``; training batches use the caller's
+
+    # -- data ---------------------------------------------------------------------------
+    def batch(self, split: str, batch_size: int, generator: torch.Generator,
+              length: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+    def validation(self, batch_size: int, batches: int, length: int | None = None
+                   ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """``batches`` fixed validation batches: the same tensors on every call."""
+        _check_positive("batch_size", batch_size)
+        _check_positive("batches", batches)
+        g = torch.Generator().manual_seed(self.validation_seed)
+        return [self.batch("val", batch_size, g, length) for _ in range(batches)]
+
+    def check_length(self, length: int | None) -> int:
+        """The length to generate: ``seq_len`` when None; else a length the task allows."""
+        if length is None:
+            return self.seq_len
+        if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+            raise ValueError(f"length must be an integer in [1, inf); got {length!r}")
+        if not self.extrapolates and length != self.seq_len:
+            raise ValueError(f"length must be {self.seq_len} for task {self.name} (its "
+                             f"sequences have a fixed length); got {length}")
+        return length
+
+    # -- the metric ---------------------------------------------------------------------
+    @property
+    def chance(self) -> float:
+        """The metric of a uniform guess."""
+        raise NotImplementedError
+
+    def baselines(self) -> dict[str, float]:
+        """Named reference values of the metric (always includes ``uniform``)."""
+        return {"uniform": self.chance}
+
+    def metric(self, loss: float, accuracy: float) -> float:
+        """The task's metric from the mean cross-entropy (nats) and the accuracy."""
+        return accuracy
+
+    def metrics(self, loss: float, accuracy: float) -> dict[str, float]:
+        out = {"loss": loss, "accuracy": accuracy, self.metric_name: self.metric(loss, accuracy)}
+        if self.kind == "lm":
+            out["perplexity"] = math.exp(min(loss, 700.0))
+        return out
+
+    def info(self) -> dict:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """One line for people: what the sequences are."""
+        return self.name
+
+
+def config_from_dict(cls, data: dict | None):
+    """Build the dataclass ``cls`` from a dict; an unknown field raises ValueError naming it."""
+    data = dict(data or {})
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} fields {unknown}; allowed: {sorted(known)}")
+    return cls(**data)
+
+
+def check_split(split: str) -> str:
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}; got {split!r}")
+    return split
+
+
+def seed_from(generator: torch.Generator) -> int:
+    """A Python-level seed drawn from a torch generator (for ``random.Random``)."""
+    return int(torch.randint(0, 2**62, (1,), generator=generator).item())
+
+
+def check_int(name: str, value, low: int, high: int | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (
+            high is not None and value > high):
+        upper = "inf)" if high is None else f"{high}]"
+        raise ValueError(f"{name} must be an integer in [{low}, {upper}; got {value!r}")
+
+
+def _check_positive(name: str, value) -> None:
+    check_int(name, value, 1)

@@ -1,0 +1,208 @@
+"""Train a TNN on a task and save it as a checkpoint.
+
+    python -m tnn_core.train --task listops --operator ski --steps 2000 \\
+        --out checkpoints/listops-ski.safetensors
+    torchrun --nproc_per_node=2 -m tnn_core.train --task charlm --steps 500 --out lm.safetensors
+
+Under torchrun every rank trains with DistributedDataParallel on its own batches; only
+rank 0 prints, shows the progress bar and writes the checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shlex
+import sys
+from pathlib import Path
+
+import torch
+
+from .checkpoint import save
+from .operators import KINDS
+from .tasks import TASKS, get_task
+from .training import DEVICES, DTYPES, SCHEDULES, Callbacks, TrainConfig, train
+
+# CLI option -> (task config field, the tasks that have it)
+TASK_OPTIONS = {
+    "seq_len": ("seq_len", ("charlm", "listops", "recall")),
+    "text": ("text", ("charlm",)),
+    "max_bytes": ("max_bytes", ("charlm",)),
+    "max_vocab": ("max_vocab", ("charlm",)),
+    "max_depth": ("max_depth", ("listops",)),
+    "max_args": ("max_args", ("listops",)),
+    "nest_prob": ("nest_prob", ("listops",)),
+    "size": ("size", ("digits",)),
+    "num_pairs": ("num_pairs", ("recall",)),
+    "num_queries": ("num_queries", ("recall",)),
+    "num_keys": ("num_keys", ("recall",)),
+    "num_values": ("num_values", ("recall",)),
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    d = TrainConfig()
+    p = argparse.ArgumentParser(prog="python -m tnn_core.train", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--task", choices=tuple(TASKS), default=d.task, help="what to learn")
+    p.add_argument("--out", type=Path, help="checkpoint to write (.safetensors); none if unset")
+
+    t = p.add_argument_group("task options (default: the task's own)")
+    t.add_argument("--seq-len", type=int, help="training length n (charlm, listops, recall)")
+    t.add_argument("--text", help="charlm: a UTF-8 text file instead of the stdlib's source")
+    t.add_argument("--max-bytes", type=int, help="charlm: cap on the stdlib corpus in bytes")
+    t.add_argument("--max-vocab", type=int, help="charlm: vocabulary size, UNK included")
+    t.add_argument("--max-depth", type=int, help="listops: operator nesting depth")
+    t.add_argument("--max-args", type=int, help="listops: most arguments per operator")
+    t.add_argument("--nest-prob", type=float, help="listops: chance an argument nests")
+    t.add_argument("--size", type=int, choices=(8, 32), help="digits: 8 (n=64) or 32 (n=1024)")
+    t.add_argument("--num-pairs", type=int, help="recall: key-value pairs per sequence")
+    t.add_argument("--num-queries", type=int, help="recall: keys asked again")
+    t.add_argument("--num-keys", type=int, help="recall: distinct key tokens")
+    t.add_argument("--num-values", type=int, help="recall: distinct value tokens")
+
+    m = p.add_argument_group("model")
+    m.add_argument("--operator", choices=KINDS, default=d.operator,
+                   help="token mixer: tno (TNN), ski (SKI-TNN) or fd (FD-TNN)")
+    m.add_argument("--causal", action=argparse.BooleanOptionalAction, default=None,
+                   help="causal operator (default: yes for charlm/recall, no otherwise)")
+    m.add_argument("--dim", type=int, default=d.dim, help="model width d")
+    m.add_argument("--layers", type=int, default=d.layers, help="TNN layers")
+    m.add_argument("--expand-ratio", type=int, default=d.expand_ratio,
+                   help="GTU width = expand ratio × d")
+    m.add_argument("--decay", type=float, default=d.decay, help="operator decay λ in (0, 1]")
+    m.add_argument("--rank", type=int, default=d.rank, help="SKI inducing points r")
+    m.add_argument("--band", type=int, default=d.band, help="SKI band taps m")
+    m.add_argument("--rpe-dim", type=int, default=d.rpe_dim,
+                   help="RPE MLP width (default max(D // 8, 32))")
+    m.add_argument("--rpe-layers", type=int, default=d.rpe_layers, help="RPE MLP hidden layers")
+    m.add_argument("--activation", choices=("relu", "silu", "gelu"), default=d.activation,
+                   help="RPE MLP activation")
+
+    o = p.add_argument_group("optimisation")
+    o.add_argument("--steps", type=int, default=d.steps, help="optimizer updates")
+    o.add_argument("--batch-size", type=int, default=d.batch_size,
+                   help="sequences per update (per rank under torchrun)")
+    o.add_argument("--lr", type=float, default=d.lr, help="peak learning rate (AdamW)")
+    o.add_argument("--weight-decay", type=float, default=d.weight_decay,
+                   help="AdamW weight decay on weight matrices")
+    o.add_argument("--warmup", type=int, default=d.warmup, help="linear warm-up steps")
+    o.add_argument("--schedule", choices=SCHEDULES, default=d.schedule,
+                   help="after warm-up: cosine (to 10%% of lr) or inverse_sqrt")
+    o.add_argument("--clip", type=float, default=d.clip, help="max gradient norm (0: off)")
+    o.add_argument("--eval-every", type=int, default=d.eval_every, help="evaluate every k steps")
+    o.add_argument("--eval-batches", type=int, default=d.eval_batches,
+                   help="fixed validation batches per evaluation")
+    o.add_argument("--eval-batch-size", type=int, default=d.eval_batch_size,
+                   help="sequences per validation batch")
+    o.add_argument("--seed", type=int, default=d.seed, help="seeds the model and the batches")
+
+    r = p.add_argument_group("runtime")
+    r.add_argument("--device", choices=DEVICES, default=d.device,
+                   help="auto: CUDA when available (rank's GPU under torchrun), else CPU")
+    r.add_argument("--dtype", choices=DTYPES, default=d.dtype,
+                   help="float32, float64, or bfloat16 autocast (weights stay float32)")
+    r.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (torch.set_num_threads); default: torch's own")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--weights-digest", type=Path, default=None, metavar="DIR",
+                   help="each rank writes the SHA-256 of its final weights to "
+                        "DIR/rank<R>.sha256 (checks that DDP ranks agree)")
+    return p
+
+
+def task_settings(args: argparse.Namespace) -> dict:
+    settings = {}
+    for option, (name, tasks) in TASK_OPTIONS.items():
+        value = getattr(args, option)
+        if value is None:
+            continue
+        if args.task not in tasks:
+            flag = "--" + option.replace("_", "-")
+            raise SystemExit(f"error: {flag} applies to {', '.join(tasks)}, not {args.task}")
+        settings[name] = value
+    return settings
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    fields = ("task", "steps", "batch_size", "lr", "weight_decay", "warmup", "schedule", "clip",
+              "eval_every", "eval_batches", "eval_batch_size", "seed", "device", "dtype",
+              "operator", "causal", "dim", "layers", "expand_ratio", "decay", "rank", "band",
+              "rpe_dim", "rpe_layers", "activation")
+    return TrainConfig(**{name: getattr(args, name) for name in fields})
+
+
+def command_line(argv: list[str]) -> str:
+    """The command as typed: python -m tnn_core.train ..., torchrun-prefixed under DDP."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    prefix = f"torchrun --nproc_per_node={world} -m" if world > 1 else "python -m"
+    return f"{prefix} tnn_core.train {shlex.join(argv)}".strip()
+
+
+def weights_digest(model: torch.nn.Module) -> str:
+    h = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser().parse_args(argv)
+    rank = int(os.environ.get("RANK", "0"))
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    try:
+        config = config_from_args(args)
+        task = get_task(args.task, task_settings(args))
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    lead = rank == 0
+    bar = None
+    callbacks = Callbacks()
+    if lead:
+        print(f"task: {task.describe()}")
+        layers = f"{config.layers} layer" + ("s" if config.layers != 1 else "")
+        print(f"model: {config.operator}, d={config.dim}, {layers}; "
+              f"{config.steps} steps of {config.batch_size} × n={task.seq_len}")
+        if not args.no_progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=config.steps, unit="step", dynamic_ncols=True)
+
+            def on_step(step, loss, rate, lr):
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.4f}", tok_s=f"{rate:,.0f}", lr=f"{lr:.2e}")
+
+            callbacks.on_step = on_step
+
+        def on_eval(step, metrics):
+            line = (f"step {step:>6}: val {task.metric_name} {metrics['metric']:.4f}  "
+                    f"loss {metrics['loss']:.4f}  (chance {task.chance:.4f})")
+            (bar.write if bar is not None else print)(line)
+
+        callbacks.on_eval = on_eval
+    result = train(config, task, callbacks=callbacks, command=command_line(argv))
+    if bar is not None:
+        bar.close()
+    if args.weights_digest is not None:
+        args.weights_digest.mkdir(parents=True, exist_ok=True)
+        (args.weights_digest / f"rank{rank}.sha256").write_text(weights_digest(result.model))
+    if not lead:
+        return 0 if result.status != "diverged" else 1
+    final = result.final_metrics
+    print(f"{result.status}: {result.message}")
+    print(f"val {task.metric_name} {final['metric']:.4f} (chance {task.chance:.4f}), "
+          f"{result.history['tokens_per_s']:,.0f} tokens/s on {result.history['device']}, "
+          f"{result.history['wall_s']:.1f} s")
+    if args.out is not None:
+        path = save(args.out, result.model, task.info(), result.history, result.model_config)
+        print(f"saved {path} ({path.stat().st_size / 1e6:.2f} MB)")
+    return 0 if result.status != "diverged" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,353 @@
+"""The training loop shared by the CLI (``python -m tnn_core.train``) and the app.
+
+    config = TrainConfig(task="listops", operator="ski", steps=2000)
+    result = train(config, callbacks=Callbacks(on_step=..., on_eval=...), stop_event=event)
+    result.model, result.history, result.status   # "completed" | "stopped" | "diverged"
+
+* AdamW (weight decay on matrices only), linear warm-up then cosine (down to 10 % of
+  ``lr``) or inverse square root, gradient clipping by global norm.
+* Evaluation on the task's fixed validation batches at step 0, every ``eval_every``
+  steps and at the last step.
+* Seeded: the model from ``seed`` (under ``torch.random.fork_rng``, so the caller's
+  global RNG is left as it was), the batches from a generator seeded with ``seed`` and
+  the rank.
+* A non-finite loss or gradient stops the run: the weights go back to the last ones
+  whose loss was finite (never the diverged ones), status "diverged"; the final
+  evaluation is of those weights.
+* ``stop_event`` (a ``threading.Event``) ends the run after the current step.
+* Under ``torchrun`` (WORLD_SIZE > 1) the model is wrapped in DistributedDataParallel
+  (gloo on CPU, nccl on CUDA; DDP broadcasts rank 0's initial weights); every rank draws
+  different batches, the loss is averaged over ranks, and only rank 0 evaluates and
+  calls the callbacks.
+
+The data flow is model-agnostic: a task gives (tokens [B, n], targets), the model maps
+tokens to logits ([B, n, V] for lm, [B, C] for classify), cross-entropy skips IGNORE.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import __version__
+from .evaluate import autocast, evaluate
+from .models import ModelConfig, build_model
+from .operators import KINDS, OperatorConfig
+from .tasks import IGNORE, TASKS, Task, get_task
+
+__all__ = ["TrainConfig", "Callbacks", "TrainResult", "train", "evaluate", "learning_rate",
+           "task_loss", "resolve_device"]
+
+log = logging.getLogger(__name__)
+_THROUGHPUT_WARMUP = 5  # steps left out of the median tokens/s
+SCHEDULES = ("cosine", "inverse_sqrt")
+DEVICES = ("auto", "cpu", "cuda")
+DTYPES = ("float32", "float64", "bfloat16")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One training run: optimisation, then the model. Unknown fields raise.
+
+    The model fields map onto ``ModelConfig`` / ``OperatorConfig``; the task supplies
+    the vocabulary, the classes and whether the model is an LM or a classifier."""
+
+    task: str = "listops"  # a name in tnn_core.tasks.TASKS
+    steps: int = 1000  # optimizer updates
+    batch_size: int = 32  # sequences per update (per rank under torchrun)
+    lr: float = 3e-3  # peak learning rate
+    weight_decay: float = 0.01  # AdamW decay, weight matrices only
+    warmup: int = 100  # linear warm-up steps
+    schedule: str = "cosine"  # after warm-up: cosine down to 10 % of lr, or inverse_sqrt
+    clip: float = 1.0  # max global gradient norm; 0 disables clipping
+    eval_every: int = 100  # evaluate every k steps (and at step 0 and the last step)
+    eval_batches: int = 8  # fixed validation batches per evaluation
+    eval_batch_size: int = 32  # sequences per validation batch
+    seed: int = 0  # seeds the model and the batches
+    device: str = "auto"  # auto (CUDA when available), cpu or cuda
+    dtype: str = "float32"  # float32, float64, or bfloat16 (autocast; weights stay float32)
+    operator: str = "tno"  # token mixer: tno, ski or fd
+    causal: bool | None = None  # None: causal for lm tasks, bidirectional for classify
+    dim: int = 64  # model width d
+    layers: int = 2  # TNN layers
+    expand_ratio: int = 3  # GTU width = expand_ratio * d
+    decay: float = 0.99  # λ of the operator
+    rank: int = 64  # SKI inducing points r
+    band: int = 17  # SKI band taps m
+    rpe_dim: int | None = None  # RPE MLP width; None: max(D // 8, 32)
+    rpe_layers: int = 1  # RPE MLP hidden layers
+    activation: str = "relu"  # RPE activation: relu, silu or gelu
+
+    def __post_init__(self):
+        for name, allowed in (("task", tuple(TASKS)), ("schedule", SCHEDULES),
+                              ("device", DEVICES), ("dtype", DTYPES), ("operator", KINDS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}; got {getattr(self, name)!r}")
+        for name, low in (("steps", 0), ("batch_size", 1), ("warmup", 0), ("eval_every", 1),
+                          ("eval_batches", 1), ("eval_batch_size", 1), ("seed", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer in [{low}, inf); got {value!r}")
+        for name, low, high in (("lr", 0.0, math.inf), ("weight_decay", 0.0, math.inf),
+                                ("clip", 0.0, math.inf)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) \
+                    or not low <= value < high:
+                raise ValueError(f"{name} must be a number in [{low}, inf); got {value!r}")
+        if self.causal is not None and not isinstance(self.causal, bool):
+            raise ValueError(f"causal must be True, False or None; got {self.causal!r}")
+        self.operator_config(causal=True)  # validates decay, rank, band, rpe_*, activation
+        ModelConfig(dim=self.dim, layers=self.layers, expand_ratio=self.expand_ratio)
+
+    def operator_config(self, causal: bool) -> OperatorConfig:
+        return OperatorConfig(kind=self.operator, causal=causal, decay=self.decay,
+                              rank=self.rank, band=self.band, rpe_dim=self.rpe_dim,
+                              rpe_layers=self.rpe_layers, activation=self.activation)
+
+    def model_config(self, task: Task) -> ModelConfig:
+        """The ModelConfig for ``task``: lm or classify, its vocabulary and classes."""
+        causal = task.kind == "lm" if self.causal is None else self.causal
+        return ModelConfig(task=task.kind, vocab_size=task.vocab_size,
+                           num_classes=task.num_classes or 2, dim=self.dim, layers=self.layers,
+                           expand_ratio=self.expand_ratio, operator=self.operator_config(causal))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TrainConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown TrainConfig fields {unknown}; allowed: {sorted(known)}")
+        return cls(**data)
+
+
+def resolve_device(name: str, local_rank: int = 0) -> torch.device:
+    """auto: CUDA (this rank's GPU) when available, else CPU; cuda without a GPU raises."""
+    if name not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}; got {name!r}")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device must be 'cpu' or 'auto' here: CUDA is not available")
+    if name == "cpu" or not torch.cuda.is_available():
+        return torch.device("cpu")
+    return torch.device("cuda", local_rank)
+
+
+@dataclass
+class Callbacks:
+    """Hooks called on rank 0 from the training thread; keep them quick and thread-safe."""
+
+    on_step: Callable[[int, float, float, float], None] | None = None  # (step, loss, tok/s, lr)
+    on_eval: Callable[[int, dict], None] | None = None  # (step, metrics)
+
+
+@dataclass
+class TrainResult:
+    model: nn.Module  # the trained model (unwrapped from DDP), last good weights
+    task: Task
+    config: TrainConfig
+    model_config: ModelConfig
+    status: str  # "completed", "stopped" (stop_event) or "diverged" (non-finite loss)
+    message: str
+    history: dict = field(default_factory=dict)
+
+    @property
+    def final_metrics(self) -> dict:
+        evals = self.history.get("evals") or [{}]
+        return evals[-1]
+
+
+def learning_rate(step: int, config: TrainConfig) -> float:
+    """The learning rate for update ``step`` (0-based): warm-up, then the schedule."""
+    lr, warmup = config.lr, config.warmup
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    if config.schedule == "cosine":
+        progress = (step - warmup) / max(1, config.steps - warmup)
+        return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0))))
+    if config.schedule == "inverse_sqrt":
+        return lr * math.sqrt(max(warmup, 1) / (step + 1))
+    raise ValueError(f"schedule must be one of ('cosine', 'inverse_sqrt'); "
+                     f"got {config.schedule!r}")
+
+
+def task_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over the targets that are not IGNORE.
+
+    logits [B, n, V] with targets [B, n] (lm), or logits [B, C] with targets [B]."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1),
+                           ignore_index=IGNORE)
+
+
+def _distributed() -> tuple[int, int, int]:
+    """(rank, world size, local rank) from torchrun's environment; (0, 1, 0) alone."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return 0, 1, 0
+    return int(os.environ["RANK"]), world, int(os.environ.get("LOCAL_RANK", "0"))
+
+
+def _build(config: TrainConfig, task: Task, device: torch.device) -> tuple[ModelConfig, nn.Module]:
+    model_config = config.model_config(task)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        model = build_model(model_config)
+    if config.dtype == "float64":
+        model = model.double()
+    return model_config, model.to(device)
+
+
+def _optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    no_decay = [p for p in model.parameters() if p.ndim < 2]
+    groups = [{"params": decay, "weight_decay": config.weight_decay},
+              {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.98))
+
+
+def train(config: TrainConfig, task: Task | None = None, callbacks: Callbacks | None = None,
+          stop_event: threading.Event | None = None, command: str | None = None) -> TrainResult:
+    """Train a model of ``config`` on ``task`` (default: ``get_task(config.task)``).
+
+    ``command`` is recorded in the history (the CLI passes its command line).
+    ``stop_event`` is for single-process runs (the app); under torchrun every rank
+    must see the same event, so leave it None there."""
+    if task is None:
+        task = get_task(config.task)
+    elif task.name != config.task:
+        raise ValueError(f"task must match config.task={config.task!r}; got {task.name!r}")
+    callbacks = callbacks or Callbacks()
+    rank, world, local_rank = _distributed()
+    device = resolve_device(config.device, local_rank)
+    own_group = False
+    if world > 1 and not torch.distributed.is_initialized():
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        backend = "nccl" if device.type == "cuda" else "gloo"
+        torch.distributed.init_process_group(backend)
+        own_group = True
+    try:
+        return _loop(config, task, callbacks, stop_event, command, rank, world, device)
+    finally:
+        if own_group:
+            torch.distributed.destroy_process_group()
+
+
+def _loop(config, task, callbacks, stop_event, command, rank, world, device) -> TrainResult:
+    model_config, model = _build(config, task, device)
+    net = model
+    if world > 1:
+        ids = [device.index] if device.type == "cuda" else None
+        net = nn.parallel.DistributedDataParallel(model, device_ids=ids)
+    optimizer = _optimizer(model, config)
+    params = list(model.parameters())
+    good = [p.detach().clone() for p in params]  # the last weights with a finite loss
+    kept = 0  # ... after this many updates
+    generator = torch.Generator().manual_seed(config.seed + 7919 * rank)
+    lead = rank == 0
+    history = {"command": command, "device": str(device), "dtype": config.dtype,
+               "world_size": world, "torch": torch.__version__, "version": __version__,
+               "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "metric_name": task.metric_name,
+               "train_loss": [], "evals": []}
+    tokens_per_s: list[float] = []
+    start = time.perf_counter()
+    window: list[float] = []
+
+    def run_eval(step: int, lr: float) -> None:
+        if not lead:
+            return
+        metrics = evaluate(model, task, config.eval_batches, config.eval_batch_size,
+                           dtype=config.dtype)
+        rate = statistics.median(tokens_per_s[_THROUGHPUT_WARMUP:] or tokens_per_s or [0.0])
+        entry = {"step": step, **metrics, "train_loss": statistics.fmean(window) if window
+                 else None, "lr": lr, "wall_s": time.perf_counter() - start,
+                 "tokens_per_s": rate}
+        window.clear()
+        history["evals"].append(entry)
+        log.info("step %d: %s %.4f, loss %.4f", step, task.metric_name, entry["metric"],
+                 entry["loss"])
+        if callbacks.on_eval is not None:
+            callbacks.on_eval(step, dict(entry))
+
+    status, message, step, lr = "completed", f"trained {config.steps} steps", 0, 0.0
+    run_eval(0, learning_rate(0, config))
+    model.train()
+    while step < config.steps:
+        if stop_event is not None and stop_event.is_set():
+            status, message = "stopped", f"stopped by request after {step} steps"
+            break
+        t0 = time.perf_counter()
+        lr = learning_rate(step, config)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        tokens, targets = task.batch("train", config.batch_size, generator)
+        tokens, targets = tokens.to(device), targets.to(device)
+        with autocast(device, config.dtype):
+            logits = net(tokens)  # (B, n, V) or (B, C)
+        loss = task_loss(logits, targets)
+        mean_loss = loss.detach().clone()
+        if world > 1:
+            torch.distributed.all_reduce(mean_loss)
+            mean_loss /= world
+        loss_value = mean_loss.item()
+        if not math.isfinite(loss_value):
+            status = "diverged"
+            message = (f"loss became {loss_value} at step {step + 1}; stopped and kept the "
+                       f"weights after step {kept}, the last with a finite loss")
+            break
+        for g, p in zip(good, params, strict=True):
+            g.copy_(p.detach())
+        kept = step
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        max_norm = config.clip if config.clip > 0 else math.inf
+        grad_norm = float(nn.utils.clip_grad_norm_(params, max_norm))
+        if not math.isfinite(grad_norm):
+            status = "diverged"
+            message = (f"gradient norm became {grad_norm} at step {step + 1}; stopped and kept "
+                       f"the weights after step {kept}")
+            break
+        optimizer.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        step += 1
+        rate = tokens.numel() * world / max(time.perf_counter() - t0, 1e-9)
+        tokens_per_s.append(rate)
+        history["train_loss"].append(loss_value)
+        window.append(loss_value)
+        if lead and callbacks.on_step is not None:
+            callbacks.on_step(step, loss_value, rate, lr)
+        if step % config.eval_every == 0 and step < config.steps:
+            run_eval(step, lr)
+
+    finite = all(bool(torch.isfinite(p).all()) for p in params)
+    if status == "diverged" or not finite:
+        if status != "diverged":
+            status = "diverged"
+            message = (f"weights became non-finite at step {step}; kept the weights after "
+                       f"step {kept}, the last with a finite loss")
+        with torch.no_grad():
+            for g, p in zip(good, params, strict=True):
+                p.copy_(g)
+        step = kept
+        log.warning("%s", message)
+    if not history["evals"] or history["evals"][-1]["step"] != step:
+        run_eval(step, lr)
+    history.update(status=status, message=message, steps=step,
+                   wall_s=time.perf_counter() - start,
+                   tokens_per_s=statistics.median(tokens_per_s[_THROUGHPUT_WARMUP:]
+                                                  or tokens_per_s or [0.0]),
+                   train_config=config.to_dict())
+    model.eval()
+    return TrainResult(model, task, config, model_config, status, message, history)
