@@ -93,7 +93,7 @@ def heatmap(matrix: np.ndarray, title: str, colorscale: str = "RdBu", zmid: floa
                                zmin=None if zrange is None else zrange[0],
                                zmax=None if zrange is None else zrange[1],
                                hovertemplate="row %{y}, col %{x}: %{z:.4g}<extra></extra>"))
-    note = f" (every {step}th row/column shown)" if step > 1 else ""
+    note = f" (1 row/column in {step} shown)" if step > 1 else ""
     fig.update_layout(title=title + note, height=420, margin=dict(l=10, r=10, t=40, b=10))
     fig.update_yaxes(autorange="reversed", title="row i", scaleanchor="x", constrain="domain")
     fig.update_xaxes(constrain="domain")

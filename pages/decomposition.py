@@ -117,7 +117,7 @@ hl, hr = st.columns([3, 1])
 hl.plotly_chart(parts, key="chart-parts")
 hr.plotly_chart(residual, key="chart-residual")
 if len(idx) < view["n"]:
-    st.caption(f"Heatmaps show every {idx[1] - idx[0]}th row and column of the {view['n']} × "
+    st.caption(f"Heatmaps show 1 row and column in {idx[1] - idx[0]} of the {view['n']} × "
                f"{view['n']} matrices; the errors above are exact.")
 
 # -- kernel and singular values ---------------------------------------------------------------
