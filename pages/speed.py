@@ -161,7 +161,8 @@ p1, p2 = st.columns([1, 3])
 pareto_n = p1.select_slider("n", [1024, 2048, 4096, 8192], value=4096, key="pareto_n",
                             help="Length of the kernel and of the timed input.")
 if p1.button("Measure", key="pareto_run", icon=":material/scatter_plot:"):
-    st.session_state["pareto"] = _ui.ski_pareto(pareto_n, _ui.device())
+    with st.spinner("Decomposing and timing 20 SKI settings (about 10 s)…"):
+        st.session_state["pareto"] = _ui.ski_pareto(pareto_n, _ui.device())
 points = st.session_state.get("pareto")
 if points:
     pts = pd.DataFrame(points)
@@ -177,7 +178,8 @@ if points:
                       title=f"n = {pts['n'].iloc[0]}")
     p2.plotly_chart(fig, key="chart-pareto")
 else:
-    p2.caption("Press **Measure** to time 20 SKI settings against the FFT product.")
+    p2.caption("Press **Measure** to decompose and time 20 SKI settings (r × m) against "
+               "the FFT product.")
 
 if any(math.isnan(v) for v in frame["median_ms"]):
     st.caption("Missing points were skipped: O(n²) operators above their length limit.")

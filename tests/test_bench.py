@@ -175,7 +175,7 @@ def test_ski_pareto():
     n = 64
     k = torch.arange(-(n - 1), n, dtype=F64)
     coeffs = 0.95 ** k.abs() + (k == 0).double()  # smooth decay plus a spike
-    rows = ski_pareto(coeffs, [(4, 3), (16, 5)], repeats=1)
+    rows = ski_pareto(coeffs, [(4, 3), (16, 5)], batch=2, dim=4, repeats=1)
     assert [(r["rank"], r["band"]) for r in rows] == [(4, 3), (16, 5)]
     for row in rows:
         assert 0 <= row["error"] < 1 and row["speedup"] > 0 and row["n"] == n

@@ -97,7 +97,7 @@ def live_speed(n: int, rank: int, band: int, batch: int = 4, dim: int = 4, repea
                 interp_method=method, device=str(dev), threads=torch.get_num_threads())
 
 
-def ski_pareto(kernel_coeffs, settings: Iterable[tuple[int, int]], batch: int = 4, dim: int = 4,
+def ski_pareto(kernel_coeffs, settings: Iterable[tuple[int, int]], batch: int = 8, dim: int = 64,
                repeats: int = 5, method: str = "sample", device: str = "cpu", seed: int = 0
                ) -> list[dict]:
     """Error against speed-up for SKI settings on one kernel.
@@ -105,9 +105,9 @@ def ski_pareto(kernel_coeffs, settings: Iterable[tuple[int, int]], batch: int = 
     kernel_coeffs: [2n-1] (torch or numpy), lags -(n-1)..n-1. settings: (rank, band)
     pairs. For each: ``error`` = ``decompose(coeffs, band, rank, causal=False,
     method).errors["relative_frobenius"]`` and the forward time of SKI at (r, m) against
-    the FFT product with this kernel on D = ``dim`` channels (all timed in the same
-    interleaved rounds). Returns dicts: rank, band, error, ski_ms, fft_ms, speedup
-    (fft/ski), n.
+    the FFT product with this kernel on D = ``dim`` channels, a layer's width (all timed
+    in the same interleaved rounds; at D = 4 fixed per-call costs would decide instead).
+    Returns dicts: rank, band, error, ski_ms, fft_ms, speedup (fft/ski), n.
     """
     from ..analysis import decompose  # deferred: analysis sits beside the bench
 
