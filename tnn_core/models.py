@@ -15,13 +15,14 @@ Letters: B batch, n length, d model width, V vocabulary, C classes.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .configs import check_fields
 from .operators import OperatorConfig, build_operator
 
 __all__ = ["ModelConfig", "GTU", "GLU", "TNNLayer", "CausalLM", "SequenceClassifier",
@@ -63,11 +64,7 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> ModelConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown ModelConfig fields {unknown}; allowed: {sorted(known)}")
-        data = dict(data)
+        data = check_fields(cls, data)
         if isinstance(data.get("operator"), dict):
             data["operator"] = OperatorConfig.from_dict(data["operator"])
         return cls(**data)

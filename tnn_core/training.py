@@ -33,13 +33,14 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from . import __version__
+from .configs import config_from_dict
 from .evaluate import autocast, evaluate
 from .models import ModelConfig, build_model
 from .operators import KINDS, OperatorConfig
@@ -126,11 +127,7 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> TrainConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown TrainConfig fields {unknown}; allowed: {sorted(known)}")
-        return cls(**data)
+        return config_from_dict(cls, data)
 
 
 def resolve_device(name: str, local_rank: int = 0) -> torch.device:

@@ -30,10 +30,11 @@ import statistics
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 
 import torch
 
+from ..configs import check_fields
 from ..operators import OperatorConfig, build_operator
 from .baselines import Attention, TnoReference
 from .memory import MEMORY_METHODS, peak_memory_mb
@@ -105,11 +106,8 @@ class BenchConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> BenchConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown BenchConfig fields {unknown}; allowed: {sorted(known)}")
-        data = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        data = {k: tuple(v) if isinstance(v, list) else v
+                for k, v in check_fields(cls, data).items()}
         return cls(**data)
 
     def skips(self, op: str, n: int) -> bool:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Literal
+
+from ..configs import config_from_dict
 
 __all__ = ["OperatorKind", "KINDS", "ALL_KINDS", "OperatorConfig"]
 
@@ -64,11 +66,7 @@ class OperatorConfig:
     @classmethod
     def from_dict(cls, data: dict) -> OperatorConfig:
         """Build from a plain dict; an unknown field is a ValueError naming it."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown OperatorConfig fields {unknown}; allowed: {sorted(known)}")
-        return cls(**data)
+        return config_from_dict(cls, data)
 
 
 def _check_int(name: str, value, low: int) -> None:

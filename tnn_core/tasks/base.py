@@ -16,10 +16,11 @@ Letters: B batch, n length.
 from __future__ import annotations
 
 import math
-from dataclasses import fields
 from typing import Literal
 
 import torch
+
+from .. import configs
 
 __all__ = ["IGNORE", "SPLITS", "Task", "config_from_dict", "check_split", "check_int",
            "seed_from"]
@@ -95,12 +96,7 @@ class Task:
 
 def config_from_dict(cls, data: dict | None):
     """Build the dataclass ``cls`` from a dict; an unknown field raises ValueError naming it."""
-    data = dict(data or {})
-    known = {f.name for f in fields(cls)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ValueError(f"unknown {cls.__name__} fields {unknown}; allowed: {sorted(known)}")
-    return cls(**data)
+    return configs.config_from_dict(cls, data)
 
 
 def check_split(split: str) -> str:
