@@ -45,13 +45,7 @@ TINY = dict(ns=(8, 16), batch=1, dim=8, rank=4, band=3, heads=2, repeats=2, warm
             memory="none", threads=1)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: on a busy 2-core machine a second OpenMP thread only adds waiting."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # -- the harness ------------------------------------------------------------------------

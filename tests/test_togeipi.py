@@ -15,13 +15,7 @@ F64 = torch.float64
 D, H, L = 6, 2, 40
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: on a busy 2-core machine a second OpenMP thread only adds waiting."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def make_op(causal: bool, seed: int = 0, **overrides) -> Togeipi:

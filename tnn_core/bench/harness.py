@@ -159,6 +159,11 @@ def make_case(spec: dict) -> tuple[Callable[[], None], Callable[[], None]]:
     module.train()
     x.requires_grad_(True)
     grad_y = torch.randn(shape, generator=g).to(device)  # (B, n, D)
+    return train_step(module, x, grad_y)
+
+
+def train_step(module, x: torch.Tensor, grad_y: torch.Tensor):
+    """(run, reset) for one forward+backward of ``module`` on x (requires grad)."""
 
     def run():
         module(x).backward(grad_y)

@@ -22,20 +22,9 @@ import torch
 
 from ..operators import OperatorConfig, build_operator
 from ..operators.functional import INTERP_METHODS, interp_plan, interp_w, interp_wt
-from .harness import interleaved_ms
+from .harness import interleaved_ms, train_step
 
 __all__ = ["interp_routes", "ski_parts", "band_crossover"]
-
-
-def _train_step(module, x: torch.Tensor, grad_y: torch.Tensor):
-    def run():
-        module(x).backward(grad_y)
-
-    def reset():
-        x.grad = None
-        module.zero_grad(set_to_none=True)
-
-    return run, reset
 
 
 def interp_routes(ns: Iterable[int] = (1024, 4096, 16384), ranks: Iterable[int] = (16, 64, 256),
@@ -132,7 +121,7 @@ def band_crossover(bands: Iterable[int] = (4, 8, 16, 32, 64),
         gy = torch.randn(batch, n, dim, generator=g).to(dev)
         fns, resets = {}, {}
         for key, module in [("tno", tno)] + [(m, skis[m]) for m in bands]:
-            fns[key], resets[key] = _train_step(module, x, gy)
+            fns[key], resets[key] = train_step(module, x, gy)
         ms = interleaved_ms(fns, repeats, 1, dev, resets=resets)
         row = []
         for m in bands:
