@@ -7,6 +7,9 @@ computation comes from `tnn_core` through cached functions in `pages/_ui.py`.
 import streamlit as st
 import torch
 
+from tnn_core.allocator import keep_freed_memory
+
+keep_freed_memory()  # glibc keeps freed memory: no page faults per large tensor (idempotent)
 st.set_page_config(page_title="Toeplitz Lab", page_icon=":material/grid_on:", layout="wide")
 
 PAGES = [

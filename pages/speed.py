@@ -50,8 +50,9 @@ with st.form("bench-form"):
     rank = c3.select_slider("SKI rank r", [8, 16, 32, 64, 128, 256], value=64,
                             key="bench_rank", help="Inducing points of SKI's low-rank part.")
     band = c3.select_slider("SKI band m", [1, 4, 8, 16, 32, 64], value=8, key="bench_band",
-                            help="Taps of SKI's band convolution. The paper uses 32; on a CPU "
-                                 "the band then costs about as much as a whole FFT product.")
+                            help="Taps of SKI's band convolution (the paper uses 32). The band "
+                                 "costs grow with m while TNO's do not: raise m and watch "
+                                 "where SKI's line meets TNO's.")
     repeats = c3.slider("Timed rounds", 3, 41, 9, step=2, key="bench_repeats",
                         help="Median over this many interleaved rounds (21+ for a report).")
     run = st.form_submit_button("Run benchmark", type="primary", disabled=busy,

@@ -28,6 +28,7 @@ from tnn_core.bench.baselines import Attention, TnoReference
 from tnn_core.bench.memory import profiler_peak_mb, rss_peak_mb
 from tnn_core.interpolation import interpolation, interpolation_matrix
 from tnn_core.operators import OperatorConfig, build_operator
+from tnn_core.operators.band import weight_grad_gemm
 from tnn_core.operators.functional import (
     BAND_METHODS,
     INTERP_METHODS,
@@ -36,6 +37,7 @@ from tnn_core.operators.functional import (
     interp_plan,
     interp_w,
     interp_wt,
+    ski_bidirectional,
     spectral_product,
 )
 from tnn_core.toeplitz import apply_spectrum, circulant_column, fft_size, matvec_last
@@ -260,7 +262,7 @@ def test_interp_routes_equal_dense_w(route, n, r):
 @pytest.mark.parametrize("method", BAND_METHODS)
 def test_band_methods_equal_conv1d(method, n):
     g = torch.Generator().manual_seed(n)
-    for m in (1, 2, 5, 8):
+    for m in (1, 2, 5, 8, 17, 32):  # m >= 14: the tap gradient by the blocked GEMM
         w = torch.randn(4, m, dtype=F64, generator=g, requires_grad=True)
         x = torch.randn(2, n, 4, dtype=F64, generator=g, requires_grad=True)
         for left in sorted({0, m // 2, m - 1}):
@@ -272,6 +274,22 @@ def test_band_methods_equal_conv1d(method, n):
             got, want = torch.autograd.grad(y, (x, w), gy), torch.autograd.grad(ref, (x, w), gy)
             for a, b in zip(got, want, strict=True):
                 torch.testing.assert_close(a, b, rtol=0, atol=1e-11)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 31, 100, 257])
+@pytest.mark.parametrize("pad", [0, 1, 4, 7, 16])
+def test_band_weight_grad_gemm_equals_direct_sum(n, pad):
+    """The blocked-GEMM tap gradient equals Σ_b Σ_i g[b, i, d] x[b, i + k - pad, d]."""
+    g = torch.Generator().manual_seed(n + pad)
+    x = torch.randn(3, n, 5, dtype=F64, generator=g)
+    gy = torch.randn(3, n, 5, dtype=F64, generator=g)
+    want = torch.zeros(5, 2 * pad + 1, dtype=F64)
+    for k in range(2 * pad + 1):
+        s = k - pad
+        lo, hi = max(0, -s), min(n, n - s)
+        if lo < hi:
+            want[:, k] = (gy[:, lo:hi] * x[:, lo + s : hi + s]).sum((0, 1))
+    torch.testing.assert_close(weight_grad_gemm(gy, x, pad), want, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("route", INTERP_METHODS)
@@ -305,9 +323,11 @@ def test_no_grad_cache_is_invalidated_by_parameter_changes(kind, causal):
 @pytest.mark.parametrize("route", INTERP_METHODS)
 @pytest.mark.parametrize("n, band", [(1, 4), (2, 3), (31, 4), (100, 5)])
 def test_ski_fused_node_equals_parts(n, band, route):
+    """The one-node SKI equals band + low rank computed by autograd of the parts, values
+    and every gradient; with no band it is the low-rank part alone."""
     torch.manual_seed(0)
     op = build_operator(OperatorConfig(kind="ski", rank=8, band=band), 3).double()
-    op.interp_method = route  # n = 100: "block" adds W z into the output in place
+    op.interp_method = route  # n = 100: "block" and "hybrid" add W z into the output in place
     x = torch.randn(2, n, 3, dtype=F64, requires_grad=True)
     gy = torch.randn(2, n, 3, dtype=F64)
     params = (x, op.band_weight, op.knots)
@@ -315,17 +335,24 @@ def test_ski_fused_node_equals_parts(n, band, route):
     parts = torch.autograd.grad(op._band(x) + op._low_rank(x), params, gy)
     for a, b in zip(fused, parts, strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+    column = circulant_column(op.inducing_kernel(n), fft_size(8))
+    alone = ski_bidirectional(x, None, column, op.plan(n), route, 0)
+    torch.testing.assert_close(alone, op._low_rank(x), rtol=0, atol=1e-12)
+    got = torch.autograd.grad(alone, (x, op.knots), gy)
+    want = torch.autograd.grad(op._low_rank(x), (x, op.knots), gy)
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("shape, lead", [((5, 4, 33), (4,)), ((3, 2, 3, 17), (2, 1))])
 def test_products_in_batch_chunks(monkeypatch, shape, lead):
     """Large products run chunk by chunk over dim 0 (small temporaries); same numbers."""
-    import tnn_core.operators.functional as functional
+    import tnn_core.operators.fft_product as fft_product
 
-    monkeypatch.setattr(functional, "_CHUNK_BYTES", 1 << 12)
+    monkeypatch.setattr(fft_product, "_CHUNK_BYTES", 1 << 12)
     n = shape[-1]
     N = fft_size(n)
-    assert len(functional._batch_chunks(torch.zeros(shape, dtype=F64), len(lead), N)) > 1
+    assert len(fft_product._batch_chunks(torch.zeros(shape, dtype=F64), len(lead), N)) > 1
     g = torch.Generator().manual_seed(0)
     x = torch.randn(shape, dtype=F64, generator=g, requires_grad=True)
     col = torch.randn(*lead, N, dtype=F64, generator=g, requires_grad=True)

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .allocator import keep_freed_memory
 from .checkpoint import CheckpointError, CheckpointInfo, load
 from .tasks import IGNORE, Task, task_from_info
 
@@ -121,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="charlm trained on an uploaded text: that text file")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     args = p.parse_args(argv)
+    keep_freed_memory()
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     try:

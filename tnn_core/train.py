@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from .allocator import keep_freed_memory
 from .checkpoint import save
 from .operators import KINDS
 from .tasks import TASKS, get_task
@@ -151,6 +152,7 @@ def weights_digest(model: torch.nn.Module) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
+    keep_freed_memory()  # every torchrun worker too: each runs this main
     rank = int(os.environ.get("RANK", "0"))
     if args.threads is not None:
         torch.set_num_threads(args.threads)

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 import torch
 
+from ..allocator import ENV_VAR, allocator_state, keep_freed_memory
 from .harness import MODES, OPS, BenchConfig, crossovers, markdown_tables, run_grid, slopes
 
 
@@ -37,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=2, help="torch threads (0: leave as is)")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     p.add_argument("--memory", default="auto", choices=("auto", "profiler", "rss", "none"))
+    p.add_argument("--allocator", default="keep", choices=("keep", "default"),
+                   help="keep: glibc keeps freed memory (tnn_core.allocator, as every tnn_core "
+                        "entry point does); default: glibc's own mmap/trim behaviour")
     p.add_argument("--togeipi-max-n", type=int, default=4096)
     p.add_argument("--attention-max-n", type=int, default=4096)
     p.add_argument("--json", metavar="PATH", help="write one record per (op, causal, n, mode)")
@@ -71,8 +76,11 @@ def _grid(args) -> list[dict]:
 
     print(f"torch {torch.__version__}, device {config.device}, threads {config.threads}, "
           f"B={config.batch} D={config.dim} r={config.rank} m={config.band} "
-          f"heads={config.heads}, median of {config.repeats} interleaved rounds", flush=True)
+          f"heads={config.heads}, median of {config.repeats} interleaved rounds, "
+          f"allocator {allocator_state()}", flush=True)
     records = run_grid(config, on_progress=progress)
+    for rec in records:
+        rec["allocator"] = allocator_state()
     print(markdown_tables(records))
     print("\nLog-log slope of time vs n\n")
     print("| op | causal | mode | slope | n range |\n|---|---|---|---|---|")
@@ -150,6 +158,8 @@ def _analysis() -> list[dict] | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    os.environ[ENV_VAR] = args.allocator  # also for --memory rss's subprocesses
+    keep_freed_memory()
     out: dict = {}
     if args.analysis:
         out["analysis"] = _analysis()

@@ -29,6 +29,8 @@ from typing import Literal
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from ..allocator import keep_freed_memory
+
 __all__ = ["MemoryMethod", "MEMORY_METHODS", "peak_memory_mb", "profiler_peak_mb", "rss_peak_mb"]
 
 MemoryMethod = Literal["auto", "profiler", "rss", "none"]
@@ -110,6 +112,7 @@ def peak_memory_mb(fn: Callable[[], object], device, method: MemoryMethod,
 def _main(argv: list[str]) -> None:
     from .harness import make_case  # deferred: the harness imports this module
 
+    keep_freed_memory()  # as the parent did (TOEPLITZ_LAB_MALLOC is inherited)
     spec = json.loads(argv[0])
     if spec.get("threads"):
         torch.set_num_threads(int(spec["threads"]))

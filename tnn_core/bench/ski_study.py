@@ -1,7 +1,7 @@
 """Where SKI's time goes on this device, and where it stops paying off.
 
 * ``interp_routes``: forward+backward time of W y and Wᵀ x by each route of
-  ``operators.functional`` ("block", "dense", "interpolate", "gather") over n and r:
+  ``operators.functional`` ("block", "dense", "interpolate", "hybrid", "gather") over n and r:
   the measurement behind ``operators.ski.choose_interp_method``.
 * ``ski_parts``: forward+backward time of bidirectional SKI, of its band alone and of
   its low-rank part alone, next to TNO, at one (n, r, m).
@@ -45,7 +45,8 @@ def interp_routes(ns: Iterable[int] = (1024, 4096, 16384), ranks: Iterable[int] 
             gy = torch.randn(batch, n, dim, generator=g).to(dev)
             gz = torch.randn(batch, r, dim, generator=g).to(dev)
             fns, resets = {}, {}
-            routes = [m for m in INTERP_METHODS if m != "gather" or n <= gather_max_n]
+            routes = [m for m in INTERP_METHODS  # "hybrid" is block W with interpolate Wᵀ
+                      if m != "hybrid" and (m != "gather" or n <= gather_max_n)]
             for route in routes:
                 fns[("w", route)] = partial(_backward, interp_w, plan, z, route, gy)
                 fns[("wt", route)] = partial(_backward, interp_wt, plan, x, route, gz)
@@ -74,7 +75,8 @@ def ski_parts(n: int = 8192, rank: int = 64, band: int = 8, batch: int = 8, dim:
     """Forward+backward ms of bidirectional SKI, its band, its low-rank part, and TNO.
 
     SKI runs as one autograd node (``functional.ski_bidirectional``); the band
-    (``SKI._band``) and the low-rank part (``SKI._low_rank``) are timed on their own.
+    (``SKI._band``) and the low-rank part (the same node without the band) are timed
+    on their own.
     Returns n, rank, band, ski_ms, band_ms, low_rank_ms, tno_ms, low_rank_share
     (low_rank_ms / ski_ms), low_rank_share_of_parts (low_rank_ms / (band_ms +
     low_rank_ms)) and tno_over_ski (tno_ms / ski_ms)."""
@@ -85,7 +87,8 @@ def ski_parts(n: int = 8192, rank: int = 64, band: int = 8, batch: int = 8, dim:
     g = torch.Generator().manual_seed(seed + 1)
     x = torch.randn(batch, n, dim, generator=g).to(dev).requires_grad_(True)
     gy = torch.randn(batch, n, dim, generator=g).to(dev)
-    parts = {"ski": ski, "band": ski._band, "low_rank": ski._low_rank, "tno": tno}
+    parts = {"ski": ski, "band": ski._band, "tno": tno,
+             "low_rank": lambda inp: ski._one_node(inp, with_band=False)}
     fns, resets = {}, {}
     for key, fn in parts.items():
         fns[key] = lambda fn=fn: fn(x).backward(gy)

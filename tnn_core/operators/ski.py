@@ -18,9 +18,11 @@ band + k(t) at integer lags t >= 0 and applies it with the FFT product: O(n log 
 
 Speed (``tnn_core.bench``): the bidirectional operator works on the [B, n, D]
 layout it is given, without a transpose: the band is a depthwise conv2d on the
-channels-last view (oneDNN's NHWC kernel on CPU), and W, Wᵀ are applied along the
-rows by the route ``interp_method`` names (``functional.interp_w``; "block" splits W
-into chunks of rows that touch <= 3 inducing points: one batched matmul, O(n)).
+channels-last view (oneDNN's NHWC kernel on CPU; its tap gradient by a blocked GEMM
+from m = 14, ``band.weight_grad``), and W, Wᵀ are applied along the rows by the route
+``interp_method`` names (``interp_routes.interp_w``; "block" splits W into chunks of
+rows that touch <= 3 inducing points: one batched matmul, O(n); "interpolate" is the
+linear upsampling kernel and its adjoint; "hybrid" pairs block W with interpolate Wᵀ).
 ``choose_interp_method`` picks the route per device and size from the measurements
 in docs/benchmarks.md. Every route computes the same W; tests/test_bench.py checks
 them against the dense W.
@@ -63,17 +65,16 @@ _PLAN_CACHE_SIZE = 8
 def choose_interp_method(n: int, r: int, device: torch.device | str) -> InterpMethod:
     """The route to W y / Wᵀ x for (n, r) on this device type (docs/benchmarks.md).
 
-    CPU, 2 threads, B = 8, D = 64, forward+backward: "interpolate" (the channels-last
-    linear upsampling and its adjoint, O(n), flat in r) is the fastest route on its own
-    at every n and r measured; "block" is 1.2-1.5x slower alone and "dense" (O(n r)) up
-    to 15x, "gather" (scatter-add) slower still. Inside SKI, however, "block" adds W z
-    into the output in place (no [B, n, D] temporary, ``functional._add_w``), which wins
-    from n = 4096 on, where the temporaries are large (from 32 MiB each glibc maps fresh,
-    page-faulting memory for every allocation); it needs chunks that tile n.
-    CUDA: "interpolate", the single-pass kernels (not measured here).
+    CPU, 2 threads, B = 8, D = 64, forward+backward: alone, Wᵀ x is fastest by
+    "interpolate" (the adjoint of channels-last linear upsampling: 0.76 ms against
+    block's 1.81 at n = 8192) and W z by "block" (0.62 ms), which inside SKI also adds
+    W z into the band's output in place (``ski_fused._add_w``) when its chunks tile n.
+    "hybrid" pairs the two; inside SKI it is 2-6 % faster than either from n = 4096.
+    Below, "interpolate" (one kernel each way). "dense" (O(n r)) and "gather"
+    (scatter-add) are slower everywhere. CUDA: "interpolate" (not measured here).
     """
     if torch.device(device).type == "cpu" and n >= 4096 and n % chunk_size(n, r) == 0:
-        return "block"
+        return "hybrid"
     return "interpolate"
 
 
@@ -200,13 +201,18 @@ class SKI(TokenMixer):
             return super().forward(x)
         if (self.band_method or choose_band_method(x.device)) != "conv_cl":
             return self._band(x) + self._low_rank(x)  # (B, n, D)
+        return self._one_node(x, with_band=True)  # (B, n, D)
+
+    def _one_node(self, x: torch.Tensor, with_band: bool) -> torch.Tensor:
+        """band + W A Wᵀ x (with_band=False: W A Wᵀ x alone) as one autograd node on the
+        [B, n, D] layout (``ski_fused.ski_bidirectional``), no transpose."""
         n, r = x.shape[1], self.config.rank
         method = self.interp_method or choose_interp_method(n, r, x.device)
         Nr = fft_size(r)
         column = self.cached(("inducing column", n), lambda: circulant_column(
             self.inducing_kernel(n), Nr))  # (D, Nr)
-        return ski_bidirectional(x, self.band_weight, column, self.plan(n), method,
-                                 self.config.band // 2)  # (B, n, D), one node, no transpose
+        return ski_bidirectional(x, self.band_weight if with_band else None, column,
+                                 self.plan(n), method, self.config.band // 2)  # (B, n, D)
 
     def mix(self, x: torch.Tensor) -> torch.Tensor:
         n = x.shape[-1]
