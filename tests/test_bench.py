@@ -178,6 +178,27 @@ def test_ski_pareto():
     assert rows[1]["error"] < rows[0]["error"]
 
 
+def test_fd_study_parts_add_up():
+    from tnn_core.bench.fd_study import fd_parts
+
+    rows = fd_parts(ns=(7,), batches=(1, 2), dim=4, repeats=1)
+    assert [(r["causal"], r["batch"]) for r in rows] == [(False, 1), (False, 2), (True, 1),
+                                                         (True, 2)]
+    for r in rows:
+        assert min(r["tno_ms"], r["fd_ms"], r["product_ms"]) > 0 and r["n"] == 7
+        assert r["tno_kernel_ms"] == pytest.approx(r["tno_ms"] - r["product_ms"])
+        assert r["fd_kernel_ms"] == pytest.approx(r["fd_ms"] - r["product_ms"])
+        assert r["fd_speedup"] == pytest.approx(r["tno_ms"] / r["fd_ms"])
+
+
+def test_ski_parts_low_rank_is_the_node_without_band():
+    from tnn_core.bench.ski_study import ski_parts
+
+    out = ski_parts(n=64, rank=8, band=3, batch=2, dim=4, repeats=1)
+    assert min(out["ski_ms"], out["band_ms"], out["low_rank_ms"], out["tno_ms"]) > 0
+    assert out["low_rank_share"] == pytest.approx(out["low_rank_ms"] / out["ski_ms"])
+
+
 # -- the baselines -----------------------------------------------------------------------
 
 
@@ -327,7 +348,7 @@ def test_ski_fused_node_equals_parts(n, band, route):
     and every gradient; with no band it is the low-rank part alone."""
     torch.manual_seed(0)
     op = build_operator(OperatorConfig(kind="ski", rank=8, band=band), 3).double()
-    op.interp_method = route  # n = 100: "block" and "hybrid" add W z into the output in place
+    op.interp_method = route  # n = 100: "block" adds W z into the output in place
     x = torch.randn(2, n, 3, dtype=F64, requires_grad=True)
     gy = torch.randn(2, n, 3, dtype=F64)
     params = (x, op.band_weight, op.knots)

@@ -6,6 +6,7 @@ Examples:
     python -m tnn_core.bench --quick                        # a tiny grid, seconds
     python -m tnn_core.bench --togeipi-table                # Togeipi vs attention (the seed's grid)
     python -m tnn_core.bench --ski-study                    # SKI routes, parts and band crossover
+    python -m tnn_core.bench --fd-study                     # FD vs TNO: the product and the rest
     python -m tnn_core.bench --analysis                     # the Decomposition page's compute path
 """
 
@@ -52,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--table-repeats", type=int, default=7, help="repeats of --togeipi-table")
     p.add_argument("--ski-study", action="store_true",
                    help="SKI's W routes, its parts at n=8192, and the band crossover vs TNO")
+    p.add_argument("--fd-study", action="store_true",
+                   help="FD and TNO next to their shared FFT product: where FD can save time")
     p.add_argument("--analysis", action="store_true",
                    help="time tnn_core.analysis.bench.run_analysis_bench(ns=(1024, 4096))")
     return p
@@ -143,6 +146,22 @@ def _ski_study(args) -> dict:
     return dict(routes=routes, parts=parts, band_records=records, band_crossings=crossings)
 
 
+def _fd_study(args) -> list[dict]:
+    from .fd_study import fd_parts
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    records = fd_parts(device=args.device, dim=args.dim)
+    print("FD vs TNO, forward+backward ms: the shared product and the kernel side "
+          f"(operator - product), D={args.dim}\n\n| causal | B | n | tno | fd | product | "
+          "tno kernel side | fd kernel side | tno / fd |\n|---|---|---|---|---|---|---|---|---|")
+    for r in records:
+        print(f"| {r['causal']} | {r['batch']} | {r['n']} | {r['tno_ms']:.2f} | {r['fd_ms']:.2f} "
+              f"| {r['product_ms']:.2f} | {r['tno_kernel_ms']:.2f} | {r['fd_kernel_ms']:.2f} | "
+              f"{r['fd_speedup']:.2f} |")
+    return records
+
+
 def _analysis() -> list[dict] | None:
     try:
         from ..analysis.bench import run_analysis_bench
@@ -167,7 +186,9 @@ def main(argv: list[str] | None = None) -> int:
         out["togeipi_table"] = _togeipi_table(args)
     if args.ski_study:
         out["ski_study"] = _ski_study(args)
-    if not (args.analysis or args.togeipi_table or args.ski_study):
+    if args.fd_study:
+        out["fd_study"] = _fd_study(args)
+    if not (args.analysis or args.togeipi_table or args.ski_study or args.fd_study):
         out["records"] = _grid(args)
     if args.json:
         payload = out["records"] if set(out) == {"records"} else out

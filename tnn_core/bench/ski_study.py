@@ -1,7 +1,7 @@
 """Where SKI's time goes on this device, and where it stops paying off.
 
 * ``interp_routes``: forward+backward time of W y and Wᵀ x by each route of
-  ``operators.functional`` ("block", "dense", "interpolate", "hybrid", "gather") over n and r:
+  ``operators.functional`` ("block", "dense", "interpolate", "gather") over n and r:
   the measurement behind ``operators.ski.choose_interp_method``.
 * ``ski_parts``: forward+backward time of bidirectional SKI, of its band alone and of
   its low-rank part alone, next to TNO, at one (n, r, m).
@@ -45,8 +45,7 @@ def interp_routes(ns: Iterable[int] = (1024, 4096, 16384), ranks: Iterable[int] 
             gy = torch.randn(batch, n, dim, generator=g).to(dev)
             gz = torch.randn(batch, r, dim, generator=g).to(dev)
             fns, resets = {}, {}
-            routes = [m for m in INTERP_METHODS  # "hybrid" is block W with interpolate Wᵀ
-                      if m != "hybrid" and (m != "gather" or n <= gather_max_n)]
+            routes = [m for m in INTERP_METHODS if m != "gather" or n <= gather_max_n]
             for route in routes:
                 fns[("w", route)] = partial(_backward, interp_w, plan, z, route, gy)
                 fns[("wt", route)] = partial(_backward, interp_wt, plan, x, route, gz)

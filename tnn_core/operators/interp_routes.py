@@ -29,8 +29,8 @@ __all__ = ["InterpMethod", "INTERP_METHODS", "InterpPlan", "interp_plan", "chunk
            "interp_w", "interp_wt"]
 
 
-InterpMethod = Literal["block", "dense", "interpolate", "hybrid", "gather"]
-INTERP_METHODS: tuple[str, ...] = ("block", "dense", "interpolate", "hybrid", "gather")
+InterpMethod = Literal["block", "dense", "interpolate", "gather"]
+INTERP_METHODS: tuple[str, ...] = ("block", "dense", "interpolate", "gather")
 
 
 class InterpPlan:
@@ -163,14 +163,13 @@ def interp_w(plan: InterpPlan, z: torch.Tensor, method: InterpMethod) -> torch.T
     the inducing grid, exactly W's rows (weights computed in floating point). Its
     backward is the adjoint kernel on the same layout (``_Upsample``); not twice
     differentiable.
-    "hybrid": W z as "block", Wᵀ x as "interpolate" (each direction's fastest on CPU).
     "gather": ``interpolation.apply_w`` (two gathers) on the [B, D, r] view: the reference.
     """
     B, r, D = z.shape
     if r != plan.r:
         raise ValueError(f"z must have shape [B, r={plan.r}, D]; got {tuple(z.shape)}")
     n = plan.n
-    if method in ("block", "hybrid"):
+    if method == "block":
         K, c, w = plan.blocks.shape
         zw = torch.matmul(plan.place.T, z).view(B, K, w, D)  # (B, K, w, D)
         y = torch.matmul(plan.blocks, zw)  # (B, K, c, D)
@@ -191,8 +190,7 @@ def interp_wt(plan: InterpPlan, x: torch.Tensor, method: InterpMethod) -> torch.
     n), one batched matmul with the blocks transposed, placed by ``place``.
     "dense": Wᵀ @ x. "interpolate": ``aten.upsample_bilinear2d_backward``, the adjoint
     of the upsampling, whose backward is the upsampling (``_Downsample``).
-    "hybrid": as "interpolate". "gather": ``interpolation.apply_wt`` (scatter-add), the
-    reference.
+    "gather": ``interpolation.apply_wt`` (scatter-add), the reference.
     """
     B, n, D = x.shape
     if n != plan.n:
@@ -206,7 +204,7 @@ def interp_wt(plan: InterpPlan, x: torch.Tensor, method: InterpMethod) -> torch.
         return torch.matmul(plan.place, part.reshape(B, K * w, D))  # (B, r, D)
     if method == "dense":
         return torch.matmul(plan.dense.T, x)  # (B, r, D)
-    if method in ("interpolate", "hybrid"):
+    if method == "interpolate":
         return _Downsample.apply(x, r)  # (B, r, D)
     if method == "gather":
         return apply_wt(plan.interp, x.transpose(1, 2)).transpose(1, 2)  # (B, r, D)

@@ -21,8 +21,8 @@ layout it is given, without a transpose: the band is a depthwise conv2d on the
 channels-last view (oneDNN's NHWC kernel on CPU; its tap gradient by a blocked GEMM
 from m = 14, ``band.weight_grad``), and W, Wᵀ are applied along the rows by the route
 ``interp_method`` names (``interp_routes.interp_w``; "block" splits W into chunks of
-rows that touch <= 3 inducing points: one batched matmul, O(n); "interpolate" is the
-linear upsampling kernel and its adjoint; "hybrid" pairs block W with interpolate Wᵀ).
+rows that touch <= 3 inducing points: one batched matmul, O(n); "interpolate", the
+default, is the linear upsampling kernel and its adjoint).
 ``choose_interp_method`` picks the route per device and size from the measurements
 in docs/benchmarks.md. Every route computes the same W; tests/test_bench.py checks
 them against the dense W.
@@ -48,7 +48,6 @@ from .functional import (
     InterpMethod,
     InterpPlan,
     band_conv,
-    chunk_size,
     circulant_product,
     interp_plan,
     interp_w,
@@ -65,16 +64,16 @@ _PLAN_CACHE_SIZE = 8
 def choose_interp_method(n: int, r: int, device: torch.device | str) -> InterpMethod:
     """The route to W y / Wᵀ x for (n, r) on this device type (docs/benchmarks.md).
 
-    CPU, 2 threads, B = 8, D = 64, forward+backward: alone, Wᵀ x is fastest by
-    "interpolate" (the adjoint of channels-last linear upsampling: 0.76 ms against
-    block's 1.81 at n = 8192) and W z by "block" (0.62 ms), which inside SKI also adds
-    W z into the band's output in place (``ski_fused._add_w``) when its chunks tile n.
-    "hybrid" pairs the two; inside SKI it is 2-6 % faster than either from n = 4096.
-    Below, "interpolate" (one kernel each way). "dense" (O(n r)) and "gather"
-    (scatter-add) are slower everywhere. CUDA: "interpolate" (not measured here).
+    "interpolate" (the channels-last linear upsampling and its adjoint, O(n), flat in r)
+    everywhere. CPU, 2 threads, B = 8, D = 64, forward+backward: it is the fastest
+    route alone at every n and r measured ("block" 1.2-1.5x slower, "dense" O(n r) up to
+    17x, "gather" slower still), and inside SKI it matches "block" with W z added in
+    place (``ski_fused._add_w``): 18.8 against 19.1 ms at n = 8192, 32.9 against 33.1
+    at 16384 (interleaved, 31 rounds, with ``tnn_core.allocator``; without it, fresh
+    32 MiB temporaries made the in-place "block" win from n = 4096). The low-rank part
+    alone costs 4.4 ms on it against 5.6 by "block" W with "interpolate" Wᵀ. CUDA: the
+    same single-pass kernels (not measured here).
     """
-    if torch.device(device).type == "cpu" and n >= 4096 and n % chunk_size(n, r) == 0:
-        return "hybrid"
     return "interpolate"
 
 

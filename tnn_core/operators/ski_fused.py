@@ -20,11 +20,11 @@ __all__ = ["ski_bidirectional"]
 
 
 def _add_w(out: torch.Tensor, plan: InterpPlan, z: torch.Tensor, method: str) -> torch.Tensor:
-    """out += W z in place; out [B, n, D], z [B, r, D]. The "block" (and "hybrid") route accumulates
+    """out += W z in place; out [B, n, D], z [B, r, D]. The "block" route accumulates
     straight into out (``baddbmm_``, no [B, n, D] temporary) when its chunks tile n."""
     B, n, D = out.shape
     K, c, w = plan.blocks.shape
-    if method in ("block", "hybrid") and K * c == n and out.is_contiguous():
+    if method == "block" and K * c == n and out.is_contiguous():
         zw = torch.matmul(plan.place.T, z).view(B * K, w, D)  # (B K, w, D)
         blocks = plan.blocks.expand(B, K, c, w).reshape(B * K, c, w)  # (B K, c, w)
         out.view(B * K, c, D).baddbmm_(blocks, zw)
@@ -35,7 +35,7 @@ def _add_w(out: torch.Tensor, plan: InterpPlan, z: torch.Tensor, method: str) ->
 class _SkiBidirectional(torch.autograd.Function):
     """y = band(x) + W A Wᵀ x on [B, n, D] (band_weight None: W A Wᵀ x alone): the band
     on the channels-last view, Wᵀ and W by the plan's route (W z added into the band's
-    output in place by "block" and "hybrid") and A by FFT. The backward mirrors it: input
+    output in place by "block") and A by FFT. The backward mirrors it: input
     gradient = the band with reversed taps plus W Aᵀ Wᵀ g; forward and backward each
     allocate one [B, n, D] tensor where autograd of the parts allocates three or more.
 
