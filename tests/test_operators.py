@@ -15,6 +15,7 @@ import torch
 from torch.func import functional_call
 
 from tnn_core.operators import FD, SKI, TNO, OperatorConfig, build_operator
+from tnn_core.spectrum import bidirectional_spectrum
 from tnn_core.toeplitz import dense, fft_size
 
 F64 = torch.float64
@@ -207,6 +208,26 @@ def test_fd_bidirectional_spectrum(n):
     assert torch.equal(S.imag[:, -1], torch.zeros(D, dtype=F64))
     torch.testing.assert_close(S.real, out[:D], rtol=0, atol=1e-12)
     torch.testing.assert_close(S.imag[:, 1:-1], out[D:, 1:-1], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 64])
+def test_fd_bidirectional_spectrum_node_equals_reference(n):
+    """FD.spectrum (its output layer applied as W hᵀ) gives the values and the parameter
+    gradients of spectrum.bidirectional_spectrum on the RPE's two halves."""
+    op = make_op("fd", False)
+    N = fft_size(n)
+    omega = torch.linspace(0, math.pi, N // 2 + 1, dtype=F64)
+    g = torch.Generator().manual_seed(n)
+    G = torch.randn(D, N // 2 + 1, dtype=torch.complex128, generator=g)
+    params = list(op.parameters())
+    fast = op.spectrum(N)
+    out = op.rpe(omega).T
+    ref = bidirectional_spectrum(out[:D], out[D:])
+    torch.testing.assert_close(fast, ref, rtol=0, atol=1e-12)
+    loss = lambda S: (S * G).real.sum()  # noqa: E731 - a real function of the spectrum
+    for a, b in zip(torch.autograd.grad(loss(fast), params),
+                    torch.autograd.grad(loss(ref), params), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-11)
 
 
 def test_fd_longer_sequence_is_a_finer_grid():
