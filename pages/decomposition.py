@@ -84,13 +84,17 @@ s[1].metric("FFT product (TNO)", f"{speed['fft_ms']:.3f} ms",
             delta=f"SKI {speed['speedup_vs_fft']:.2f}× faster" if speed["speedup_vs_fft"] >= 1
             else f"SKI {1 / speed['speedup_vs_fft']:.2f}× slower", delta_color="off",
             help="The exact Toeplitz product by FFT, O(n log n).")
+dense_note = ("not timed above n = 4096" if not speed["dense_channels"] else
+              "all channels timed" if speed["dense_channels"] == speed["dim"] else
+              f"timed on {speed['dense_channels']} of the {speed['dim']} channels (their n × n "
+              f"matrices fit 64 MB), scaled to {speed['dim']}: the channels are equal, "
+              f"independent products")
 s[2].metric("Dense product", f"{speed['dense_ms']:.3f} ms" if speed["dense_ms"] else "—",
             delta=f"SKI {speed['speedup_vs_dense']:.1f}× faster" if speed["dense_ms"] else None,
-            delta_color="off", help="The n × n matrix times the input, O(n²) (not timed "
-                                    "above n = 2048).")
+            delta_color="off", help=f"The n × n matrix times the input, O(n²); {dense_note}.")
 s[3].caption("The trade-off: more inducing points or a wider band lower the error above "
-             "and cost time here. On a CPU the band convolution is the expensive part; on a "
-             "GPU the balance shifts (see the Speed page).")
+             "and cost time here. The band's cost grows with m, the low-rank part's with "
+             "n, not with r; the FFT product grows as n log n (see the Speed page).")
 st.caption(f"Source: {source_label}. Spectral norms by {errors['spectral_method']} "
            f"(exact to 1e-3 or better).")
 

@@ -161,7 +161,10 @@ def test_live_speed_keys():
         assert out[key] > 0
     assert out["n"] == 256 and out["interp_method"] in INTERP_METHODS
     assert out["speedup_vs_fft"] == pytest.approx(out["fft_ms"] / out["ski_ms"])
+    assert out["batch"] == 8 and out["dim"] == 64 and out["dense_channels"] == 64  # 16 MB
     assert live_speed(300, rank=8, band=3, repeats=1, dense_max_n=256)["dense_ms"] is None
+    part = live_speed(256, rank=8, band=3, repeats=1, dim=8, dense_budget_mb=0.5)
+    assert part["dense_channels"] == 2 and part["dense_ms"] > 0  # 2 x 256 KB matrices
     with pytest.raises(ValueError, match="rank"):
         live_speed(16, rank=32, band=3)
 
