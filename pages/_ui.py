@@ -20,6 +20,7 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from tnn_core import analysis, bench, checkpoint, evaluate, fd_kernels, kernels, timing, views
 from tnn_core import atlas as atlas_
+from tnn_core.bench import ski_study
 
 HEATMAP_MAX = 256  # largest heatmap drawn cell by cell; bigger matrices are subsampled
 
@@ -336,6 +337,29 @@ def ski_pareto(n: int, device: str) -> list[dict]:
     """SKI's (r, m) settings on the spike-plus-smooth kernel: error against speed-up."""
     coeffs = kernels.synthetic_kernel("spike_smooth", n, 0.99)
     return bench.ski_pareto(coeffs, PARETO_SETTINGS, device=device)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def band_crossover(ns: tuple[int, ...], device: str) -> tuple[list[dict], list[dict]]:
+    """SKI (m = 4…64) against TNO, forward+backward, B = 8, D = 64, r = 64, per n."""
+    return ski_study.band_crossover(ns=ns, repeats=5, device=device)
+
+
+def band_crossings_table(records: list[dict], crossings: list[dict]) -> list[dict]:
+    """One plain row per n for the page: where SKI stops (or starts) winning."""
+    rows = []
+    for c in crossings:
+        speedups = [r["speedup"] for r in records if r["n"] == c["n"]]
+        if c["band"] is None:
+            winner = "SKI" if min(speedups) > 1 else "TNO"
+            verdict = f"{winner} faster at every m measured ({min(speedups):.2f}–" \
+                      f"{max(speedups):.2f}×)"
+        elif c["faster_below"]:
+            verdict = f"SKI faster below m ≈ {c['band']:.0f}"
+        else:
+            verdict = f"SKI faster above m ≈ {c['band']:.0f}"
+        rows.append({"n": c["n"], "crossing": verdict})
+    return rows
 
 
 @st.cache_data(max_entries=64, show_spinner="Timing band + low rank…")

@@ -102,55 +102,61 @@ elif job is not None and st.session_state.get("bench_job_key") not in cache:
             st.warning(f"Cancelled: {len(items)} cells were timed before the stop.",
                        icon=":material/cancel:")
 
-records = cache.get(cache_key)
-if not records:
-    if not busy:
-        st.info("Choose the operators and lengths, then **Run benchmark**. Results are kept "
-                "per setting for this session. A small grid takes seconds; n = 16384 with "
-                "forward+backward takes minutes on a laptop.", icon=":material/timer:")
-    st.stop()
 
-frame = pd.DataFrame(records)
-st.download_button("Download CSV", frame.to_csv(index=False), "toeplitz-lab-bench.csv",
-                   "text/csv", icon=":material/download:")
-for causal in sorted(frame["causal"].unique()):
-    part = frame[frame["causal"] == causal]
-    title = "causal" if causal else "bidirectional"
+def show_results(records: list[dict]) -> None:
+    """The grid's plots, slopes, crossovers and CSV."""
+    frame = pd.DataFrame(records)
+    st.download_button("Download CSV", frame.to_csv(index=False), "toeplitz-lab-bench.csv",
+                       "text/csv", icon=":material/download:")
+    for causal in sorted(frame["causal"].unique()):
+        part = frame[frame["causal"] == causal]
+        title = "causal" if causal else "bidirectional"
+        left, right = st.columns(2)
+        for column, field, unit in ((left, "median_ms", "time (ms)"),
+                                    (right, "peak_mem_mb", "peak memory (MB)")):
+            fig = go.Figure()
+            for op, rows in part.groupby("op"):
+                rows = rows.sort_values("n")
+                fig.add_scatter(x=rows["n"], y=rows[field], name=op, mode="lines+markers")
+            if field == "median_ms" and len(part):
+                n0 = part["n"].min()
+                t0 = part[part["n"] == n0]["median_ms"].median()
+                ns = np.array(sorted(part["n"].unique()), dtype=float)
+                for name, grow in GUIDES.items():
+                    fig.add_scatter(x=ns, y=t0 * grow(ns) / grow(float(n0)), name=name,
+                                    mode="lines", line=dict(dash="dot", width=1, color="gray"))
+            fig.update_xaxes(type="log", title="n")
+            fig.update_yaxes(type="log", title=unit)
+            fig.update_layout(title=f"{unit.split(' (')[0].capitalize()}, {title}", height=380,
+                              margin=dict(l=10, r=10, t=40, b=10))
+            column.plotly_chart(fig, key=f"chart-{field}-{title}")
+
     left, right = st.columns(2)
-    for column, field, unit in ((left, "median_ms", "time (ms)"),
-                                (right, "peak_mem_mb", "peak memory (MB)")):
-        fig = go.Figure()
-        for op, rows in part.groupby("op"):
-            rows = rows.sort_values("n")
-            fig.add_scatter(x=rows["n"], y=rows[field], name=op, mode="lines+markers")
-        if field == "median_ms" and len(part):
-            n0 = part["n"].min()
-            t0 = part[part["n"] == n0]["median_ms"].median()
-            ns = np.array(sorted(part["n"].unique()), dtype=float)
-            for name, grow in GUIDES.items():
-                fig.add_scatter(x=ns, y=t0 * grow(ns) / grow(float(n0)), name=name,
-                                mode="lines", line=dict(dash="dot", width=1, color="gray"))
-        fig.update_xaxes(type="log", title="n")
-        fig.update_yaxes(type="log", title=unit)
-        fig.update_layout(title=f"{unit.split(' (')[0].capitalize()}, {title}", height=380,
-                          margin=dict(l=10, r=10, t=40, b=10))
-        column.plotly_chart(fig, key=f"chart-{field}-{title}")
+    slope_rows = pd.DataFrame(slopes(records))
+    if len(slope_rows):
+        left.markdown("**Measured growth**: the log-log slope of time against n (1 = linear, "
+                      "about 1.1 = n log n over this range, 2 = quadratic).")
+        left.dataframe(slope_rows[["op", "causal", "mode", "slope", "n_min", "n_max"]],
+                       hide_index=True)
+    cross = pd.DataFrame(crossovers(records))
+    right.markdown("**Crossovers**: the length where one operator overtakes another.")
+    if len(cross):
+        cross["n"] = cross["n"].map(lambda v: int(round(v)))
+        right.dataframe(cross[["causal", "mode", "faster_below", "faster_above", "n"]],
+                        hide_index=True)
+    else:
+        right.caption("No crossover in this range: the order of the operators does not change.")
+    if any(math.isnan(v) for v in frame["median_ms"]):
+        st.caption("Missing points were skipped: O(n²) operators above their length limit.")
 
-left, right = st.columns(2)
-slope_rows = pd.DataFrame(slopes(records))
-if len(slope_rows):
-    left.markdown("**Measured growth**: the log-log slope of time against n (1 = linear, "
-                  "about 1.1 = n log n over this range, 2 = quadratic).")
-    left.dataframe(slope_rows[["op", "causal", "mode", "slope", "n_min", "n_max"]],
-                   hide_index=True)
-cross = pd.DataFrame(crossovers(records))
-right.markdown("**Crossovers**: the length where one operator overtakes another.")
-if len(cross):
-    cross["n"] = cross["n"].map(lambda v: int(round(v)))
-    right.dataframe(cross[["causal", "mode", "faster_below", "faster_above", "n"]],
-                    hide_index=True)
-else:
-    right.caption("No crossover in this range: the order of the operators does not change.")
+
+records = cache.get(cache_key)
+if records:
+    show_results(records)
+elif not busy:
+    st.info("Choose the operators and lengths, then **Run benchmark**. Results are kept "
+            "per setting for this session. A small grid takes seconds; n = 16384 with "
+            "forward+backward takes minutes on a laptop.", icon=":material/timer:")
 
 # -- SKI: error against speed -----------------------------------------------------------
 st.subheader("SKI: error against speed")
@@ -161,7 +167,8 @@ st.markdown("Each point is one (r, m) setting on the *spike plus smooth* kernel:
 p1, p2 = st.columns([1, 3])
 pareto_n = p1.select_slider("n", [1024, 2048, 4096, 8192], value=4096, key="pareto_n",
                             help="Length of the kernel and of the timed input.")
-if p1.button("Measure", key="pareto_run", icon=":material/scatter_plot:"):
+if p1.button("Measure", key="pareto_run", icon=":material/scatter_plot:", disabled=busy,
+              help="Disabled while the benchmark above runs: both would share the CPU."):
     with st.spinner("Decomposing and timing 20 SKI settings (about 10 s)…"):
         st.session_state["pareto"] = _ui.ski_pareto(pareto_n, _ui.device())
 points = st.session_state.get("pareto")
@@ -182,5 +189,34 @@ else:
     p2.caption("Press **Measure** to decompose and time 20 SKI settings (r × m) against "
                "the FFT product.")
 
-if any(math.isnan(v) for v in frame["median_ms"]):
-    st.caption("Missing points were skipped: O(n²) operators above their length limit.")
+
+# -- SKI against TNO over the band m --------------------------------------------------------
+st.subheader("SKI against TNO over the band m")
+st.markdown("SKI's band is a depthwise convolution with m taps, so its cost grows with m; "
+            "TNO's FFT product does not depend on m. Each line is one length n: TNO's time "
+            "over SKI's for a training step (forward+backward, 8 sequences × 64 channels, "
+            "r = 64). Above 1 SKI is faster; where a line crosses 1, SKI stops paying off "
+            "on this machine.")
+b1, b2 = st.columns([1, 3])
+band_max_n = b1.select_slider("Longest n", [1024, 4096, 16384], value=4096, key="band_max_n",
+                              help="Lengths timed: 1024 up to this one (×4 steps). 16384 "
+                                   "takes about a minute on a 2-core CPU.")
+if b1.button("Measure", key="band_run", icon=":material/stacked_line_chart:", disabled=busy,
+             help="Disabled while the benchmark above runs: both would share the CPU."):
+    ns = tuple(n for n in (1024, 4096, 16384) if n <= band_max_n)
+    with st.spinner(f"Timing TNO and SKI at m = 4…64 for n = {', '.join(map(str, ns))}…"):
+        st.session_state["band_cross"] = _ui.band_crossover(ns, _ui.device())
+measured = st.session_state.get("band_cross")
+if measured:
+    band_records, crossings = measured
+    fig = go.Figure()
+    for n, rows in pd.DataFrame(band_records).groupby("n"):
+        fig.add_scatter(x=rows["band"], y=rows["speedup"], mode="lines+markers", name=f"n = {n}")
+    fig.add_hline(y=1.0, line_dash="dot", annotation_text="as fast as TNO")
+    fig.update_xaxes(title="band taps m", type="log", tickvals=[4, 8, 16, 32, 64])
+    fig.update_yaxes(title="TNO time / SKI time (×)", type="log")
+    fig.update_layout(height=380, margin=dict(l=10, r=10, t=30, b=10))
+    b2.plotly_chart(fig, key="chart-band-crossover")
+    b2.dataframe(pd.DataFrame(_ui.band_crossings_table(band_records, crossings)), hide_index=True)
+else:
+    b2.caption("Press **Measure** to time TNO and SKI (m = 4, 8, 16, 32, 64) at each length.")

@@ -302,3 +302,17 @@ def test_speed_page_cancel_stops_the_grid():
     assert not at.exception
     fraction, items, done, error = job.snapshot()
     assert done and error is None and fraction < 1.0
+
+
+def test_speed_page_measures_the_band_crossover():
+    """The SKI-vs-TNO-over-m section measures without a grid run and plots one line per n."""
+    at = open_page("pages/speed.py")
+    at.select_slider(key="band_max_n").set_value(1024)
+    at.button(key="band_run").click()
+    at.run(timeout=300)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    records, crossings = at.session_state["band_cross"]
+    assert {r["band"] for r in records} == {4, 8, 16, 32, 64}
+    assert [c["n"] for c in crossings] == [1024]
+    assert all(r["ski_ms"] > 0 and r["tno_ms"] > 0 for r in records)
+    assert at.get("plotly_chart") and at.dataframe

@@ -154,3 +154,10 @@ def test_speed_page_runs_and_cancels_a_benchmark(browser_page, server):
     assert page.locator("[data-testid='stPlotlyChart']").count() >= 2
     assert page.get_by_text("Crossovers").count() >= 1
     assert_clean(page, "speed-run-cancelled")
+    # SKI against TNO over the band m (n = 1024 and 4096): one more chart and its verdicts
+    charts = page.locator("[data-testid='stPlotlyChart']").count()
+    page.get_by_role("button", name="Measure").nth(1).click()
+    page.locator("[data-testid='stPlotlyChart']").nth(charts).wait_for(timeout=300_000)
+    wait_idle(page)
+    assert page.locator("[data-testid='stPlotlyChart']").count() == charts + 1
+    assert_clean(page, "speed-band-crossover")
