@@ -36,8 +36,9 @@ class _SkiBidirectional(torch.autograd.Function):
     """y = band(x) + W A Wᵀ x on [B, n, D] (band_weight None: W A Wᵀ x alone): the band
     on the channels-last view, Wᵀ and W by the plan's route (W z added into the band's
     output in place by "block") and A by FFT. The backward mirrors it: input
-    gradient = the band with reversed taps plus W Aᵀ Wᵀ g; forward and backward each
-    allocate one [B, n, D] tensor where autograd of the parts allocates three or more.
+    gradient = the band with reversed taps plus W Aᵀ Wᵀ g. Forward and backward each
+    allocate the result and one W z temporary ("block": none), where autograd of the
+    parts allocates three or more [B, n, D] tensors.
 
     (Running it chunk by chunk over the batch, to keep x and y in cache between the band
     and the W passes, measured 10-25 % slower here: docs/benchmarks.md.)"""
