@@ -146,6 +146,16 @@ class _Basis:
             self.rows = grown
         self.rows[j] = x
 
+    def extend(self, j: int, w: np.ndarray, size: float, scale: float,
+               rng: np.random.Generator) -> float:
+        """Row j = w / size, or a fresh vector orthogonal to rows 0..j-1 when w vanished
+        (size <= 1e-13 scale: an invariant subspace). Returns the size kept (0 then)."""
+        if size <= 1e-13 * scale:
+            self.set(j, _fresh(self.rows[:j], self.rows.shape[1], rng))
+            return 0.0
+        self.set(j, w / size)
+        return size
+
 
 def _next_check(size: int) -> int:
     return size + max(4, size // 8)
@@ -194,21 +204,13 @@ def golub_kahan(matvec: NumpyProduct, rmatvec: NumpyProduct, n: int, k: int = 1,
         if j > 0:
             u -= beta[j - 1] * U.rows[j - 1]
         u = _orthogonalise(u, U.rows[:j])
-        alpha[j] = np.linalg.norm(u)
-        scale = max(scale, alpha[j])
-        if alpha[j] <= 1e-13 * scale:  # M v_j lies in span(U): go on from a fresh u
-            alpha[j] = 0.0
-            U.set(j, _fresh(U.rows[:j], n, rng))
-        else:
-            U.set(j, u / alpha[j])
+        norm = np.linalg.norm(u)
+        scale = max(scale, norm)
+        alpha[j] = U.extend(j, u, norm, scale, rng)  # 0: M v_j in span(U), fresh u
         v = _orthogonalise(rmatvec(U.rows[j]) - alpha[j] * V.rows[j], V.rows[: j + 1])
-        beta[j] = np.linalg.norm(v)
-        scale = max(scale, beta[j])
-        if beta[j] <= 1e-13 * scale:  # invariant subspace: go on from a fresh v
-            beta[j] = 0.0
-            V.set(j + 1, _fresh(V.rows[: j + 1], n, rng))
-        else:
-            V.set(j + 1, v / beta[j])
+        norm = np.linalg.norm(v)
+        scale = max(scale, norm)
+        beta[j] = V.extend(j + 1, v, norm, scale, rng)  # 0: invariant subspace, fresh v
         size = j + 1
         if size < check and size < steps:
             continue
@@ -248,13 +250,9 @@ def symmetric_lanczos(matvec: NumpyProduct, n: int, k: int = 1, tol: float = 1e-
         w = np.array(matvec(Q.rows[j]), dtype=np.float64)
         alpha[j] = Q.rows[j] @ w
         w = _orthogonalise(w, Q.rows[: j + 1])  # removes α_j q_j and β_{j-1} q_{j-1} too
-        beta[j] = np.linalg.norm(w)
-        scale = max(scale, abs(alpha[j]), beta[j])
-        if beta[j] <= 1e-13 * scale:
-            beta[j] = 0.0
-            Q.set(j + 1, _fresh(Q.rows[: j + 1], n, rng))
-        else:
-            Q.set(j + 1, w / beta[j])
+        norm = np.linalg.norm(w)
+        scale = max(scale, abs(alpha[j]), norm)
+        beta[j] = Q.extend(j + 1, w, norm, scale, rng)
         size = j + 1
         if size < check and size < steps:
             continue
