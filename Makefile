@@ -35,7 +35,7 @@ bench: $(VENV)/.app-installed
 
 # The exact commands behind checkpoints/*.safetensors (see checkpoints/README.md).
 # Sequential on purpose: each uses 2 CPU threads, a few minutes on a 2-core machine.
-TRAIN    = $(PYTHON) -m tnn_core.train --threads 2 --device cpu --seed 0
+TRAIN    = $(PYTHON) -m tnn_core.training --threads 2 --device cpu --seed 0
 CHARLM   = --task charlm --seq-len 256 --batch-size 16 --dim 64 --layers 2 --steps 2000 \
            --lr 3e-3 --warmup 100 --eval-every 250 --eval-batches 8
 LISTOPS  = --task listops --seq-len 128 --max-depth 2 --batch-size 32 --dim 64 --layers 2 \

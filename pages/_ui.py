@@ -18,9 +18,13 @@ import streamlit as st
 import torch
 from streamlit.runtime.pages_manager import PagesManager
 
-from tnn_core import analysis, bench, checkpoint, evaluate, fd_kernels, kernels, timing, views
-from tnn_core import atlas as atlas_
-from tnn_core.bench import ski_study
+from tnn_core import analysis, bench
+from tnn_core.analysis import atlas as atlas_
+from tnn_core.analysis import fd_kernels
+from tnn_core.analysis import presets as kernels
+from tnn_core.bench import ski_study, timing
+from tnn_core.lab import decomposition as views
+from tnn_core.training import checkpoint, evaluate
 
 HEATMAP_MAX = 256  # largest heatmap drawn cell by cell; bigger matrices are subsampled
 

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from pages import _ui
-from tnn_core.kernels import OPERATOR_CHANNELS
+from tnn_core.analysis.presets import OPERATOR_CHANNELS
 
 _ui.ensure_app_frame()
 

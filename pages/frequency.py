@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages import _ui
-from tnn_core.fd_kernels import THEOREMS
+from tnn_core.analysis.fd_kernels import THEOREMS
 
 _ui.ensure_app_frame()
 

@@ -7,8 +7,8 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from pages import _ui
-from tnn_core.checkpoint import CheckpointError
-from tnn_core.tasks import task_from_info
+from tnn_core.training.checkpoint import CheckpointError
+from tnn_core.training.tasks import task_from_info
 
 _ui.ensure_app_frame()
 

@@ -10,7 +10,7 @@ import streamlit as st
 from pages import _ui
 from tnn_core.bench import BenchConfig, crossovers, run_grid, slopes
 from tnn_core.bench.harness import OPS
-from tnn_core.runs import BackgroundJob
+from tnn_core.training.background import BackgroundJob
 
 _ui.ensure_app_frame()
 

@@ -6,9 +6,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages import _ui
-from tnn_core.runs import BackgroundRun
-from tnn_core.tasks import CharLMConfig, CharLMTask, get_task
-from tnn_core.training import TrainConfig
+from tnn_core.training.background import BackgroundRun
+from tnn_core.training.loop import TrainConfig
+from tnn_core.training.tasks import CharLMConfig, CharLMTask, get_task
 
 _ui.ensure_app_frame()
 

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from tnn_core.analysis import decompose
-from tnn_core.atlas import channel_stats, kernel_atlas, summarise
-from tnn_core.kernels import synthetic_kernel
+from tnn_core.analysis.atlas import channel_stats, kernel_atlas, summarise
+from tnn_core.analysis.presets import synthetic_kernel
 
 
 def test_spikiness_is_the_energy_share_inside_the_band():

@@ -26,21 +26,13 @@ from tnn_core.bench import (
 from tnn_core.bench.__main__ import main as bench_main
 from tnn_core.bench.baselines import Attention, TnoReference
 from tnn_core.bench.memory import profiler_peak_mb, rss_peak_mb
-from tnn_core.interpolation import interpolation, interpolation_matrix
+from tnn_core.core.interpolation import interpolation, interpolation_matrix
+from tnn_core.core.toeplitz import apply_spectrum, circulant_column, fft_size, matvec_last
 from tnn_core.operators import OperatorConfig, build_operator
-from tnn_core.operators.band import weight_grad_gemm
-from tnn_core.operators.functional import (
-    BAND_METHODS,
-    INTERP_METHODS,
-    band_conv,
-    circulant_product,
-    interp_plan,
-    interp_w,
-    interp_wt,
-    ski_bidirectional,
-    spectral_product,
-)
-from tnn_core.toeplitz import apply_spectrum, circulant_column, fft_size, matvec_last
+from tnn_core.operators.fast.band import BAND_METHODS, band_conv, weight_grad_gemm
+from tnn_core.operators.fast.fft_product import circulant_product, spectral_product
+from tnn_core.operators.fast.interp import INTERP_METHODS, interp_plan, interp_w, interp_wt
+from tnn_core.operators.fast.ski_fused import ski_bidirectional
 
 F64 = torch.float64
 TINY = dict(ns=(8, 16), batch=1, dim=8, rank=4, band=3, heads=2, repeats=2, warmup=0,
@@ -371,7 +363,7 @@ def test_ski_fused_node_equals_parts(n, band, route):
 @pytest.mark.parametrize("shape, lead", [((5, 4, 33), (4,)), ((3, 2, 3, 17), (2, 1))])
 def test_products_in_batch_chunks(monkeypatch, shape, lead):
     """Large products run chunk by chunk over dim 0 (small temporaries); same numbers."""
-    import tnn_core.operators.fft_product as fft_product
+    import tnn_core.operators.fast.fft_product as fft_product
 
     monkeypatch.setattr(fft_product, "_CHUNK_BYTES", 1 << 12)
     n = shape[-1]

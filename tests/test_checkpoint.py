@@ -14,7 +14,9 @@ import pytest
 import torch
 from safetensors.torch import save as save_tensors
 
-from tnn_core.checkpoint import (
+from tnn_core.models import ModelConfig, build_model
+from tnn_core.operators import OperatorConfig
+from tnn_core.training.checkpoint import (
     FORMAT,
     SHIPPED_DIR,
     CheckpointError,
@@ -24,12 +26,10 @@ from tnn_core.checkpoint import (
     save,
     shipped,
 )
-from tnn_core.models import ModelConfig, build_model
-from tnn_core.operators import OperatorConfig
 
 KINDS = ["tno", "ski", "fd"]
 TASK_INFO = {"name": "recall", "settings": {"seq_len": 16}}
-HISTORY = {"command": "python -m tnn_core.train --task recall", "evals": [{"step": 0}]}
+HISTORY = {"command": "python -m tnn_core.training --task recall", "evals": [{"step": 0}]}
 
 
 def config(kind: str, task: str) -> ModelConfig:

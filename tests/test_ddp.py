@@ -1,4 +1,4 @@
-"""``torchrun --nproc_per_node=2 -m tnn_core.train`` on the CPU (gloo): the ranks agree."""
+"""``torchrun --nproc_per_node=2 -m tnn_core.training`` on the CPU (gloo): the ranks agree."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tnn_core.checkpoint import load
-from tnn_core.train import main as train_main
-from tnn_core.train import weights_digest
+from tnn_core.training.checkpoint import load
+from tnn_core.training.cli import main as train_main
+from tnn_core.training.cli import weights_digest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,7 +21,7 @@ def test_two_process_torchrun_ends_with_identical_weights(tmp_path):
     out = tmp_path / "ddp.safetensors"
     digests = tmp_path / "digests"
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-               "--nproc_per_node=2", "-m", "tnn_core.train", "--task", "recall",
+               "--nproc_per_node=2", "-m", "tnn_core.training", "--task", "recall",
                "--seq-len", "16", "--num-pairs", "2", "--num-queries", "2", "--dim", "8",
                "--layers", "1", "--steps", "3", "--eval-every", "2", "--eval-batches", "1",
                "--batch-size", "4", "--device", "cpu", "--threads", "1", "--no-progress",
@@ -40,7 +40,7 @@ def test_two_process_torchrun_ends_with_identical_weights(tmp_path):
     model, info = load(out)
     assert weights_digest(model) == rank0  # the checkpoint rank 0 wrote holds those weights
     assert info.history["world_size"] == 2
-    assert info.history["command"].startswith("torchrun --nproc_per_node=2 -m tnn_core.train")
+    assert info.history["command"].startswith("torchrun --nproc_per_node=2 -m tnn_core.training")
     assert [e["step"] for e in info.history["evals"]] == [0, 2, 3]
     assert done.stdout.count("saved ") == 1  # only rank 0 prints and saves
     json.dumps(info.history)  # plain JSON throughout

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.signal
 
-from tnn_core.fd_kernels import THEOREMS, decay_fit, fd_response
+from tnn_core.analysis.fd_kernels import THEOREMS, decay_fit, fd_response
 
 
 @pytest.mark.parametrize("activation", list(THEOREMS))

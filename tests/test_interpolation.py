@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from tnn_core.interpolation import (
+from tnn_core.core.interpolation import (
     Interpolation,
     apply_w,
     apply_wt,

@@ -14,9 +14,9 @@ import scipy.signal
 import torch
 from torch.func import functional_call
 
+from tnn_core.core.spectrum import bidirectional_spectrum
+from tnn_core.core.toeplitz import dense, fft_size
 from tnn_core.operators import FD, SKI, TNO, OperatorConfig, build_operator
-from tnn_core.spectrum import bidirectional_spectrum
-from tnn_core.toeplitz import dense, fft_size
 
 F64 = torch.float64
 KINDS = ["tno", "ski", "fd"]

@@ -5,9 +5,9 @@ import threading
 
 import pytest
 
-from tnn_core.runs import BackgroundJob, BackgroundRun
-from tnn_core.tasks import get_task
-from tnn_core.training import TrainConfig
+from tnn_core.training.background import BackgroundJob, BackgroundRun
+from tnn_core.training.loop import TrainConfig
+from tnn_core.training.tasks import get_task
 
 
 def tiny_config(steps: int) -> TrainConfig:

@@ -11,7 +11,7 @@ import pytest
 import scipy.signal
 import torch
 
-from tnn_core.spectrum import (
+from tnn_core.core.spectrum import (
     bidirectional_spectrum,
     causal_kernel,
     causal_spectrum,
@@ -19,7 +19,7 @@ from tnn_core.spectrum import (
     frequency_grid,
     kernel_from_spectrum,
 )
-from tnn_core.toeplitz import apply_spectrum, dense, fft_size, kernel_spectrum
+from tnn_core.core.toeplitz import apply_spectrum, dense, fft_size, kernel_spectrum
 
 F64 = torch.float64
 GRIDS = [2, 4, 6, 14, 64, 200]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from tnn_core.tasks import (
+from tnn_core.training.tasks import (
     IGNORE,
     TASKS,
     CharLMConfig,
@@ -16,8 +16,8 @@ from tnn_core.tasks import (
     get_task,
     task_from_info,
 )
-from tnn_core.tasks.charlm import stdlib_files
-from tnn_core.tasks.listops import ListOpsTask
+from tnn_core.training.tasks.charlm import stdlib_files
+from tnn_core.training.tasks.listops import ListOpsTask
 
 SMALL = {  # fast settings per task
     "charlm": {"seq_len": 64, "max_bytes": 200_000},
@@ -123,7 +123,7 @@ def test_listops_labels_match_an_independent_evaluator(tasks):
 
 def test_listops_median_follows_lra():
     assert independent_value("[MED 1 2 4 8 ]") == 3
-    from tnn_core.tasks.listops import evaluate_tree
+    from tnn_core.training.tasks.listops import evaluate_tree
     assert evaluate_tree(("[MED", [8, 1, 4, 2])) == 3  # floor of (2 + 4) / 2
     assert evaluate_tree(("[MED", [1, 2])) == 1  # floor(1.5)
     assert evaluate_tree(("[MED", [9, 0, 5])) == 5

@@ -13,7 +13,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tnn_core.toeplitz import (
+from tnn_core.core.toeplitz import (
     causal_part,
     check_length,
     circulant_column,

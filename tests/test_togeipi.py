@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tnn_core.core.toeplitz import dense
 from tnn_core.models import ModelConfig, build_model
 from tnn_core.operators import ALL_KINDS, KINDS, OperatorConfig, Togeipi, build_operator
 from tnn_core.operators.togeipi import top_magnitude_mask
-from tnn_core.toeplitz import dense
 
 F64 = torch.float64
 D, H, L = 6, 2, 40

@@ -9,13 +9,13 @@ import threading
 import pytest
 import torch
 
-from tnn_core.checkpoint import load
-from tnn_core.evaluate import layer_kernels, length_sweep
-from tnn_core.evaluate import main as evaluate_main
-from tnn_core.tasks import get_task
-from tnn_core.train import main as train_main
-from tnn_core.train import parser
-from tnn_core.training import Callbacks, TrainConfig, learning_rate, train
+from tnn_core.training.checkpoint import load
+from tnn_core.training.cli import main as train_main
+from tnn_core.training.cli import parser
+from tnn_core.training.evaluate import layer_kernels, length_sweep
+from tnn_core.training.evaluate import main as evaluate_main
+from tnn_core.training.loop import Callbacks, TrainConfig, learning_rate, train
+from tnn_core.training.tasks import get_task
 
 TINY = {"dim": 16, "layers": 1, "eval_batches": 2, "eval_batch_size": 16, "warmup": 5,
         "rank": 8, "band": 5, "device": "cpu"}
@@ -82,13 +82,13 @@ def test_callbacks_and_history(tasks):
     callbacks = Callbacks(on_step=lambda *args: steps.append(args),
                           on_eval=lambda step, m: evals.append((step, m)))
     result = train(tiny("recall", steps=7, eval_every=3), tasks["recall"], callbacks,
-                   command="python -m tnn_core.train --task recall")
+                   command="python -m tnn_core.training --task recall")
     assert [s[0] for s in steps] == list(range(1, 8))
     step, loss, rate, lr = steps[-1]
     assert math.isfinite(loss) and rate > 0 and lr > 0
     assert [e[0] for e in evals] == [0, 3, 6, 7]
     assert {"loss", "accuracy", "metric", "wall_s", "tokens_per_s"} <= set(evals[-1][1])
-    assert result.history["command"] == "python -m tnn_core.train --task recall"
+    assert result.history["command"] == "python -m tnn_core.training --task recall"
     assert result.final_metrics["step"] == 7
 
 
@@ -125,7 +125,7 @@ def test_nan_loss_stops_and_keeps_the_last_finite_weights(tasks):
 
 def test_nan_from_the_model_is_caught(tasks, monkeypatch):
     """A forward that turns NaN at the 4th call: the weights of step 2 are kept."""
-    import tnn_core.training as training
+    import tnn_core.training.loop as training
 
     real_loss = training.task_loss
     calls = {"n": 0}
@@ -175,7 +175,7 @@ def test_cli_trains_saves_and_evaluates(tmp_path, capsys):
                        "--device", "cpu", "--out", str(out)])
     assert code == 0 and out.exists()
     model, info = load(out)
-    assert info.history["command"].startswith("python -m tnn_core.train --task recall")
+    assert info.history["command"].startswith("python -m tnn_core.training --task recall")
     assert [e["step"] for e in info.history["evals"]] == [0, 2, 3]
     capsys.readouterr()
     assert evaluate_main([str(out), "--length", "32", "--batches", "2"]) == 0

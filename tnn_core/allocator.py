@@ -19,8 +19,8 @@ The cost: the process keeps its peak heap (RSS stays at its high-water mark inst
 of shrinking after a large step). Threads' arenas still grow by mmapped heaps, and a
 request larger than an arena's heap falls back to mmap (glibc does that by itself).
 
-``keep_freed_memory()`` is called by ``python -m tnn_core.bench``, ``tnn_core.train``,
-``tnn_core.evaluate`` and ``app.py``, never at import. Set ``TOEPLITZ_LAB_MALLOC=default``
+``keep_freed_memory()`` is called by ``python -m tnn_core.bench``, ``tnn_core.training``,
+``tnn_core.training.evaluate`` and ``app.py``, never at import. Set ``TOEPLITZ_LAB_MALLOC=default``
 to leave glibc as it is (the benchmark's ``--allocator default`` does the same).
 """
 

@@ -22,8 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .configs import check_fields
-from .operators import OperatorConfig, build_operator
+from tnn_core.checks import check_fields
+from tnn_core.operators import OperatorConfig, build_operator
 
 __all__ = ["ModelConfig", "GTU", "GLU", "TNNLayer", "CausalLM", "SequenceClassifier",
            "build_model"]

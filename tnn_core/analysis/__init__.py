@@ -11,10 +11,15 @@ BLAS threads), ``persymmetric`` (Toeplitz singular values), ``errors``, ``decomp
 ``curves``, ``profiles``, ``bench``. Imports torch, numpy, scipy only.
 """
 
-from .curves import error_curve
-from .decompose import Decomposition, decompose
-from .norms import spectral_norm, top_singular_values
-from .profiles import causality_leakage, channel_kernel, decay_profile, frequency_response
+from tnn_core.analysis.curves import error_curve
+from tnn_core.analysis.decompose import Decomposition, decompose
+from tnn_core.analysis.norms import spectral_norm, top_singular_values
+from tnn_core.analysis.profiles import (
+    causality_leakage,
+    channel_kernel,
+    decay_profile,
+    frequency_response,
+)
 
 __all__ = [
     "decompose",

@@ -32,19 +32,24 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..interpolation import interpolation
-from ..toeplitz import fft_size
-from .decompose import as_kernel, check_decomposition, sample_inducing_coeffs, smooth_continuation
-from .errors import ZERO_KERNEL_NOTE, frobenius_sq, optimal_errors
-from .gram import (
+from tnn_core.analysis.decompose import (
+    as_kernel,
+    check_decomposition,
+    sample_inducing_coeffs,
+    smooth_continuation,
+)
+from tnn_core.analysis.errors import ZERO_KERNEL_NOTE, frobenius_sq, optimal_errors
+from tnn_core.analysis.gram import (
     band_lags,
     fit_inducing_coeffs,
     inducing_projection,
     residual_frobenius_sq,
     ski_gram,
 )
-from .norms import single_threaded_blas
-from .persymmetric import kernel_rfft, toeplitz_singular_values
+from tnn_core.analysis.norms import single_threaded_blas
+from tnn_core.analysis.persymmetric import kernel_rfft, toeplitz_singular_values
+from tnn_core.core.interpolation import interpolation
+from tnn_core.core.toeplitz import fft_size
 
 __all__ = ["error_curve"]
 

@@ -34,12 +34,18 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..interpolation import apply_w, apply_wt, inducing_points, interpolation
-from ..toeplitz import fft_size, matvec_last
-from .errors import decomposition_errors
-from .gram import SkiGram, band_lags, fit_inducing_coeffs, inducing_projection, ski_gram
-from .norms import single_threaded_blas
-from .persymmetric import dense_toeplitz, kernel_rfft, toeplitz_singular_values
+from tnn_core.analysis.errors import decomposition_errors
+from tnn_core.analysis.gram import (
+    SkiGram,
+    band_lags,
+    fit_inducing_coeffs,
+    inducing_projection,
+    ski_gram,
+)
+from tnn_core.analysis.norms import single_threaded_blas
+from tnn_core.analysis.persymmetric import dense_toeplitz, kernel_rfft, toeplitz_singular_values
+from tnn_core.core.interpolation import apply_w, apply_wt, inducing_points, interpolation
+from tnn_core.core.toeplitz import fft_size, matvec_last
 
 __all__ = ["METHODS", "SPECTRAL_ROUTES", "LANCZOS_FROM_N", "Decomposition", "decompose",
            "as_kernel", "check_decomposition", "smooth_continuation", "sample_inducing_coeffs"]

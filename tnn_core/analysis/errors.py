@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .gram import residual_frobenius_sq
-from .norms import NumpyProduct
-from .persymmetric import (
+from tnn_core.analysis.gram import residual_frobenius_sq
+from tnn_core.analysis.norms import NumpyProduct
+from tnn_core.analysis.persymmetric import (
     capped_norm,
     dense_toeplitz,
     persymmetric_singular_values,
@@ -37,7 +37,7 @@ from .persymmetric import (
 )
 
 if TYPE_CHECKING:
-    from .decompose import Decomposition
+    from tnn_core.analysis.decompose import Decomposition
 
 __all__ = ["frobenius_sq", "optimal_errors", "low_rank_product", "residual_hankel_product",
            "decomposition_errors", "ZERO_KERNEL_NOTE"]

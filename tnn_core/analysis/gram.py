@@ -29,8 +29,8 @@ import numpy as np
 import scipy.fft
 import torch
 
-from ..interpolation import Interpolation, interpolation_matrix
-from ..toeplitz import dense
+from tnn_core.core.interpolation import Interpolation, interpolation_matrix
+from tnn_core.core.toeplitz import dense
 
 __all__ = [
     "band_lags",

@@ -23,8 +23,8 @@ import numpy as np
 import scipy.fft
 import torch
 
-from ..toeplitz import fft_size
-from .norms import LanczosResult, NumpyProduct, symmetric_lanczos
+from tnn_core.analysis.norms import LanczosResult, NumpyProduct, symmetric_lanczos
+from tnn_core.core.toeplitz import fft_size
 
 __all__ = ["dense_toeplitz", "persymmetric_singular_values", "kernel_rfft", "toeplitz_product",
            "toeplitz_singular_values", "NORM_MAX_STEPS", "capped_norm", "toeplitz_norm"]

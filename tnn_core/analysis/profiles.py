@@ -22,12 +22,12 @@ import math
 import numpy as np
 import torch
 
-from ..operators import TokenMixer
-from ..toeplitz import check_length, fft_size
-from .decompose import as_kernel
-from .gram import diagonal_sums
-from .norms import single_threaded_blas
-from .persymmetric import kernel_rfft
+from tnn_core.analysis.decompose import as_kernel
+from tnn_core.analysis.gram import diagonal_sums
+from tnn_core.analysis.norms import single_threaded_blas
+from tnn_core.analysis.persymmetric import kernel_rfft
+from tnn_core.core.toeplitz import check_length, fft_size
+from tnn_core.operators import TokenMixer
 
 __all__ = ["RECEPTIVE_SHARE", "decay_profile", "frequency_response", "causality_leakage",
            "channel_kernel"]

@@ -11,7 +11,7 @@
 memory: memory.py; results for the 2-core CPU: docs/benchmarks.md.
 """
 
-from .harness import (
+from tnn_core.bench.harness import (
     MODES,
     OPS,
     BenchConfig,
@@ -23,9 +23,9 @@ from .harness import (
     run_grid,
     slopes,
 )
-from .live import live_speed, ski_pareto
-from .ski_study import band_crossover, interp_routes, ski_parts
-from .togeipi_table import run_togeipi_table, togeipi_markdown
+from tnn_core.bench.live import live_speed, ski_pareto
+from tnn_core.bench.ski_study import band_crossover, interp_routes, ski_parts
+from tnn_core.bench.togeipi_table import run_togeipi_table, togeipi_markdown
 
 __all__ = [
     "OPS",

@@ -19,8 +19,16 @@ import sys
 
 import torch
 
-from ..allocator import ENV_VAR, allocator_state, keep_freed_memory
-from .harness import MODES, OPS, BenchConfig, crossovers, markdown_tables, run_grid, slopes
+from tnn_core.allocator import ENV_VAR, allocator_state, keep_freed_memory
+from tnn_core.bench.harness import (
+    MODES,
+    OPS,
+    BenchConfig,
+    crossovers,
+    markdown_tables,
+    run_grid,
+    slopes,
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -101,7 +109,7 @@ def _grid(args) -> list[dict]:
 
 
 def _togeipi_table(args) -> list[dict]:
-    from .togeipi_table import run_togeipi_table, togeipi_markdown
+    from tnn_core.bench.togeipi_table import run_togeipi_table, togeipi_markdown
 
     def progress(fraction: float, rec: dict) -> None:
         print(f"[{100 * fraction:5.1f}%] H={rec['heads']} D={rec['dim']} L={rec['length']}: "
@@ -116,7 +124,7 @@ def _togeipi_table(args) -> list[dict]:
 
 
 def _ski_study(args) -> dict:
-    from .ski_study import band_crossover, interp_routes, ski_parts
+    from tnn_core.bench.ski_study import band_crossover, interp_routes, ski_parts
 
     threads = args.threads or None
     if threads:
@@ -147,7 +155,7 @@ def _ski_study(args) -> dict:
 
 
 def _fd_study(args) -> list[dict]:
-    from .fd_study import fd_parts
+    from tnn_core.bench.fd_study import fd_parts
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -164,7 +172,7 @@ def _fd_study(args) -> list[dict]:
 
 def _analysis() -> list[dict] | None:
     try:
-        from ..analysis.bench import run_analysis_bench
+        from tnn_core.bench.analysis_latency import run_analysis_bench
     except ImportError as error:
         print(f"tnn_core.analysis.bench is not available ({error}); skipping --analysis")
         return None

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..operators import TNO
+from tnn_core.operators import TNO
 
 __all__ = ["TnoReference", "Attention"]
 

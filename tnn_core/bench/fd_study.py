@@ -20,10 +20,10 @@ from collections.abc import Iterable
 
 import torch
 
-from ..operators import OperatorConfig, build_operator
-from ..operators.fft_product import circulant_product, spectral_product
-from ..toeplitz import fft_size
-from .harness import interleaved_ms
+from tnn_core.bench.harness import interleaved_ms
+from tnn_core.core.toeplitz import fft_size
+from tnn_core.operators import OperatorConfig, build_operator
+from tnn_core.operators.fast.fft_product import circulant_product, spectral_product
 
 __all__ = ["fd_parts"]
 

@@ -34,10 +34,10 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from ..configs import check_fields
-from ..operators import OperatorConfig, build_operator
-from .baselines import Attention, TnoReference
-from .memory import MEMORY_METHODS, peak_memory_mb
+from tnn_core.bench.baselines import Attention, TnoReference
+from tnn_core.bench.memory import MEMORY_METHODS, peak_memory_mb
+from tnn_core.checks import check_fields
+from tnn_core.operators import OperatorConfig, build_operator
 
 __all__ = ["OPS", "MODES", "BenchConfig", "make_case", "run_grid", "slopes", "crossovers",
            "markdown_tables", "ratio", "interleaved_ms"]

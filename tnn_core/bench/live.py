@@ -17,17 +17,13 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import torch
 
-from ..operators.functional import (
-    band_conv,
-    interp_plan,
-    interp_w,
-    interp_wt,
-    ski_bidirectional,
-    spectral_product,
-)
-from ..operators.ski import choose_band_method, choose_interp_method
-from ..toeplitz import circulant_column, dense, fft_size
-from .harness import interleaved_ms
+from tnn_core.bench.harness import interleaved_ms
+from tnn_core.core.toeplitz import circulant_column, dense, fft_size
+from tnn_core.operators.fast.band import band_conv
+from tnn_core.operators.fast.fft_product import spectral_product
+from tnn_core.operators.fast.interp import interp_plan, interp_w, interp_wt
+from tnn_core.operators.fast.ski_fused import ski_bidirectional
+from tnn_core.operators.ski import choose_band_method, choose_interp_method
 
 __all__ = ["live_speed", "ski_pareto"]
 
@@ -118,7 +114,7 @@ def ski_pareto(kernel_coeffs, settings: Iterable[tuple[int, int]], batch: int = 
     in the same interleaved rounds; at D = 4 fixed per-call costs would decide instead).
     Returns dicts: rank, band, error, ski_ms, fft_ms, speedup (fft/ski), n.
     """
-    from ..analysis import decompose  # deferred: analysis sits beside the bench
+    from tnn_core.analysis import decompose
 
     settings = [(int(r), int(m)) for r, m in settings]
     if not settings:

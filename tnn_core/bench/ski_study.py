@@ -20,9 +20,9 @@ from functools import partial
 
 import torch
 
-from ..operators import OperatorConfig, build_operator
-from ..operators.functional import INTERP_METHODS, interp_plan, interp_w, interp_wt
-from .harness import interleaved_ms, train_step
+from tnn_core.bench.harness import interleaved_ms, train_step
+from tnn_core.operators import OperatorConfig, build_operator
+from tnn_core.operators.fast.interp import INTERP_METHODS, interp_plan, interp_w, interp_wt
 
 __all__ = ["interp_routes", "ski_parts", "band_crossover"]
 

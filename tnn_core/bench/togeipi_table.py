@@ -22,9 +22,9 @@ from functools import partial
 
 import torch
 
-from ..operators import OperatorConfig, build_operator
-from .baselines import Attention
-from .harness import interleaved_ms
+from tnn_core.bench.baselines import Attention
+from tnn_core.bench.harness import interleaved_ms
+from tnn_core.operators import OperatorConfig, build_operator
 
 __all__ = ["SEED_LENGTHS", "SEED_WIDTHS", "SEED_HEADS", "run_togeipi_table", "togeipi_markdown"]
 

@@ -7,12 +7,12 @@ with a Toeplitz plus sparse matrix between two projections, up to ``max_length``
 its dense reference is ``mixing_matrix(n)`` [H, n, n].
 """
 
-from .base import TokenMixer
-from .config import ALL_KINDS, KINDS, OperatorConfig, OperatorKind
-from .fd import FD
-from .ski import SKI
-from .tno import TNO
-from .togeipi import Togeipi
+from tnn_core.operators.base import TokenMixer
+from tnn_core.operators.config import ALL_KINDS, KINDS, OperatorConfig, OperatorKind
+from tnn_core.operators.fd import FD
+from tnn_core.operators.ski import SKI
+from tnn_core.operators.tno import TNO
+from tnn_core.operators.togeipi import Togeipi
 
 __all__ = ["KINDS", "ALL_KINDS", "OperatorConfig", "OperatorKind", "TokenMixer", "TNO", "SKI",
            "FD", "Togeipi", "build_operator"]

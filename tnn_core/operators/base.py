@@ -11,8 +11,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ..toeplitz import check_length, dense
-from .config import OperatorConfig
+from tnn_core.core.toeplitz import check_length, dense
+from tnn_core.operators.config import OperatorConfig
 
 __all__ = ["TokenMixer"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-from ..configs import config_from_dict
+from tnn_core.checks import config_from_dict
 
 __all__ = ["OperatorKind", "KINDS", "ALL_KINDS", "OperatorConfig"]
 

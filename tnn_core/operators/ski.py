@@ -38,23 +38,21 @@ from collections import OrderedDict
 import torch
 from torch import nn
 
-from ..interpolation import Interpolation, interpolation, interpolation_matrix
-from ..rpe import piecewise_linear
-from ..toeplitz import check_length, circulant_column, dense, fft_size
-from .base import TokenMixer
-from .config import OperatorConfig
-from .functional import (
-    BandMethod,
+from tnn_core.core.interpolation import Interpolation, interpolation, interpolation_matrix
+from tnn_core.core.rpe import piecewise_linear
+from tnn_core.core.toeplitz import check_length, circulant_column, dense, fft_size
+from tnn_core.operators.base import TokenMixer
+from tnn_core.operators.config import OperatorConfig
+from tnn_core.operators.fast.band import BandMethod, band_conv
+from tnn_core.operators.fast.fft_product import circulant_product, spectral_product
+from tnn_core.operators.fast.interp import (
     InterpMethod,
     InterpPlan,
-    band_conv,
-    circulant_product,
     interp_plan,
     interp_w,
     interp_wt,
-    ski_bidirectional,
-    spectral_product,
 )
+from tnn_core.operators.fast.ski_fused import ski_bidirectional
 
 __all__ = ["SKI", "choose_interp_method", "choose_band_method"]
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import torch
 
-from ..rpe import RpeMLP
-from ..toeplitz import check_length, fft_size
-from .base import TokenMixer
-from .config import OperatorConfig
-from .functional import circulant_product, spectral_product
+from tnn_core.core.rpe import RpeMLP
+from tnn_core.core.toeplitz import check_length, fft_size
+from tnn_core.operators.base import TokenMixer
+from tnn_core.operators.config import OperatorConfig
+from tnn_core.operators.fast.fft_product import circulant_product, spectral_product
 
 __all__ = ["TNO"]
 

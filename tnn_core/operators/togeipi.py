@@ -47,10 +47,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..toeplitz import check_length, circulant_column, dense, fft_size
-from .base import TokenMixer
-from .config import OperatorConfig
-from .functional import circulant_product, spectral_product
+from tnn_core.core.toeplitz import check_length, circulant_column, dense, fft_size
+from tnn_core.operators.base import TokenMixer
+from tnn_core.operators.config import OperatorConfig
+from tnn_core.operators.fast.fft_product import circulant_product, spectral_product
 
 __all__ = ["Togeipi", "top_magnitude_mask"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 from torch.autograd.function import once_differentiable
 
-from ..toeplitz import fft_size
-from .band import conv_cl, extend_taps, weight_grad
-from .interp_routes import InterpMethod, InterpPlan, interp_w, interp_wt
+from tnn_core.core.toeplitz import fft_size
+from tnn_core.operators.fast.band import conv_cl, extend_taps, weight_grad
+from tnn_core.operators.fast.interp import InterpMethod, InterpPlan, interp_w, interp_wt
 
 __all__ = ["ski_bidirectional"]
 

@@ -1,6 +1,6 @@
 """Evaluate a checkpoint on its task's validation data, at its training length or longer.
 
-    python -m tnn_core.evaluate checkpoints/charlm-tno.safetensors --length 1024
+    python -m tnn_core.training.evaluate checkpoints/charlm-tno.safetensors --length 1024
 
 prints one JSON object: checkpoint, task, metric and value, chance, baselines, the
 length used and the training length, loss, batches and targets counted.
@@ -19,9 +19,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .allocator import keep_freed_memory
-from .checkpoint import CheckpointError, CheckpointInfo, load
-from .tasks import IGNORE, Task, task_from_info
+from tnn_core.allocator import keep_freed_memory
+from tnn_core.training.checkpoint import CheckpointError, CheckpointInfo, load
+from tnn_core.training.tasks import IGNORE, Task, task_from_info
 
 __all__ = ["evaluate", "evaluate_model", "evaluate_checkpoint", "length_sweep", "layer_kernels",
            "autocast", "main"]
@@ -111,9 +111,9 @@ def layer_kernels(model: nn.Module, length: int) -> torch.Tensor:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tnn_core.evaluate", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m tnn_core.training.evaluate", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("checkpoint", help="a .safetensors checkpoint written by tnn_core.train")
+    p.add_argument("checkpoint", help="a .safetensors checkpoint written by tnn_core.training")
     p.add_argument("--length", type=int, default=None,
                    help="sequence length (default: the training length); longer extrapolates")
     p.add_argument("--batches", type=int, default=16, help="fixed validation batches")

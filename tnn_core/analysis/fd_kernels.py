@@ -26,8 +26,8 @@ import math
 import numpy as np
 import torch
 
-from .rpe import RpeMLP
-from .spectrum import causal_kernel, frequency_grid
+from tnn_core.core.rpe import RpeMLP
+from tnn_core.core.spectrum import causal_kernel, frequency_grid
 
 __all__ = ["THEOREMS", "fd_response", "decay_fit"]
 

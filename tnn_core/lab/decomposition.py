@@ -11,7 +11,7 @@ import math
 import numpy as np
 import torch
 
-from .analysis import (
+from tnn_core.analysis import (
     causality_leakage,
     decay_profile,
     decompose,
@@ -94,9 +94,9 @@ def page_latency(ns=(1024, 4096), repeats: int = 7, rank: int = 32, band: int = 
     view (errors, singular values, profiles, heatmap samples), the error-against-r curve,
     and the live speed readout (``bench.live_speed``). Kernel: spike plus smooth, λ = 0.99.
     Returns dicts: n, stage, ms (median of ``repeats``)."""
-    from .bench import live_speed  # the bench sits beside the views, not below them
-    from .kernels import synthetic_kernel
-    from .timing import median_ms
+    from tnn_core.analysis.presets import synthetic_kernel
+    from tnn_core.bench import live_speed
+    from tnn_core.bench.timing import median_ms
 
     rows = []
     for n in ns:

@@ -20,7 +20,7 @@ from typing import Literal
 
 import torch
 
-from .. import configs
+from tnn_core import checks as configs
 
 __all__ = ["IGNORE", "SPLITS", "Task", "config_from_dict", "check_split", "check_int",
            "seed_from"]

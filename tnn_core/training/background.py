@@ -21,8 +21,8 @@ import traceback
 import weakref
 from dataclasses import dataclass, field
 
-from .tasks import Task
-from .training import Callbacks, TrainConfig, TrainResult, train
+from tnn_core.training.loop import Callbacks, TrainConfig, TrainResult, train
+from tnn_core.training.tasks import Task
 
 __all__ = ["Progress", "BackgroundRun", "BackgroundJob"]
 

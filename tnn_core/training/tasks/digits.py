@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 import torch
 import torch.nn.functional as F
 
-from .base import Task, check_int, check_split
+from tnn_core.training.tasks.base import Task, check_int, check_split
 
 __all__ = ["DigitsConfig", "DigitsTask", "LEVELS", "load_images"]
 

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .base import Task, check_int, check_split
+from tnn_core.training.tasks.base import Task, check_int, check_split
 
 __all__ = ["CharLMConfig", "CharLMTask", "MAX_TEXT_BYTES", "MIN_TEXT_BYTES", "decode_text",
            "stdlib_files"]

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from dataclasses import is_dataclass
 
-from .base import IGNORE, Task, config_from_dict
-from .charlm import CharLMConfig, CharLMTask
-from .digits import DigitsConfig, DigitsTask
-from .listops import ListOpsConfig, ListOpsTask
-from .recall import RecallConfig, RecallTask
+from tnn_core.training.tasks.base import IGNORE, Task, config_from_dict
+from tnn_core.training.tasks.charlm import CharLMConfig, CharLMTask
+from tnn_core.training.tasks.digits import DigitsConfig, DigitsTask
+from tnn_core.training.tasks.listops import ListOpsConfig, ListOpsTask
+from tnn_core.training.tasks.recall import RecallConfig, RecallTask
 
 __all__ = ["IGNORE", "TASKS", "Task", "get_task", "task_from_info", "task_config",
            "CharLMConfig", "CharLMTask", "DigitsConfig", "DigitsTask", "ListOpsConfig",

@@ -12,11 +12,11 @@ Every stage builds a fresh Decomposition, so nothing cached is timed as free.
 
 from __future__ import annotations
 
-from ..kernels import synthetic_kernel
-from ..timing import median_ms
-from .curves import error_curve
-from .decompose import decompose
-from .profiles import causality_leakage, decay_profile, frequency_response
+from tnn_core.analysis.curves import error_curve
+from tnn_core.analysis.decompose import decompose
+from tnn_core.analysis.presets import synthetic_kernel
+from tnn_core.analysis.profiles import causality_leakage, decay_profile, frequency_response
+from tnn_core.bench.timing import median_ms
 
 __all__ = ["CURVE_RANKS", "run_analysis_bench", "spectral_crossover"]
 

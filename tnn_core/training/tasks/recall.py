@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from .base import IGNORE, Task, check_int, check_split
+from tnn_core.training.tasks.base import IGNORE, Task, check_int, check_split
 
 __all__ = ["RecallConfig", "RecallTask"]
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .toeplitz import check_length
+from tnn_core.core.toeplitz import check_length
 
 __all__ = [
     "Interpolation",

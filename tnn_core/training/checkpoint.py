@@ -34,8 +34,8 @@ from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 from torch import nn
 
-from . import __version__
-from .models import ModelConfig, build_model
+from tnn_core import __version__
+from tnn_core.models import ModelConfig, build_model
 
 __all__ = ["CheckpointError", "CheckpointInfo", "FORMAT", "MAX_BYTES", "SHIPPED_DIR", "save",
            "load", "load_bytes", "read_info", "shipped"]
@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 FORMAT = "toeplitz-lab/1"
 MAX_BYTES = 200_000_000  # larger files are refused before they are read
-SHIPPED_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
+SHIPPED_DIR = Path(__file__).resolve().parents[2] / "checkpoints"
 _DTYPES = {"F16": torch.float16, "BF16": torch.bfloat16, "F32": torch.float32,
            "F64": torch.float64}
 _REQUIRED = ("format", "model_config", "task")

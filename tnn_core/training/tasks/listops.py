@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from .base import Task, check_int, check_split, seed_from
+from tnn_core.training.tasks.base import Task, check_int, check_split, seed_from
 
 __all__ = ["ListOpsConfig", "ListOpsTask", "OPERATORS", "TOKENS", "evaluate_tree",
            "tree_tokens"]

@@ -20,7 +20,7 @@ import math
 import numpy as np
 import torch
 
-from .analysis import decay_profile, error_curve
+from tnn_core.analysis import decay_profile, error_curve
 
 __all__ = ["channel_stats", "kernel_atlas", "summarise"]
 

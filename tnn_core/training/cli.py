@@ -1,8 +1,8 @@
 """Train a TNN on a task and save it as a checkpoint.
 
-    python -m tnn_core.train --task listops --operator ski --steps 2000 \\
+    python -m tnn_core.training --task listops --operator ski --steps 2000 \\
         --out checkpoints/listops-ski.safetensors
-    torchrun --nproc_per_node=2 -m tnn_core.train --task charlm --steps 500 --out lm.safetensors
+    torchrun --nproc_per_node=2 -m tnn_core.training --task charlm --steps 500 --out lm.safetensors
 
 Under torchrun every rank trains with DistributedDataParallel on its own batches; only
 rank 0 prints, shows the progress bar and writes the checkpoint.
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import torch
 
-from .allocator import keep_freed_memory
-from .checkpoint import save
-from .operators import KINDS
-from .tasks import TASKS, get_task
-from .training import DEVICES, DTYPES, SCHEDULES, Callbacks, TrainConfig, train
+from tnn_core.allocator import keep_freed_memory
+from tnn_core.operators import KINDS
+from tnn_core.training.checkpoint import save
+from tnn_core.training.loop import DEVICES, DTYPES, SCHEDULES, Callbacks, TrainConfig, train
+from tnn_core.training.tasks import TASKS, get_task
 
 # CLI option -> (task config field, the tasks that have it)
 TASK_OPTIONS = {
@@ -44,7 +44,7 @@ TASK_OPTIONS = {
 
 def parser() -> argparse.ArgumentParser:
     d = TrainConfig()
-    p = argparse.ArgumentParser(prog="python -m tnn_core.train", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m tnn_core.training", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task", choices=tuple(TASKS), default=d.task, help="what to learn")
     p.add_argument("--out", type=Path, help="checkpoint to write (.safetensors); none if unset")
@@ -135,10 +135,10 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 
 
 def command_line(argv: list[str]) -> str:
-    """The command as typed: python -m tnn_core.train ..., torchrun-prefixed under DDP."""
+    """The command as typed: python -m tnn_core.training ..., torchrun-prefixed under DDP."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     prefix = f"torchrun --nproc_per_node={world} -m" if world > 1 else "python -m"
-    return f"{prefix} tnn_core.train {shlex.join(argv)}".strip()
+    return f"{prefix} tnn_core.training {shlex.join(argv)}".strip()
 
 
 def weights_digest(model: torch.nn.Module) -> str:
@@ -205,6 +205,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"saved {path} ({path.stat().st_size / 1e6:.2f} MB)")
     return 0 if result.status != "diverged" else 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-from ..interpolation import (
+from tnn_core.core.interpolation import (
     Interpolation,
     apply_w,
     apply_wt,

@@ -1,4 +1,4 @@
-"""The training loop shared by the CLI (``python -m tnn_core.train``) and the app.
+"""The training loop shared by the CLI (``python -m tnn_core.training``) and the app.
 
     config = TrainConfig(task="listops", operator="ski", steps=2000)
     result = train(config, callbacks=Callbacks(on_step=..., on_eval=...), stop_event=event)
@@ -39,12 +39,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import __version__
-from .configs import config_from_dict
-from .evaluate import autocast, evaluate
-from .models import ModelConfig, build_model
-from .operators import KINDS, OperatorConfig
-from .tasks import IGNORE, TASKS, Task, get_task
+from tnn_core import __version__
+from tnn_core.checks import config_from_dict
+from tnn_core.models import ModelConfig, build_model
+from tnn_core.operators import KINDS, OperatorConfig
+from tnn_core.training.evaluate import autocast, evaluate
+from tnn_core.training.tasks import IGNORE, TASKS, Task, get_task
 
 __all__ = ["TrainConfig", "Callbacks", "TrainResult", "train", "evaluate", "learning_rate",
            "task_loss", "resolve_device"]

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import torch
 
-from .toeplitz import dense, matvec
+from tnn_core.core.toeplitz import dense, matvec
 
 __all__ = ["median_ms", "fft_vs_dense"]
 

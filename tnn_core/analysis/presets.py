@@ -13,8 +13,8 @@ import math
 
 import torch
 
-from .operators import KINDS, OperatorConfig, build_operator
-from .toeplitz import causal_part, check_length, lags
+from tnn_core.core.toeplitz import causal_part, check_length, lags
+from tnn_core.operators import KINDS, OperatorConfig, build_operator
 
 __all__ = ["SYNTHETIC", "PRESETS", "OPERATOR_CHANNELS", "synthetic_kernel", "operator_kernel",
            "preset_kernel", "parse_coefficients"]
