@@ -34,6 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from tnn_core.analysis.dense import dense_toeplitz
 from tnn_core.analysis.errors import decomposition_errors
 from tnn_core.analysis.gram import (
     SkiGram,
@@ -43,7 +44,7 @@ from tnn_core.analysis.gram import (
     ski_gram,
 )
 from tnn_core.analysis.norms import single_threaded_blas
-from tnn_core.analysis.persymmetric import dense_toeplitz, kernel_rfft, toeplitz_singular_values
+from tnn_core.analysis.persymmetric import kernel_rfft, toeplitz_singular_values
 from tnn_core.core.interpolation import apply_w, apply_wt, inducing_points, interpolation
 from tnn_core.core.toeplitz import fft_size, matvec_last
 

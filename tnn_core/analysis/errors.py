@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tnn_core.analysis.dense import dense_toeplitz
 from tnn_core.analysis.gram import residual_frobenius_sq
 from tnn_core.analysis.norms import NumpyProduct
 from tnn_core.analysis.persymmetric import (
     capped_norm,
-    dense_toeplitz,
     persymmetric_singular_values,
     toeplitz_norm,
     toeplitz_product,

@@ -23,26 +23,14 @@ import numpy as np
 import scipy.fft
 import torch
 
+from tnn_core.analysis.dense import dense_toeplitz
 from tnn_core.analysis.norms import LanczosResult, NumpyProduct, symmetric_lanczos
 from tnn_core.core.toeplitz import fft_size
 
-__all__ = ["dense_toeplitz", "persymmetric_singular_values", "kernel_rfft", "toeplitz_product",
+__all__ = ["persymmetric_singular_values", "kernel_rfft", "toeplitz_product",
            "toeplitz_singular_values", "NORM_MAX_STEPS", "capped_norm", "toeplitz_norm"]
 
 logger = logging.getLogger(__name__)
-
-
-def dense_toeplitz(coeffs) -> np.ndarray:
-    """numpy T [n, n], T[i, j] = t_{i-j}, from coeffs [2n-1] (torch or numpy).
-
-    The numpy twin of ``toeplitz.dense`` for the analysis hot path: torch's indexing
-    kernels go parallel, and on a busy 2-core CPU each parallel region waited a time
-    slice (8 ms for n = 64 here)."""
-    t = coeffs.detach().cpu().numpy() if isinstance(coeffs, torch.Tensor) else coeffs
-    t = np.asarray(t, dtype=np.float64)
-    n = (len(t) + 1) // 2
-    i = np.arange(n)
-    return t[(n - 1) + i[:, None] - i[None, :]]
 
 
 def persymmetric_singular_values(M: torch.Tensor | np.ndarray) -> np.ndarray:

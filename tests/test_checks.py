@@ -1,0 +1,48 @@
+"""tnn_core.checks: the one set of validators; each message names field, value and range."""
+
+import numpy as np
+import pytest
+
+from tnn_core.checks import check_choice, check_fraction, check_int, check_number
+
+
+@pytest.mark.parametrize("value", [2, 5, np.int64(3)])
+def test_check_int_accepts_integers_in_range(value):
+    assert check_int("rank", value, 2, 5) == int(value)
+    assert type(check_int("rank", value, 2, 5)) is int
+
+
+@pytest.mark.parametrize("value", [1, 6, 2.0, True, "3", None])
+def test_check_int_refuses_with_field_range_and_value(value):
+    with pytest.raises(ValueError) as err:
+        check_int("rank", value, 2, 5, span="[2, n]")
+    assert str(err.value) == f"rank must be an integer in [2, n] = [2, 5]; got {value!r}"
+
+
+def test_check_int_without_upper_bound():
+    assert check_int("dim", 10**9, 1) == 10**9
+    with pytest.raises(ValueError, match=r"dim must be an integer in \[1, inf\); got 0"):
+        check_int("dim", 0, 1)
+
+
+@pytest.mark.parametrize("value", [1e-9, 0.5, 1, 1.0])
+def test_check_fraction_accepts_half_open_unit_interval(value):
+    assert check_fraction("decay", value) == float(value)
+
+
+@pytest.mark.parametrize("value", [0, -0.1, 1.0001, float("nan"), float("inf"), True, "0.9"])
+def test_check_fraction_refuses(value):
+    with pytest.raises(ValueError, match=r"decay must be a number in \(0, 1\]; got "):
+        check_fraction("decay", value)
+
+
+def test_check_number_closed_low_and_unbounded():
+    assert check_number("lr", 0.0, 0) == 0.0
+    with pytest.raises(ValueError, match=r"lr must be a number in \[0, inf\); got -1"):
+        check_number("lr", -1, 0)
+
+
+def test_check_choice():
+    assert check_choice("method", "fit", ("sample", "fit")) == "fit"
+    with pytest.raises(ValueError, match=r"method must be one of \('sample', 'fit'\); got 'svd'"):
+        check_choice("method", "svd", ("sample", "fit"))
