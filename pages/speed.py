@@ -18,10 +18,6 @@ NS = [256, 512, 1024, 2048, 4096, 8192, 16384]
 GUIDES = {"O(n)": lambda n: n, "O(n log n)": lambda n: n * np.log2(n), "O(n²)": lambda n: n**2}
 
 
-class _SessionToken:
-    """Lives in this browser session's state; when the session ends it is collected."""
-
-
 st.title("Speed")
 st.markdown("The point of SKI-TNN and FD-TNN is speed. Time every operator **on this "
             "machine**, side by side (interleaved rounds, medians), and see how each grows "
@@ -73,7 +69,7 @@ if run:
         _ui.show_error(err)
     else:
         job = BackgroundJob(lambda progress, stop: run_grid(config, progress, stop))
-        job.stop_when_collected(st.session_state.setdefault("bench_token", _SessionToken()))
+        job.stop_when_collected(_ui.session_token())
         job.start()
         st.session_state["bench_job"] = job
         st.session_state["bench_job_key"] = cache_key

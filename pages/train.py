@@ -23,10 +23,6 @@ SETTINGS = {"charlm": {"seq_len": 128}, "listops": {"seq_len": 128, "max_depth":
             "digits": {}, "recall": {}}
 
 
-class _SessionToken:
-    """Lives in this browser session's state; when the session ends it is collected."""
-
-
 st.title("Train")
 st.markdown("Train a small model on a real task, on this machine, and watch the loss and the "
             "validation metric as it learns. The run goes on in the background: the other "
@@ -81,7 +77,7 @@ if start:
         _ui.show_error(err)
     else:
         run = BackgroundRun(config, task, command=f"app: {config.to_dict()}")
-        token = st.session_state.setdefault("train_session_token", _SessionToken())
+        token = _ui.session_token()
         run.stop_when_collected(token)
         run.start()
         st.session_state["train_run"] = run

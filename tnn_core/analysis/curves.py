@@ -51,8 +51,9 @@ from tnn_core.analysis.persymmetric import kernel_rfft, toeplitz_singular_values
 from tnn_core.core.interpolation import interpolation
 from tnn_core.core.toeplitz import fft_size
 
-__all__ = ["error_curve"]
+__all__ = ["CURVE_RANKS", "error_curve"]
 
+CURVE_RANKS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)  # the pages' error-against-r curve
 OPTIMAL_TOL = 1e-9  # Lanczos residual for the optimum's singular values (or the energy test)
 
 
