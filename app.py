@@ -1,7 +1,7 @@
 """Toeplitz Lab: the frame. Navigation over the pages and the shared sidebar.
 
 Run with `make run` (or `streamlit run app.py`). Pages hold layout only; every
-computation comes from `tnn_core` through cached functions in `pages/_ui.py`.
+computation comes from `tnn_core.lab` (one module per page), cached in `pages/_ui.py`.
 """
 
 import streamlit as st

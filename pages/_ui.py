@@ -1,14 +1,15 @@
-"""Shared UI helpers for the pages: cached calls into tnn_core and figure builders.
+"""Streamlit concerns shared by the pages: sidebar state, errors, cache wrappers around
+``tnn_core.lab``, this session's checkpoints, and figures drawn on two or more pages.
 
-Pages import this module, never each other. Cached functions take plain values
-and return numpy, so Streamlit can hash their arguments and pickle results.
+Pages import this module, never each other. Cached functions take plain values and return
+numpy or the lab's frozen dataclasses, so Streamlit can hash their arguments and pickle
+their results.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,14 +20,14 @@ import torch
 from streamlit.runtime.pages_manager import PagesManager
 
 from tnn_core import analysis, bench
-from tnn_core.analysis import atlas as atlas_
-from tnn_core.analysis import fd_kernels
 from tnn_core.analysis import presets as kernels
-from tnn_core.bench import ski_study, timing
-from tnn_core.lab import decomposition as views
-from tnn_core.training import checkpoint, evaluate
-
-HEATMAP_MAX = 256  # largest heatmap drawn cell by cell; bigger matrices are subsampled
+from tnn_core.checks import check_int
+from tnn_core.lab import decomposition as decomposition_lab
+from tnn_core.lab import frequency as frequency_lab
+from tnn_core.lab import inspect as inspect_lab
+from tnn_core.lab import speed as speed_lab
+from tnn_core.lab.basics import KernelView
+from tnn_core.training import checkpoint
 
 
 def ensure_app_frame() -> None:
@@ -85,54 +86,32 @@ def custom_kernel(text: str, causal: bool) -> np.ndarray:
     return kernels.parse_coefficients(text, causal).numpy()
 
 
-def fft_vs_dense(coeffs: np.ndarray, seed: int, device: str) -> dict:
-    """Live timing (not cached: it is a measurement of this machine, now)."""
-    return timing.fft_vs_dense(torch.from_numpy(coeffs), seed=seed, device=device)
-
-
-def dense_matrix(coeffs: np.ndarray) -> np.ndarray:
-    n = (coeffs.shape[-1] + 1) // 2
-    i = np.arange(n)
-    return coeffs[(n - 1) + i[:, None] - i[None, :]]
-
-
-def heatmap(matrix: np.ndarray, title: str, colorscale: str = "RdBu", zmid: float | None = 0.0,
-            zrange: tuple[float, float] | None = None) -> go.Figure:
-    """Heatmap with row 0 on top; matrices above HEATMAP_MAX are subsampled for drawing."""
-    n = matrix.shape[0]
-    step = max(1, int(np.ceil(n / HEATMAP_MAX)))
-    idx = np.arange(0, n, step)
-    shown = matrix[np.ix_(idx, idx)]
-    fig = go.Figure(go.Heatmap(z=shown, x=idx, y=idx, colorscale=colorscale, zmid=zmid,
-                               zmin=None if zrange is None else zrange[0],
+def heatmap(view: KernelView, title: str, zrange: tuple[float, float] | None = None
+            ) -> go.Figure:
+    """T at the rows/columns ``view`` samples, row 0 on top; the title says when 1 in k shows."""
+    fig = go.Figure(go.Heatmap(z=view.matrix, x=view.indices, y=view.indices, colorscale="RdBu",
+                               zmid=0.0, zmin=None if zrange is None else zrange[0],
                                zmax=None if zrange is None else zrange[1],
                                hovertemplate="row %{y}, col %{x}: %{z:.4g}<extra></extra>"))
-    note = f" (1 row/column in {step} shown)" if step > 1 else ""
+    note = f" (1 row/column in {view.step} shown)" if view.step > 1 else ""
     fig.update_layout(title=title + note, height=420, margin=dict(l=10, r=10, t=40, b=10))
     fig.update_yaxes(autorange="reversed", title="row i", scaleanchor="x", constrain="domain")
-    fig.update_xaxes(constrain="domain")
-    fig.update_xaxes(title="column j")
+    fig.update_xaxes(constrain="domain", title="column j")
     return fig
 
 
-def kernel_plot(coeffs: np.ndarray, title: str = "Kernel t_k against lag k") -> go.Figure:
-    n = (coeffs.shape[-1] + 1) // 2
-    k = np.arange(-(n - 1), n)
-    fig = go.Figure(go.Scatter(x=k, y=coeffs, mode="lines+markers" if n <= 64 else "lines",
-                               name="t_k"))
+def kernel_plot(view: KernelView, title: str = "Kernel t_k against lag k") -> go.Figure:
+    fig = go.Figure(go.Scatter(x=view.lags, y=view.coeffs, name="t_k",
+                               mode="lines+markers" if view.n <= 64 else "lines"))
     fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=40, b=10),
                       xaxis_title="lag k = i - j", yaxis_title="t_k")
     return fig
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def fd_response(activation: str, width: int, depth: int, n: int, seed: int,
-                smooth_extension: bool) -> dict:
-    return fd_kernels.fd_response(activation, width, depth, n, seed, smooth_extension)
-
-
-def decay_fit(kernel: np.ndarray) -> dict:
-    return fd_kernels.decay_fit(kernel)
+def frequency_view(activation: str, width: int, depth: int, n: int, seed: int,
+                   smooth_extension: bool) -> frequency_lab.FrequencyView:
+    return frequency_lab.frequency_view(activation, width, depth, n, seed, smooth_extension)
 
 
 SOURCE_LABELS = {
@@ -221,47 +200,27 @@ def _checkpoint_source_picker(column) -> KernelSource:
 
 
 @st.cache_data(max_entries=32, show_spinner="Decomposing…")
-def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool,
-                       method: str) -> dict:
-    return views.decomposition_view(coeffs, band, rank, causal, method)
+def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, method: str,
+                       decay: float) -> decomposition_lab.DecompositionView:
+    return decomposition_lab.decomposition_view(coeffs, band, rank, causal, method, decay)
 
 
 @st.cache_data(max_entries=32, show_spinner="Error against r…")
-def rank_curve(coeffs: np.ndarray, band: int, causal: bool) -> dict:
-    return views.rank_curve(coeffs, band, causal)
+def rank_curve(coeffs: np.ndarray, band: int, causal: bool) -> decomposition_lab.RankCurve:
+    return decomposition_lab.rank_curve(coeffs, band, causal)
 
 
 # -- checkpoints and training ----------------------------------------------------------------
 USER_CHECKPOINTS = Path(os.environ.get("TOEPLITZ_LAB_USER_CHECKPOINTS",
                                        Path(__file__).resolve().parents[1] / "checkpoints"
                                        / "user"))
-NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 UPLOAD_LIMIT_MB = 50
 
 
 def checkpoint_choices() -> dict[str, str]:
-    """Checkpoints a page can open: key -> label. Keys: "NAME" (shipped), "user/NAME"
-    (saved from the Train page), "upload:SHA" (uploaded in this browser session)."""
-    out = {info_path.stem: f"{info_path.stem} (shipped)"
-           for info_path in sorted(checkpoint.SHIPPED_DIR.glob("*.safetensors"))}
-    if USER_CHECKPOINTS.is_dir():
-        out |= {f"user/{p.stem}": f"{p.stem} (saved by you)"
-                for p in sorted(USER_CHECKPOINTS.glob("*.safetensors"))}
-    out |= {key: f"{name} (uploaded)" for key, (name, _) in
-            st.session_state.get("uploads", {}).items()}
-    return out
-
-
-def _checkpoint_path(key: str) -> Path:
-    if key.startswith("user/"):
-        name = key.removeprefix("user/")
-        folder = USER_CHECKPOINTS
-    else:
-        name, folder = key, checkpoint.SHIPPED_DIR
-    if not NAME_PATTERN.fullmatch(name):
-        raise ValueError(f"checkpoint must be a plain name (letters, digits, _ and -); "
-                         f"got {key!r}")
-    return folder / f"{name}.safetensors"
+    """Checkpoints a page can open, key -> label: on disk, then this session's uploads."""
+    return inspect_lab.saved_checkpoints(USER_CHECKPOINTS) | {
+        key: f"{name} (uploaded)" for key, (name, _) in st.session_state.get("uploads", {}).items()}
 
 
 @st.cache_resource(max_entries=16, show_spinner="Loading checkpoint…")
@@ -284,7 +243,7 @@ def load_checkpoint(key: str):
                              "upload it again on the Inspect page")
         name, data = uploads[key]
         return _load_upload(data, name)
-    path = _checkpoint_path(key)
+    path = inspect_lab.checkpoint_path(key, USER_CHECKPOINTS)
     if not path.is_file():
         raise ValueError(f"checkpoint {key!r} does not exist; choose one from the list")
     return _load_file(str(path), path.stat().st_mtime)
@@ -310,69 +269,34 @@ def checkpoint_kernel(key: str, n: int, layer: int, channel: int) -> np.ndarray:
 def _checkpoint_kernel(key: str, model_id: int, n: int, layer: int, channel: int,
                        _model) -> np.ndarray:
     ops = _model.operators()
-    if not 0 <= layer < len(ops):
-        raise ValueError(f"layer must be in [0, {len(ops) - 1}]; got {layer}")
+    layer = check_int("layer", layer, 0, len(ops) - 1)
     return analysis.channel_kernel(ops[layer], n, channel).numpy()
 
 
 def save_run(result, name: str) -> str:
-    """Save a finished run under checkpoints/user/NAME.safetensors; returns its key."""
-    if not NAME_PATTERN.fullmatch(name or ""):
-        raise ValueError("name must be 1 to 64 letters, digits, _ or -, starting with a letter "
-                         f"or digit (no paths); got {name!r}")
-    USER_CHECKPOINTS.mkdir(parents=True, exist_ok=True)
-    checkpoint.save(USER_CHECKPOINTS / f"{name}.safetensors", result.model, result.task.info(),
-                    result.history, result.model_config)
-    return f"user/{name}"
+    """Save a finished run under USER_CHECKPOINTS/NAME.safetensors; returns its key."""
+    return inspect_lab.save_run(result, name, USER_CHECKPOINTS)
 
 
 @st.cache_data(max_entries=16, show_spinner="Measuring every channel…")
 def atlas(key: str, model_id: int, n: int, band: int, rank: int, channels: int,
-          _model) -> list[dict]:
-    kernels_ = evaluate.layer_kernels(_model, n).double()  # (L, D, 2n-1)
-    causal = _model.config.operator.causal
-    return atlas_.kernel_atlas(kernels_, band, rank, causal, channels)
+          _model) -> inspect_lab.AtlasView:
+    return inspect_lab.atlas_view(_model, n, band, rank, channels)
 
 
 @st.cache_data(max_entries=16, show_spinner="Evaluating at 1×, 2× and 4× the length…")
-def length_sweep(key: str, model_id: int, _model, _task) -> list[dict]:
-    return evaluate.length_sweep(_model, _task, (1, 2, 4), batches=4, batch_size=16)
+def length_sweep(key: str, model_id: int, _model, _task) -> inspect_lab.LengthSweep:
+    return inspect_lab.length_sweep(_model, _task)
 
 
-def layer_kernels(model, n: int) -> np.ndarray:
-    return evaluate.layer_kernels(model, n).numpy()  # (L, D, 2n-1)
-
-
-PARETO_SETTINGS = [(r, m) for r in (8, 16, 32, 64, 128) for m in (1, 5, 9, 17)]
-
-
-def ski_pareto(n: int, device: str) -> list[dict]:
-    """SKI's (r, m) settings on the spike-plus-smooth kernel: error against speed-up."""
-    coeffs = kernels.synthetic_kernel("spike_smooth", n, 0.99)
-    return bench.ski_pareto(coeffs, PARETO_SETTINGS, device=device)
+def ski_pareto(n: int, device: str) -> speed_lab.ParetoView:
+    """SKI's (r, m) settings on the spike-plus-smooth kernel (a measurement: not cached)."""
+    return speed_lab.measure_pareto(n, speed_lab.PARETO_SETTINGS, device)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def band_crossover(ns: tuple[int, ...], device: str) -> tuple[list[dict], list[dict]]:
-    """SKI (m = 4…64) against TNO, forward+backward, B = 8, D = 64, r = 64, per n."""
-    return ski_study.band_crossover(ns=ns, repeats=5, device=device)
-
-
-def band_crossings_table(records: list[dict], crossings: list[dict]) -> list[dict]:
-    """One plain row per n for the page: where SKI stops (or starts) winning."""
-    rows = []
-    for c in crossings:
-        speedups = [r["speedup"] for r in records if r["n"] == c["n"]]
-        if c["band"] is None:
-            winner = "SKI" if min(speedups) > 1 else "TNO"
-            verdict = f"{winner} faster at every m measured ({min(speedups):.2f}–" \
-                      f"{max(speedups):.2f}×)"
-        elif c["faster_below"]:
-            verdict = f"SKI faster below m ≈ {c['band']:.0f}"
-        else:
-            verdict = f"SKI faster above m ≈ {c['band']:.0f}"
-        rows.append({"n": c["n"], "crossing": verdict})
-    return rows
+def band_crossover(ns: tuple[int, ...], device: str) -> speed_lab.BandView:
+    return speed_lab.measure_band_crossover(ns, device)
 
 
 @st.cache_data(max_entries=64, show_spinner="Timing band + low rank…")

@@ -4,6 +4,7 @@ import streamlit as st
 
 from pages import _ui
 from tnn_core.analysis.presets import OPERATOR_CHANNELS
+from tnn_core.lab.basics import fft_check, kernel_view
 
 _ui.ensure_app_frame()
 
@@ -58,27 +59,25 @@ except ValueError as err:
     _ui.show_error(err)
     st.stop()
 
-n = (len(coeffs) + 1) // 2
 # Time before drawing, so a browser on this machine is not rendering during the timing.
-result = _ui.fft_vs_dense(coeffs, _ui.seed(), _ui.device())
-T = _ui.dense_matrix(coeffs)
+check = fft_check(coeffs, _ui.seed(), _ui.device())
+view = kernel_view(coeffs)
 c1, c2 = st.columns(2)
-limit = float(abs(coeffs).max()) or 1.0
-c1.plotly_chart(_ui.heatmap(T, f"T, n = {n} (row 0 on top)", zrange=(-limit, limit)),
-                key="chart-matrix")
-c2.plotly_chart(_ui.kernel_plot(coeffs), key="chart-kernel")
+c1.plotly_chart(_ui.heatmap(view, f"T, n = {view.n} (row 0 on top)",
+                            zrange=(-view.limit, view.limit)), key="chart-matrix")
+c2.plotly_chart(_ui.kernel_plot(view), key="chart-kernel")
 if preset == "ski":
     c2.caption("For SKI this is the Toeplitz kernel band + k(t) that the operator's "
                "band + W A Wᵀ approximates.")
 
 st.subheader("The FFT product is exact, and fast")
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("max |FFT − dense|", f"{result['max_abs_diff']:.1e}",
+m1.metric("max |FFT − dense|", f"{check.max_abs_diff:.1e}",
           help="Largest difference between the two products on one random input (float64).")
-m2.metric("FFT product", f"{result['fft_ms']:.3f} ms", help="Median of 15 runs, batch of 8.")
-m3.metric("Dense matmul", f"{result['dense_ms']:.3f} ms",
+m2.metric("FFT product", f"{check.fft_ms:.3f} ms", help="Median of 15 runs, batch of 8.")
+m3.metric("Dense matmul", f"{check.dense_ms:.3f} ms",
           help="Median of 15 runs, batch of 8, building the n × n matrix included.")
-m4.metric("Speed-up", f"{result['dense_ms'] / max(result['fft_ms'], 1e-9):.1f}×")
+m4.metric("Speed-up", f"{check.speedup:.1f}×")
 
 st.markdown("**Why it works: circulant embedding.** Put the $2n-1$ coefficients in the "
             "first column of a circulant matrix of size $N \\ge 2n$:")

@@ -48,33 +48,32 @@ causal = c3.toggle("Causal", key="causal", bind="query-params",
                         "the low-rank part.")
 try:
     coeffs, source_label = source.kernel(n, decay, causal)
-    view = _ui.decomposition_view(coeffs, band, rank, causal, method)
+    view = _ui.decomposition_view(coeffs, band, rank, causal, method, decay)
 except ValueError as err:
     _ui.show_error(err)
     st.stop()
 
-errors = view["errors"]
-if errors.get("note"):
-    st.warning(errors["note"], icon=":material/info:")
+if view.note:
+    st.warning(view.note, icon=":material/info:")
 
 # -- error metrics --------------------------------------------------------------------------
 m = st.columns(5)
-rel_opt = view["relative_optimal"]
-m[0].metric("Relative spectral error", _ui.fmt(errors["relative_spectral"], ".2e"),
-            delta=f"optimum {_ui.fmt(rel_opt['spectral'], '.2e')}", delta_color="off",
+m[0].metric("Relative spectral error", _ui.fmt(view.relative_spectral, ".2e"),
+            delta=f"optimum {_ui.fmt(view.relative_optimal_spectral, '.2e')}", delta_color="off",
             help="‖T − approx‖₂ / ‖T‖₂. The optimum is σ_{r+1}(T − band)/‖T‖₂: no rank-r "
                  "matrix does better (Eckart–Young).")
-m[1].metric("Relative Frobenius error", _ui.fmt(errors["relative_frobenius"], ".2e"),
-            delta=f"optimum {_ui.fmt(rel_opt['frobenius'], '.2e')}", delta_color="off",
+m[1].metric("Relative Frobenius error", _ui.fmt(view.relative_frobenius, ".2e"),
+            delta=f"optimum {_ui.fmt(view.relative_optimal_frobenius, '.2e')}",
+            delta_color="off",
             help="‖T − approx‖_F / ‖T‖_F, and the best any rank-r matrix can do.")
-m[2].metric("Spectral gap to optimum", _ui.fmt(view["gap"], ".2f"),
+m[2].metric("Spectral gap to optimum", _ui.fmt(view.gap, ".2f"),
             help="SKI's spectral error divided by the Eckart–Young optimum (1 = optimal).")
-m[3].metric("Theorem 1 factor h²/8", _ui.fmt(view["theorem1"], ".3g"),
+m[3].metric("Theorem 1 factor h²/8", _ui.fmt(view.theorem1_factor, ".3g"),
             help="Linear interpolation's error factor in Theorem 1 of SKI to go Faster, "
-                 f"h = spacing of the inducing points = {view['spacing']:.3g}.")
-m[4].metric("Causality leakage", _ui.fmt(view["leakage"], ".2%"),
+                 f"h = spacing of the inducing points = {view.spacing:.3g}.")
+m[4].metric("Causality leakage", _ui.fmt(view.leakage, ".2%"),
             help="Σ_{k<0}|t_k| / Σ|t_k|: how much of the kernel looks into the future.")
-speed = _ui.live_speed(view["n"], rank, band, _ui.device())
+speed = _ui.live_speed(view.n, rank, band, _ui.device())
 s = st.columns(5)
 s[0].metric("SKI: band + W A Wᵀ", f"{speed['ski_ms']:.3f} ms",
             help=f"Forward time at this n, r and m: {speed['batch']} sequences × {speed['dim']} "
@@ -95,55 +94,50 @@ s[2].metric("Dense product", f"{speed['dense_ms']:.3f} ms" if speed["dense_ms"] 
 s[3].caption("The trade-off: more inducing points or a wider band lower the error above "
              "and cost time here. The band's cost grows with m, the low-rank part's with "
              "n, not with r; the FFT product grows as n log n (see the Speed page).")
-st.caption(f"Source: {source_label}. Spectral norms by {errors['spectral_method']} "
+st.caption(f"Source: {source_label}. Spectral norms by {view.spectral_method} "
            f"(exact to 1e-3 or better).")
 
 # -- the four matrices ----------------------------------------------------------------------
-idx = view["idx"]
-limit = float(np.abs(view["T"]).max()) or 1.0
-res_limit = float(np.abs(view["residual"]).max()) or 1.0
+maps = view.heatmaps
 parts = make_subplots(rows=1, cols=3, horizontal_spacing=0.05,
                       subplot_titles=("T", "= band", "+ low rank W A Wᵀ"))
-for col, key in enumerate(("T", "band", "low_rank"), start=1):
-    parts.add_trace(go.Heatmap(z=view[key], x=idx, y=idx, zmin=-limit, zmax=limit, zmid=0,
-                               colorscale="RdBu", showscale=col == 3,
+for col, matrix in enumerate((maps.T, maps.band, maps.low_rank), start=1):
+    parts.add_trace(go.Heatmap(z=matrix, x=maps.idx, y=maps.idx, zmin=-maps.limit,
+                               zmax=maps.limit, zmid=0, colorscale="RdBu", showscale=col == 3,
                                hovertemplate="row %{y}, col %{x}: %{z:.3g}<extra></extra>"),
                     row=1, col=col)
     parts.update_yaxes(autorange="reversed", row=1, col=col)
 parts.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10))
-residual = go.Figure(go.Heatmap(z=view["residual"], x=idx, y=idx, zmin=-res_limit,
-                                zmax=res_limit, zmid=0, colorscale="PuOr",
+residual = go.Figure(go.Heatmap(z=maps.residual, x=maps.idx, y=maps.idx,
+                                zmin=-maps.residual_limit, zmax=maps.residual_limit, zmid=0,
+                                colorscale="PuOr",
                                 hovertemplate="row %{y}, col %{x}: %{z:.3g}<extra></extra>"))
 residual.update_yaxes(autorange="reversed")
-residual.update_layout(title=f"+ residual (own scale, ±{res_limit:.2g})", height=340,
+residual.update_layout(title=f"+ residual (own scale, ±{maps.residual_limit:.2g})", height=340,
                        margin=dict(l=10, r=10, t=40, b=10))
 hl, hr = st.columns([3, 1])
 hl.plotly_chart(parts, key="chart-parts")
 hr.plotly_chart(residual, key="chart-residual")
-if len(idx) < view["n"]:
-    st.caption(f"Heatmaps show 1 row and column in {idx[1] - idx[0]} of the {view['n']} × "
-               f"{view['n']} matrices; the errors above are exact.")
+if maps.step > 1:
+    st.caption(f"Heatmaps show 1 row and column in {maps.step} of the {view.n} × "
+               f"{view.n} matrices; the errors above are exact.")
 
 # -- kernel and singular values ---------------------------------------------------------------
 left, right = st.columns(2)
-n_ = view["n"]
-lags = np.arange(-(n_ - 1), n_)
 kfig = go.Figure()
-kfig.add_scatter(x=lags, y=coeffs, name="t_k", mode="lines")
-kfig.add_scatter(x=view["a_lags"], y=view["a_values"], mode="markers", name="A's lags (p_i − p_j)",
-                 marker=dict(size=6, symbol="circle-open"))
-lo, hi = (0, band - 1) if causal else (-(band // 2), band // 2)
-kfig.add_vrect(x0=lo - 0.5, x1=hi + 0.5, fillcolor="orange", opacity=0.25, line_width=0,
-               annotation_text="band", annotation_position="top left")
+kfig.add_scatter(x=view.lags, y=view.coeffs, name="t_k", mode="lines")
+kfig.add_scatter(x=view.inducing_lags, y=view.inducing_values, mode="markers",
+                 name="A's lags (p_i − p_j)", marker=dict(size=6, symbol="circle-open"))
+kfig.add_vrect(x0=view.band_span[0], x1=view.band_span[1], fillcolor="orange", opacity=0.25,
+               line_width=0, annotation_text="band", annotation_position="top left")
 kfig.update_layout(title="Kernel against lag: band shaded, inducing lags marked", height=360,
                    xaxis_title="lag k", margin=dict(l=10, r=10, t=40, b=10),
                    legend=dict(orientation="h", y=-0.25))
 left.plotly_chart(kfig, key="chart-kernel")
 
-sv = view["singular_values"]
-sfig = go.Figure(go.Scatter(x=np.arange(1, len(sv) + 1), y=np.maximum(sv, 1e-300),
+sfig = go.Figure(go.Scatter(x=view.singular_index, y=view.singular_values,
                             mode="lines+markers", marker=dict(size=3), name="σ_i(T − band)"))
-sfig.add_vline(x=rank + 0.5, line_dash="dash", annotation_text=f"r = {rank}")
+sfig.add_vline(x=view.rank_marker, line_dash="dash", annotation_text=f"r = {rank}")
 sfig.update_yaxes(type="log", exponentformat="power")
 sfig.update_layout(title="Singular values of T − band (top ones for large n)", height=360,
                    xaxis_title="i", margin=dict(l=10, r=10, t=40, b=10))
@@ -152,10 +146,9 @@ right.plotly_chart(sfig, key="chart-singular-values")
 # -- error against r ----------------------------------------------------------------------------
 curve = _ui.rank_curve(coeffs, band, causal)
 cfig = go.Figure()
-for key, name in (("sample", "SKI, sampled A"), ("fit", "SKI, fitted A"),
-                  ("optimal", "optimal rank r (SVD)")):
-    cfig.add_scatter(x=curve["ranks"], y=np.maximum(curve[key], 1e-300), name=name,
-                     mode="lines+markers")
+for errors, name in ((curve.sample, "SKI, sampled A"), (curve.fit, "SKI, fitted A"),
+                     (curve.optimal, "optimal rank r (SVD)")):
+    cfig.add_scatter(x=curve.ranks, y=errors, name=name, mode="lines+markers")
 cfig.add_vline(x=np.log10(rank), line_dash="dash",  # shapes on a log axis take log10
                annotation_text="current r")
 cfig.update_xaxes(type="log", title="inducing points r")
@@ -165,27 +158,24 @@ cfig.update_layout(title=f"Error against r at m = {band}", height=380,
 st.plotly_chart(cfig, key="chart-rank-curve")
 
 # -- decay and frequency ------------------------------------------------------------------------
-d, f = view["decay"], view["frequency"]
+d, f = view.decay, view.frequency
 left, right = st.columns(2)
 dfig = go.Figure()
-dfig.add_scatter(x=d["lags"], y=np.maximum(d["magnitude"], 1e-300), name="|t_k|", mode="lines")
-envelope = d["magnitude"].max(initial=0) * decay ** d["lags"]
-dfig.add_scatter(x=d["lags"], y=np.maximum(envelope, 1e-300), name=f"λ^|k|, λ = {decay}",
-                 line=dict(dash="dot"))
-if np.isfinite(d["fitted_decay"]):
-    fitted = np.exp(d["fit_intercept"]) * d["fitted_decay"] ** d["lags"]
-    dfig.add_scatter(x=d["lags"], y=fitted, name=f"fit, λ_eff = {d['fitted_decay']:.4f}",
+dfig.add_scatter(x=d.lags, y=d.magnitude, name="|t_k|", mode="lines")
+dfig.add_scatter(x=d.lags, y=d.envelope, name=f"λ^|k|, λ = {decay}", line=dict(dash="dot"))
+if d.fit_line is not None:
+    dfig.add_scatter(x=d.lags, y=d.fit_line, name=f"fit, λ_eff = {d.fitted_decay:.4f}",
                      line=dict(dash="dash"))
-dfig.add_vline(x=d["receptive_field"], line_dash="dot",
-               annotation_text=f"99% of Σ|t_k| within {d['receptive_field']}")
+dfig.add_vline(x=d.receptive_field, line_dash="dot",
+               annotation_text=f"99% of Σ|t_k| within {d.receptive_field}")
 dfig.update_yaxes(type="log", exponentformat="power")
 dfig.update_layout(title="Decay: |t_k| against |k|", height=360, xaxis_title="|k|",
                    margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
 left.plotly_chart(dfig, key="chart-decay")
 
 ffig = make_subplots(specs=[[{"secondary_y": True}]])
-ffig.add_scatter(x=f["omega"], y=f["magnitude"], name="magnitude", secondary_y=False)
-ffig.add_scatter(x=f["omega"], y=f["phase"], name="phase (rad)", secondary_y=True,
+ffig.add_scatter(x=f.omega, y=f.magnitude, name="magnitude", secondary_y=False)
+ffig.add_scatter(x=f.omega, y=f.phase, name="phase (rad)", secondary_y=True,
                  line=dict(dash="dot"))
 ffig.update_layout(title="Frequency response of the kernel", height=360, xaxis_title="ω",
                    margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))

@@ -1,11 +1,10 @@
 """Page "Frequency and causality": FD-TNN's kernel built in the frequency domain."""
 
-import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
 from pages import _ui
-from tnn_core.analysis.fd_kernels import THEOREMS
+from tnn_core.analysis.fd_response import THEOREMS
 
 _ui.ensure_app_frame()
 
@@ -35,56 +34,48 @@ smooth = c4.toggle("Feed the MLP cos ω", key="smooth", bind="query-params",
                         "to about 1/t². Feeding cos ω makes the extension smooth.")
 
 try:
-    res = _ui.fd_response(activation, width, depth, n, _ui.seed(), smooth)
+    view = _ui.frequency_view(activation, width, depth, n, _ui.seed(), smooth)
 except ValueError as err:
     _ui.show_error(err)
     st.stop()
 
-N, lags, kernel = res["N"], res["lags"], res["kernel"]
-order = np.argsort(lags)
-negative = np.abs(kernel[lags < 0]).max(initial=0.0)
-
 left, right = st.columns(2)
 pair = go.Figure()
-pair.add_scatter(x=res["omega"], y=res["real"], name="R(ω), from the MLP")
-pair.add_scatter(x=res["omega"], y=res["imag"], name="−H{R}(ω), from the Hilbert transform")
+pair.add_scatter(x=view.omega, y=view.real, name="R(ω), from the MLP")
+pair.add_scatter(x=view.omega, y=view.imag, name="−H{R}(ω), from the Hilbert transform")
 pair.update_layout(title="The Hilbert pair: real and imaginary parts of the response",
                    xaxis_title="ω (0 … π)", height=360, margin=dict(l=10, r=10, t=40, b=10),
                    legend=dict(orientation="h", y=-0.25))
 left.plotly_chart(pair, key="chart-pair")
 
-time_plot = go.Figure(go.Scatter(x=lags[order], y=kernel[order], mode="lines", name="k[t]"))
-time_plot.add_vrect(x0=lags.min(), x1=-0.5, fillcolor="gray", opacity=0.12, line_width=0,
-                    annotation_text="negative lags: exactly 0", annotation_position="top left")
+time_plot = go.Figure(go.Scatter(x=view.lags, y=view.kernel, mode="lines", name="k[t]"))
+time_plot.add_vrect(x0=view.negative_span[0], x1=view.negative_span[1], fillcolor="gray",
+                    opacity=0.12, line_width=0, annotation_text="negative lags: exactly 0",
+                    annotation_position="top left")
 time_plot.update_layout(title="The causal kernel k[t] in time", xaxis_title="lag t",
                         height=360, margin=dict(l=10, r=10, t=40, b=10))
 right.plotly_chart(time_plot, key="chart-kernel")
 
-fit = _ui.decay_fit(kernel)
+fit = view.fit
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("max |k[t]| at t < 0", f"{negative:.1e}",
+m1.metric("max |k[t]| at t < 0", f"{view.max_negative:.1e}",
           help="The largest kernel value at a negative lag: causality, measured.")
-m2.metric("Effective λ (exponential fit)", _ui.fmt(fit["rate"], ".3f"),
+m2.metric("Effective λ (exponential fit)", _ui.fmt(fit.rate, ".3f"),
           help="ρ in |k[t]| ≈ c ρ^t, fitted on the tail above round-off.")
-m3.metric("Power-law exponent", _ui.fmt(fit["exponent"], ".2f"),
+m3.metric("Power-law exponent", _ui.fmt(fit.exponent, ".2f"),
           help="p in |k[t]| ≈ c t^(-p), fitted on the same lags.")
-better = "exponential" if fit["exp_residual"] < fit["power_residual"] else "power law"
-m4.metric("Better fit", better if np.isfinite(fit["exp_residual"]) else "—",
+m4.metric("Better fit", fit.better_law or "—",
           help="Which of the two laws leaves the smaller residual in log|k|.")
 
 st.subheader("Decay against the theorems")
-name, statement = THEOREMS[activation]
-st.info(f"**{name}** ({activation}): {statement}.", icon=":material/functions:")
-t = np.arange(1, N // 2 + 1)
-curves = {a: np.abs(_ui.fd_response(a, width, depth, n, _ui.seed(), smooth)["kernel"][t])
-          for a in THEOREMS}
+st.info(f"**{view.theorem}** ({activation}): {view.statement}.", icon=":material/functions:")
 semilog, loglog = st.columns(2)
 for column, log_x, title in ((semilog, False, "semilog: straight line = exponential"),
                              (loglog, True, "log-log: straight line = power law")):
     fig = go.Figure()
-    for a, mag in curves.items():
-        fig.add_scatter(x=t, y=np.maximum(mag, 1e-300), name=a, mode="lines",
-                        line=dict(width=3 if a == activation else 1))
+    for curve in view.decay_curves:
+        fig.add_scatter(x=view.decay_t, y=curve.magnitude, name=curve.activation, mode="lines",
+                        line=dict(width=3 if curve.activation == activation else 1))
     fig.update_layout(title=f"|k[t]|, {title}", height=380, xaxis_title="lag t",
                       margin=dict(l=10, r=10, t=40, b=10))
     fig.update_yaxes(type="log", exponentformat="power")

@@ -1,21 +1,18 @@
 """Page "Speed": time the operators on this machine and see where each one wins."""
 
-import math
-
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from pages import _ui
-from tnn_core.bench import BenchConfig, crossovers, run_grid, slopes
-from tnn_core.bench.harness import OPS
+from tnn_core.bench.cases import OPS
+from tnn_core.bench.harness import run_grid
+from tnn_core.lab import speed
 from tnn_core.training.background import BackgroundJob
 
 _ui.ensure_app_frame()
 
 NS = [256, 512, 1024, 2048, 4096, 8192, 16384]
-GUIDES = {"O(n)": lambda n: n, "O(n log n)": lambda n: n * np.log2(n), "O(n²)": lambda n: n**2}
 
 
 st.title("Speed")
@@ -54,17 +51,16 @@ with st.form("bench-form"):
     run = st.form_submit_button("Run benchmark", type="primary", disabled=busy,
                                 icon=":material/timer:")
 
-settings = {"ops": tuple(ops), "causal": {"bidirectional": (False,), "causal": (True,),
-                                          "both": (False, True)}[direction],
-            "ns": tuple(n for n in NS if lo <= n <= hi), "modes": (mode,), "batch": batch,
+settings = {"ops": tuple(ops), "direction": direction,
+            "ns": tuple(n for n in NS if lo <= n <= hi), "mode": mode, "batch": batch,
             "dim": dim, "rank": rank, "band": band, "repeats": repeats,
-            "device": "cuda" if _ui.device() == "cuda" else "cpu", "heads": 8 if dim >= 8 else 1}
+            "device": "cuda" if _ui.device() == "cuda" else "cpu"}
 cache = st.session_state.setdefault("bench_results", {})
 cache_key = repr(sorted(settings.items()))
 
 if run:
     try:
-        config = BenchConfig(**settings)
+        config = speed.bench_config(**settings)
     except ValueError as err:
         _ui.show_error(err)
     else:
@@ -99,50 +95,43 @@ elif job is not None and st.session_state.get("bench_job_key") not in cache:
                        icon=":material/cancel:")
 
 
+def line(fig: go.Figure, series: speed.Series, **style) -> None:
+    fig.add_scatter(x=series.x, y=series.y, name=series.name, **style)
+
+
 def show_results(records: list[dict]) -> None:
     """The grid's plots, slopes, crossovers and CSV."""
-    frame = pd.DataFrame(records)
-    st.download_button("Download CSV", frame.to_csv(index=False), "toeplitz-lab-bench.csv",
-                       "text/csv", icon=":material/download:")
-    for causal in sorted(frame["causal"].unique()):
-        part = frame[frame["causal"] == causal]
-        title = "causal" if causal else "bidirectional"
+    view = speed.grid_view(records)
+    st.download_button("Download CSV", pd.DataFrame(records).to_csv(index=False),
+                       "toeplitz-lab-bench.csv", "text/csv", icon=":material/download:")
+    for panel in view.panels:
         left, right = st.columns(2)
-        for column, field, unit in ((left, "median_ms", "time (ms)"),
-                                    (right, "peak_mem_mb", "peak memory (MB)")):
+        for column, field, lines, unit in ((left, "median_ms", panel.time, "time (ms)"),
+                                           (right, "peak_mem_mb", panel.memory,
+                                            "peak memory (MB)")):
             fig = go.Figure()
-            for op, rows in part.groupby("op"):
-                rows = rows.sort_values("n")
-                fig.add_scatter(x=rows["n"], y=rows[field], name=op, mode="lines+markers")
-            if field == "median_ms" and len(part):
-                n0 = part["n"].min()
-                t0 = part[part["n"] == n0]["median_ms"].median()
-                ns = np.array(sorted(part["n"].unique()), dtype=float)
-                for name, grow in GUIDES.items():
-                    fig.add_scatter(x=ns, y=t0 * grow(ns) / grow(float(n0)), name=name,
-                                    mode="lines", line=dict(dash="dot", width=1, color="gray"))
+            for series in lines:
+                line(fig, series, mode="lines+markers")
+            if field == "median_ms":
+                for guide in panel.guides:
+                    line(fig, guide, mode="lines", line=dict(dash="dot", width=1, color="gray"))
             fig.update_xaxes(type="log", title="n")
             fig.update_yaxes(type="log", title=unit)
-            fig.update_layout(title=f"{unit.split(' (')[0].capitalize()}, {title}", height=380,
-                              margin=dict(l=10, r=10, t=40, b=10))
-            column.plotly_chart(fig, key=f"chart-{field}-{title}")
+            fig.update_layout(title=f"{unit.split(' (')[0].capitalize()}, {panel.title}",
+                              height=380, margin=dict(l=10, r=10, t=40, b=10))
+            column.plotly_chart(fig, key=f"chart-{field}-{panel.title}")
 
     left, right = st.columns(2)
-    slope_rows = pd.DataFrame(slopes(records))
-    if len(slope_rows):
+    if view.slopes:
         left.markdown("**Measured growth**: the log-log slope of time against n (1 = linear, "
                       "about 1.1 = n log n over this range, 2 = quadratic).")
-        left.dataframe(slope_rows[["op", "causal", "mode", "slope", "n_min", "n_max"]],
-                       hide_index=True)
-    cross = pd.DataFrame(crossovers(records))
+        left.dataframe(view.slopes, hide_index=True)
     right.markdown("**Crossovers**: the length where one operator overtakes another.")
-    if len(cross):
-        cross["n"] = cross["n"].map(lambda v: int(round(v)))
-        right.dataframe(cross[["causal", "mode", "faster_below", "faster_above", "n"]],
-                        hide_index=True)
+    if view.crossovers:
+        right.dataframe(view.crossovers, hide_index=True)
     else:
         right.caption("No crossover in this range: the order of the operators does not change.")
-    if any(math.isnan(v) for v in frame["median_ms"]):
+    if view.missing:
         st.caption("Missing points were skipped: O(n²) operators above their length limit.")
 
 
@@ -167,19 +156,17 @@ if p1.button("Measure", key="pareto_run", icon=":material/scatter_plot:", disabl
               help="Disabled while the benchmark above runs: both would share the CPU."):
     with st.spinner("Decomposing and timing 20 SKI settings (about 10 s)…"):
         st.session_state["pareto"] = _ui.ski_pareto(pareto_n, _ui.device())
-points = st.session_state.get("pareto")
-if points:
-    pts = pd.DataFrame(points)
+pareto: speed.ParetoView | None = st.session_state.get("pareto")
+if pareto:
     fig = go.Figure()
-    for m, rows in pts.groupby("band"):
-        fig.add_scatter(x=rows["speedup"], y=rows["error"], mode="markers+text",
-                        name=f"m = {m}", text=[f"r={r}" for r in rows["rank"]],
-                        textposition="top center")
+    for series, ranks in zip(pareto.by_band, pareto.ranks, strict=True):
+        line(fig, series, mode="markers+text", text=[f"r={r}" for r in ranks],
+             textposition="top center")
     fig.add_vline(x=1.0, line_dash="dot", annotation_text="as fast as TNO")
     fig.update_xaxes(title="speed-up over the FFT product (×)", type="log")
     fig.update_yaxes(title="relative Frobenius error", type="log")
     fig.update_layout(height=420, margin=dict(l=10, r=10, t=30, b=10),
-                      title=f"n = {pts['n'].iloc[0]}")
+                      title=f"n = {pareto.n}")
     p2.plotly_chart(fig, key="chart-pareto")
 else:
     p2.caption("Press **Measure** to decompose and time 20 SKI settings (r × m) against "
@@ -202,17 +189,16 @@ if b1.button("Measure", key="band_run", icon=":material/stacked_line_chart:", di
     ns = tuple(n for n in (1024, 4096, 16384) if n <= band_max_n)
     with st.spinner(f"Timing TNO and SKI at m = 4…64 for n = {', '.join(map(str, ns))}…"):
         st.session_state["band_cross"] = _ui.band_crossover(ns, _ui.device())
-measured = st.session_state.get("band_cross")
+measured: speed.BandView | None = st.session_state.get("band_cross")
 if measured:
-    band_records, crossings = measured
     fig = go.Figure()
-    for n, rows in pd.DataFrame(band_records).groupby("n"):
-        fig.add_scatter(x=rows["band"], y=rows["speedup"], mode="lines+markers", name=f"n = {n}")
+    for series in measured.lines:
+        line(fig, series, mode="lines+markers")
     fig.add_hline(y=1.0, line_dash="dot", annotation_text="as fast as TNO")
     fig.update_xaxes(title="band taps m", type="log", tickvals=[4, 8, 16, 32, 64])
     fig.update_yaxes(title="TNO time / SKI time (×)", type="log")
     fig.update_layout(height=380, margin=dict(l=10, r=10, t=30, b=10))
     b2.plotly_chart(fig, key="chart-band-crossover")
-    b2.dataframe(pd.DataFrame(_ui.band_crossings_table(band_records, crossings)), hide_index=True)
+    b2.dataframe(measured.crossings, hide_index=True)
 else:
     b2.caption("Press **Measure** to time TNO and SKI (m = 4, 8, 16, 32, 64) at each length.")

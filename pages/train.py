@@ -6,9 +6,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages import _ui
+from tnn_core.lab.train import SIZES, app_config, app_task, progress_view
 from tnn_core.training.background import BackgroundRun
-from tnn_core.training.loop import TrainConfig
-from tnn_core.training.tasks import CharLMConfig, CharLMTask, get_task
 
 _ui.ensure_app_frame()
 
@@ -18,9 +17,6 @@ TASKS = {
     "digits": "Digits: classify 8 × 8 handwritten digits read pixel by pixel",
     "recall": "Associative recall: recall the value of a key seen earlier (causal)",
 }
-SIZES = {"tiny": (32, 1), "small": (64, 2), "medium": (128, 2)}  # name -> (dim, layers)
-SETTINGS = {"charlm": {"seq_len": 128}, "listops": {"seq_len": 128, "max_depth": 2},
-            "digits": {}, "recall": {}}
 
 
 st.title("Train")
@@ -62,17 +58,10 @@ with st.form("train-form", border=True):
 
 if start:
     try:
-        dim, layers = SIZES[size]
-        settings = SETTINGS[task_name]
-        config = TrainConfig(task=task_name, steps=steps, lr=lr, warmup=max(1, steps // 10),
-                             eval_every=max(10, steps // 10), eval_batches=4, operator=kind,
-                             dim=dim, layers=layers, decay=decay, rank=rank, band=band,
-                             device=_ui.device(), seed=_ui.seed())
-        if text is not None:
-            task = CharLMTask.from_bytes(text.getvalue(), text.name,
-                                         config=CharLMConfig(**settings))
-        else:
-            task = get_task(task_name, settings)
+        data, data_name = (text.getvalue(), text.name) if text is not None else (None, "")
+        task = app_task(task_name, data, data_name)
+        config = app_config(task, kind, size, steps, lr, decay, rank, band, _ui.device(),
+                            _ui.seed())
     except ValueError as err:
         _ui.show_error(err)
     else:
@@ -91,36 +80,32 @@ if run is None:
 
 
 def draw(progress) -> None:
-    done = progress.step / max(progress.steps, 1)
-    st.progress(min(done, 1.0), text=f"{progress.status}: step {progress.step} / "
-                                     f"{progress.steps}, {progress.elapsed_s:.0f} s")
-    last = progress.evals[-1] if progress.evals else {}
+    view = progress_view(progress)
+    st.progress(view.fraction, text=f"{progress.status}: step {progress.step} / "
+                                    f"{progress.steps}, {progress.elapsed_s:.0f} s")
     m = st.columns(4)
-    m[0].metric("Training loss", _ui.fmt(progress.losses[-1][1], ".3f")
-                if progress.losses else "—")
-    m[1].metric(f"Validation {last.get('metric_name', run.task.metric_name if run.task else '')}",
-                _ui.fmt(last["metric"], ".3f") if last else "—")
+    m[0].metric("Training loss", _ui.fmt(view.last_loss, ".3f")
+                if view.last_loss is not None else "—")
+    m[1].metric(f"Validation {run.task.metric_name}", _ui.fmt(view.last_metric, ".3f")
+                if view.last_metric is not None else "—")
     m[2].metric("Throughput", f"{progress.tokens_per_s:,.0f} tokens/s")
-    m[3].metric("Chance level", _ui.fmt(run.task.chance, ".3f") if run.task else "—",
+    m[3].metric("Chance level", _ui.fmt(run.task.chance, ".3f"),
                 help="What guessing achieves on this metric.")
     left, right = st.columns(2)
-    if progress.losses:
-        steps_, losses = zip(*progress.losses, strict=True)
-        fig = go.Figure(go.Scatter(x=steps_, y=losses, mode="lines", name="train loss"))
-        if progress.evals:
-            fig.add_scatter(x=[e["step"] for e in progress.evals],
-                            y=[e["loss"] for e in progress.evals], mode="lines+markers",
+    if len(view.losses):
+        fig = go.Figure(go.Scatter(x=view.loss_steps, y=view.losses, mode="lines",
+                                   name="train loss"))
+        if len(view.eval_steps):
+            fig.add_scatter(x=view.eval_steps, y=view.eval_losses, mode="lines+markers",
                             name="validation loss")
         fig.update_layout(title="Loss", xaxis_title="step", height=320,
                           margin=dict(l=10, r=10, t=40, b=10))
         left.plotly_chart(fig, key="chart-loss")
-    if progress.evals:
-        fig = go.Figure(go.Scatter(x=[e["step"] for e in progress.evals],
-                                   y=[e["metric"] for e in progress.evals],
+    if len(view.eval_steps):
+        fig = go.Figure(go.Scatter(x=view.eval_steps, y=view.eval_metrics,
                                    mode="lines+markers", name="validation"))
-        if run.task:
-            fig.add_hline(y=run.task.chance, line_dash="dot", annotation_text="chance")
-        fig.update_layout(title=f"Validation {run.task.metric_name if run.task else 'metric'}",
+        fig.add_hline(y=run.task.chance, line_dash="dot", annotation_text="chance")
+        fig.update_layout(title=f"Validation {run.task.metric_name}",
                           xaxis_title="step", height=320, margin=dict(l=10, r=10, t=40, b=10))
         right.plotly_chart(fig, key="chart-metric")
 
@@ -146,7 +131,8 @@ else:
         st.error(f"The run {progress.status}: {progress.message}", icon=":material/error:")
     if run.result is not None:
         with st.form("save-form"):
-            default = f"{run.config.task}-{run.config.operator}-{time.strftime('%H%M%S')}"
+            default = (f"{run.config.task}-{run.config.model.operator.kind}-"
+                       f"{time.strftime('%H%M%S')}")
             name = st.text_input("Save as", default, key="save_name", max_chars=64,
                                  help="Letters, digits, _ and -. Saved under checkpoints/user/.")
             if st.form_submit_button("Save and inspect", icon=":material/save:"):

@@ -24,9 +24,9 @@ from tnn_core.analysis import (
     decompose,
     error_curve,
     frequency_response,
-    spectral_norm,
 )
-from tnn_core.analysis.norms import single_threaded_blas
+from tnn_core.analysis.norms import single_threaded_blas, symmetric_lanczos
+from tnn_core.analysis.profiles import decay_fit
 from tnn_core.operators import OperatorConfig, build_operator
 
 
@@ -153,21 +153,24 @@ def test_decompose_sample_matches_dense_reference(n, band, rank, causal):
     d = decompose(torch.from_numpy(t), band, rank, causal=causal)
     ref = assemble_ref(t, band, rank, causal, sample_A_ref(t, band, rank, causal))
 
-    np.testing.assert_allclose(d.A_coeffs.numpy(), sample_A_ref(t, band, rank, causal),
+    np.testing.assert_allclose(d.A_coeffs, sample_A_ref(t, band, rank, causal),
                                rtol=0, atol=1e-12)
-    A = d.A.numpy()
+    A = d.A
     i, j = np.indices(A.shape)
-    np.testing.assert_array_equal(A, d.A_coeffs.numpy()[rank - 1 + i - j])  # Toeplitz
-    W = d.W.numpy()
+    np.testing.assert_array_equal(A, d.A_coeffs[rank - 1 + i - j])  # Toeplitz
+    W = d.W
     assert ((W != 0).sum(axis=1) <= 2).all()
     np.testing.assert_allclose(W.sum(axis=1), 1, atol=1e-14)
     np.testing.assert_allclose(W, ref["W"], atol=1e-12)
-    np.testing.assert_allclose(d.inducing_points.numpy(), np.linspace(0, n - 1, rank))
-    np.testing.assert_allclose(d.band_coeffs.numpy(), ref["taps"], atol=1e-11)
-    np.testing.assert_allclose(d.band_matrix().numpy(), ref["B"], atol=1e-11)
-    np.testing.assert_allclose(d.low_rank_matrix().numpy(), ref["L"], atol=1e-11)
-    np.testing.assert_allclose(d.matrix().numpy(), ref["B"] + ref["L"], atol=1e-11)
-    np.testing.assert_allclose(d.residual_matrix().numpy(), ref["R"], atol=1e-11)
+    np.testing.assert_allclose(d.inducing_points, np.linspace(0, n - 1, rank))
+    np.testing.assert_allclose(d.band_coeffs, ref["taps"], atol=1e-11)
+    np.testing.assert_allclose(d.band_matrix(), ref["B"], atol=1e-11)
+    np.testing.assert_allclose(d.low_rank_matrix(), ref["L"], atol=1e-11)
+    np.testing.assert_allclose(d.residual_matrix(), ref["R"], atol=1e-11)
+    idx = np.arange(0, n, 3)  # the heatmap's rows and columns: the same entries
+    np.testing.assert_allclose(d.low_rank_matrix(idx), ref["L"][np.ix_(idx, idx)], atol=1e-11)
+    np.testing.assert_allclose(d.band_matrix(idx), ref["B"][np.ix_(idx, idx)], atol=1e-11)
+    np.testing.assert_allclose(d.residual_matrix(idx), ref["R"][np.ix_(idx, idx)], atol=1e-11)
     h = (n - 1) / (rank - 1)
     assert d.theorem1_factor == pytest.approx(h * h / 8)
 
@@ -178,36 +181,25 @@ def test_decompose_sample_matches_dense_reference(n, band, rank, causal):
 def test_errors_match_numpy_norms(n, band, rank, causal, method):
     t = kernel("spiky", n, causal)
     d = decompose(t, band, rank, causal=causal, method=method)
-    T, R = toeplitz_ref(t), d.residual_matrix().numpy()
-    sigma = np.linalg.svd(T - d.band_matrix().numpy(), compute_uv=False)
+    T, R = toeplitz_ref(t), d.residual_matrix()
+    sigma = np.linalg.svd(T - d.band_matrix(), compute_uv=False)
     e = d.errors
     floor = 1e-10 * np.linalg.norm(T, 2)
-    assert rel(e["spectral"], np.linalg.norm(R, 2), floor) < 1e-6
-    assert rel(e["frobenius"], np.linalg.norm(R, "fro"), floor) < 1e-6
-    assert rel(e["norm_spectral"], np.linalg.norm(T, 2)) < 1e-6
-    assert rel(e["norm_frobenius"], np.linalg.norm(T, "fro")) < 1e-12
-    assert rel(e["relative_frobenius"], np.linalg.norm(R) / np.linalg.norm(T), 1e-10) < 1e-6
-    assert rel(e["relative_spectral"], np.linalg.norm(R, 2) / np.linalg.norm(T, 2), 1e-10) < 1e-6
+    assert rel(e.spectral, np.linalg.norm(R, 2), floor) < 1e-6
+    assert rel(e.frobenius, np.linalg.norm(R, "fro"), floor) < 1e-6
+    assert rel(e.norm_spectral, np.linalg.norm(T, 2)) < 1e-6
+    assert rel(e.norm_frobenius, np.linalg.norm(T, "fro")) < 1e-12
+    assert rel(e.relative_frobenius, np.linalg.norm(R) / np.linalg.norm(T), 1e-10) < 1e-6
+    assert rel(e.relative_spectral, np.linalg.norm(R, 2) / np.linalg.norm(T, 2), 1e-10) < 1e-6
     noise = 1e-8 * sigma[0]  # an optimum of exactly 0 computes as ~1e-16 either way
     if rank < n:
-        assert rel(e["optimal_spectral"], sigma[rank], noise) < 1e-6
-        assert rel(e["optimal_frobenius"], np.sqrt(np.sum(sigma[rank:] ** 2)), noise) < 1e-6
+        assert rel(e.optimal_spectral, sigma[rank], noise) < 1e-6
+        assert rel(e.optimal_frobenius, np.sqrt(np.sum(sigma[rank:] ** 2)), noise) < 1e-6
+        assert rel(e.relative_optimal_spectral, sigma[rank] / np.linalg.norm(T, 2), 1e-10) < 1e-6
     else:
-        assert e["optimal_spectral"] == e["optimal_frobenius"] == 0.0
-    np.testing.assert_allclose(d.singular_values.numpy(), sigma, rtol=1e-9, atol=1e-12)
-    assert e["spectral_method"] in ("dense", "lanczos")
-
-
-def test_fast_products_match_dense():
-    n, band, rank = 45, 7, 6
-    for causal, method in [(False, "sample"), (True, "fit")]:
-        d = decompose(kernel("random", n, causal), band, rank, causal=causal, method=method)
-        x = torch.from_numpy(np.random.default_rng(1).standard_normal((2, 3, n)))
-        M, R = d.matrix(), d.residual_matrix()
-        torch.testing.assert_close(d.matvec(x), x @ M.T, rtol=0, atol=1e-11)
-        torch.testing.assert_close(d.residual_matvec(x), x @ R.T, rtol=0, atol=1e-11)
-        torch.testing.assert_close(d.residual_rmatvec(x), x @ R, rtol=0, atol=1e-11)
-        torch.testing.assert_close(d.matvec(x[0, 0]), M @ x[0, 0], rtol=0, atol=1e-11)
+        assert e.optimal_spectral == e.optimal_frobenius == 0.0
+    np.testing.assert_allclose(d.singular_values, sigma, rtol=1e-9, atol=1e-12)
+    assert e.spectral_method in ("dense", "lanczos") and e.note == ""
 
 
 # -- fit: the joint least squares ------------------------------------------------------
@@ -220,11 +212,12 @@ def test_fit_matches_brute_force_least_squares(n, rank, band, causal):
     a = fit_ref(t, band, rank, causal)
     d = decompose(t, band, rank, causal=causal, method="fit")
     scale = np.abs(a).max()
-    np.testing.assert_allclose(d.A_coeffs.numpy(), a, rtol=0, atol=1e-8 * scale)
+    np.testing.assert_allclose(d.A_coeffs, a, rtol=0, atol=1e-8 * scale)
     ref = assemble_ref(t, band, rank, causal, a)
-    np.testing.assert_allclose(d.matrix().numpy(), ref["B"] + ref["L"], atol=1e-8 * scale)
+    np.testing.assert_allclose(d.band_matrix() + d.low_rank_matrix(), ref["B"] + ref["L"],
+                               atol=1e-8 * scale)
     floor = 1e-6 * np.linalg.norm(ref["T"])  # r = n fits exactly: both errors are ~1e-15
-    assert rel(d.errors["frobenius"], np.linalg.norm(ref["R"]), floor) < 1e-8
+    assert rel(d.errors.frobenius, np.linalg.norm(ref["R"]), floor) < 1e-8
 
 
 # -- Lanczos against dense -------------------------------------------------------------
@@ -236,10 +229,10 @@ def test_lanczos_spectral_norms_match_dense(n, name):
     t = kernel(name, n)
     d = decompose(t, 9, 16, spectral="lanczos", method="fit")
     e = d.errors
-    assert e["spectral_method"] == "lanczos"
-    assert rel(e["spectral"], np.linalg.norm(d.residual_matrix().numpy(), 2)) < 1e-3
-    assert rel(e["norm_spectral"], np.linalg.norm(toeplitz_ref(t), 2)) < 1e-3
-    assert rel(e["spectral"], np.linalg.norm(d.residual_matrix().numpy(), 2)) < 1e-8  # aim
+    assert e.spectral_method == "lanczos"
+    assert rel(e.spectral, np.linalg.norm(d.residual_matrix(), 2)) < 1e-3
+    assert rel(e.norm_spectral, np.linalg.norm(toeplitz_ref(t), 2)) < 1e-3
+    assert rel(e.spectral, np.linalg.norm(d.residual_matrix(), 2)) < 1e-8  # aim
 
 
 def test_large_n_singular_values_and_frobenius_without_dense():
@@ -247,24 +240,30 @@ def test_large_n_singular_values_and_frobenius_without_dense():
     t = kernel("spiky", n)
     d = decompose(t, 9, rank, method="fit")
     e = d.errors
-    R = d.residual_matrix().numpy()
-    sigma = np.linalg.svd(toeplitz_ref(t) - d.band_matrix().numpy(), compute_uv=False)
-    top = d.singular_values.numpy()
+    R = d.residual_matrix()
+    sigma = np.linalg.svd(toeplitz_ref(t) - d.band_matrix(), compute_uv=False)
+    top = d.singular_values
     assert len(top) == 2 * rank + 2
     np.testing.assert_allclose(top, sigma[: len(top)], rtol=1e-7)
-    assert rel(e["frobenius"], np.linalg.norm(R)) < 1e-8
-    assert rel(e["optimal_spectral"], sigma[rank]) < 1e-7
-    assert rel(e["optimal_frobenius"], np.sqrt(np.sum(sigma[rank:] ** 2))) < 1e-6
+    assert rel(e.frobenius, np.linalg.norm(R)) < 1e-8
+    assert rel(e.optimal_spectral, sigma[rank]) < 1e-7
+    assert rel(e.optimal_frobenius, np.sqrt(np.sum(sigma[rank:] ** 2))) < 1e-6
 
 
-def test_public_spectral_norm_on_a_dense_map():
+def test_symmetric_lanczos_on_dense_maps():
     rng = np.random.default_rng(3)
     for n in (1, 2, 50, 200):
-        M = torch.from_numpy(rng.standard_normal((n, n)))
-        value = spectral_norm(lambda x, M=M: M @ x, lambda x, M=M: M.T @ x, n)
-        assert rel(value, np.linalg.norm(M.numpy(), 2)) < 1e-6
-    M = torch.diag(torch.tensor([3.0, 3.0, 1.0], dtype=torch.float64))  # repeated top
-    assert spectral_norm(lambda x: M @ x, lambda x: M @ x, 3) == pytest.approx(3.0)
+        M = rng.standard_normal((n, n))
+        M = M + M.T
+        top = np.sort(np.abs(np.linalg.eigvalsh(M)))[::-1][: min(n, 3)]
+        result = symmetric_lanczos(lambda x, M=M: M @ x, n, len(top), tol=1e-10)
+        assert result.converged
+        np.testing.assert_allclose(result.values, top, rtol=1e-8)
+    M = np.diag([3.0, -3.0, 3.0, 1.0])  # a repeated top |λ|: breakdown, then a fresh vector
+    np.testing.assert_allclose(symmetric_lanczos(lambda x: M @ x, 4, 3).values, [3, 3, 3])
+    for kwargs, field in (({"k": 5}, "k"), ({"tol": 0.0}, "tol"), ({"k": 1.0}, "k")):
+        with pytest.raises(ValueError, match=field):
+            symmetric_lanczos(lambda x: M @ x, **({"n": 4, "k": 1} | kwargs))
 
 
 # -- orderings the maths guarantees ----------------------------------------------------
@@ -277,10 +276,10 @@ def test_fit_beats_sample_and_optima_bound_both(name, n, band, rank, causal):
     t = kernel(name, n, causal)
     sample = decompose(t, band, rank, causal=causal, method="sample").errors
     fit = decompose(t, band, rank, causal=causal, method="fit").errors
-    assert fit["frobenius"] <= sample["frobenius"] + 1e-12 * sample["norm_frobenius"]
+    assert fit.frobenius <= sample.frobenius + 1e-12 * sample.norm_frobenius
     for e in (sample, fit):
-        assert e["spectral"] >= e["optimal_spectral"] - 1e-9 * e["norm_spectral"]
-        assert e["frobenius"] >= e["optimal_frobenius"] - 1e-9 * e["norm_frobenius"]
+        assert e.spectral >= e.optimal_spectral - 1e-9 * e.norm_spectral
+        assert e.frobenius >= e.optimal_frobenius - 1e-9 * e.norm_frobenius
 
 
 # -- error_curve -----------------------------------------------------------------------
@@ -290,14 +289,14 @@ def test_fit_beats_sample_and_optima_bound_both(name, n, band, rank, causal):
 def test_error_curve_matches_decompose(n, causal):
     t = kernel("spiky", n, causal)
     curve = error_curve(t, 9, [1, 5, 12, n + 1, 2], causal=causal)
-    assert curve["ranks"] == [5, 12, 2]
-    for i, r in enumerate(curve["ranks"]):
-        for method in ("sample", "fit"):
-            e = decompose(t, 9, r, causal=causal, method=method).errors
-            assert rel(curve[method][i], e["relative_frobenius"]) < 1e-8
-        e = decompose(t, 9, r, causal=causal, method="fit").errors
-        assert rel(curve["optimal"][i], e["optimal_frobenius"] / e["norm_frobenius"]) < 1e-6
-        assert curve["optimal"][i] <= curve["fit"][i] <= curve["sample"][i] + 1e-12
+    assert curve.ranks.tolist() == [5, 12, 2]
+    for i, r in enumerate(curve.ranks):
+        for method, errors in (("sample", curve.sample), ("fit", curve.fit)):
+            e = decompose(t, 9, int(r), causal=causal, method=method).errors
+            assert rel(errors[i], e.relative_frobenius) < 1e-8
+        e = decompose(t, 9, int(r), causal=causal, method="fit").errors
+        assert rel(curve.optimal[i], e.optimal_frobenius / e.norm_frobenius) < 1e-6
+        assert curve.optimal[i] <= curve.fit[i] <= curve.sample[i] + 1e-12
 
 
 # -- profiles --------------------------------------------------------------------------
@@ -312,21 +311,43 @@ def test_decay_profile_recovers_lambda(decay, causal):
     if causal:
         t[: n - 1] = 0
     profile = decay_profile(t, causal=causal)
-    assert abs(profile["fitted_decay"] - decay) < 1e-3
-    assert profile["fit_intercept"] == pytest.approx(math.log(2.0), abs=1e-6)
-    np.testing.assert_array_equal(profile["lags"], np.arange(n))
-    np.testing.assert_allclose(profile["magnitude"], 2.0 * decay ** np.arange(n))
+    assert abs(profile.fit.rate - decay) < 1e-3
+    assert profile.fit.intercept == pytest.approx(math.log(2.0), abs=1e-6)
+    np.testing.assert_allclose(profile.fit.exponential(np.arange(n)), 2.0 * decay ** np.arange(n))
+    np.testing.assert_array_equal(profile.lags, np.arange(n))
+    np.testing.assert_allclose(profile.magnitude, 2.0 * decay ** np.arange(n))
     mass = np.abs(t)
     target = 0.99 * mass.sum()
     field = next(L for L in range(n) if mass[np.abs(k) <= L].sum() >= target)
-    assert profile["receptive_field"] == field
+    assert profile.receptive_field == field
 
 
 def test_decay_profile_ignores_zero_lags():
     t = np.zeros(2 * 30 - 1)
     t[29 + np.arange(0, 30, 3)] = 0.5 ** np.arange(0, 30, 3)  # every third lag zero
-    assert decay_profile(t, causal=True)["fitted_decay"] == pytest.approx(0.5, abs=1e-9)
-    assert math.isnan(decay_profile(np.zeros(9))["fitted_decay"])
+    assert decay_profile(t, causal=True).fit.rate == pytest.approx(0.5, abs=1e-9)
+    assert math.isnan(decay_profile(np.zeros(9)).fit.rate)
+
+
+def test_decay_fit_recovers_exponential_and_power_law():
+    t = np.arange(401, dtype=float)
+    fit = decay_fit(0.8**t)
+    assert fit.rate == pytest.approx(0.8, abs=1e-9) and fit.points == 401
+    assert fit.better_law == "exponential"
+    power = (1 + t) ** -2.0
+    fit = decay_fit(power, start=50)
+    assert fit.points == 351
+    assert fit.exponent == pytest.approx(2.0, abs=0.05)
+    assert fit.better_law == "power law"
+    # the floor leaves out round-off: only 0.5^t >= 1e-6 · max is fitted
+    assert decay_fit(0.5**t, floor=1e-6).points == int(np.floor(np.log(1e-6) / np.log(0.5))) + 1
+
+
+def test_decay_fit_of_too_few_points_is_undefined_not_an_error():
+    fit = decay_fit(np.array([1.0, 0.0]))
+    assert math.isnan(fit.rate) and fit.points == 1 and fit.better_law is None
+    fit = decay_fit(np.array([0.0, 0.5, 0.25]))  # two points: an exact line, no comparison
+    assert fit.rate == pytest.approx(0.5) and fit.better_law is None
 
 
 def test_frequency_response_of_known_kernels():
@@ -334,18 +355,18 @@ def test_frequency_response_of_known_kernels():
     t = kernel("spiky", n)
     t = 0.5 * (t + t[::-1])  # symmetric: real DTFT, phase 0 or π
     out = frequency_response(t)
-    N = 2 * len(out["omega"]) - 2
-    assert out["omega"][0] == 0 and out["omega"][-1] == pytest.approx(math.pi)
+    N = 2 * len(out.omega) - 2
+    assert out.omega[0] == 0 and out.omega[-1] == pytest.approx(math.pi)
     k = np.arange(-(n - 1), n)
-    dtft = np.exp(-1j * np.outer(out["omega"], k)) @ t  # Σ_k t_k e^{-iωk}
-    np.testing.assert_allclose(out["magnitude"], np.abs(dtft), atol=1e-12)
-    big = out["magnitude"] > 1e-9
-    assert np.all(np.abs(np.sin(out["phase"][big])) < 1e-9)
+    dtft = np.exp(-1j * np.outer(out.omega, k)) @ t  # Σ_k t_k e^{-iωk}
+    np.testing.assert_allclose(out.magnitude, np.abs(dtft), atol=1e-12)
+    big = out.magnitude > 1e-9
+    assert np.all(np.abs(np.sin(out.phase[big])) < 1e-9)
     assert N >= 2 * n
     shifted = np.zeros(2 * n - 1)
     shifted[n - 1 + 3] = 1.0  # a pure delay by 3: phase -3ω
     out = frequency_response(shifted, N=128)
-    np.testing.assert_allclose(np.exp(1j * out["phase"]), np.exp(-3j * out["omega"]), atol=1e-12)
+    np.testing.assert_allclose(np.exp(1j * out.phase), np.exp(-3j * out.omega), atol=1e-12)
     with pytest.raises(ValueError, match="N"):
         frequency_response(shifted, N=10)
 
@@ -421,9 +442,10 @@ def test_bad_kernels():
 def test_all_zero_kernel_gives_nan_relative_errors(n, spectral):
     d = decompose(np.zeros(2 * n - 1), 5, 4, spectral=spectral, method="fit")
     e = d.errors
-    assert math.isnan(e["relative_spectral"]) and math.isnan(e["relative_frobenius"])
-    assert "all-zero" in e["note"]
-    assert e["spectral"] == e["frobenius"] == e["norm_frobenius"] == 0.0
+    assert math.isnan(e.relative_spectral) and math.isnan(e.relative_frobenius)
+    assert math.isnan(e.relative_optimal_spectral)
+    assert "all-zero" in e.note
+    assert e.spectral == e.frobenius == e.norm_frobenius == 0.0
     curve = error_curve(np.zeros(2 * n - 1), 5, [2, 3])
-    assert all(math.isnan(v) for v in curve["fit"] + curve["sample"] + curve["optimal"])
-    assert "all-zero" in curve["note"]
+    assert np.isnan(np.concatenate([curve.fit, curve.sample, curve.optimal])).all()
+    assert "all-zero" in curve.note

@@ -84,7 +84,8 @@ def test_basics_heatmap_has_row_zero_on_top_and_is_subsampled_for_large_n():
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert spec["layout"]["yaxis"]["autorange"] == "reversed"
     z = spec["data"][0]["z"]  # plotly encodes arrays as {"dtype", "bdata", "shape"}
-    assert z["shape"] == "256, 256"  # 1024 rows drawn as every 4th
+    assert z["shape"] == "171, 171"  # 1024 rows drawn as every ⌈1024/192⌉ = 6th
+    assert spec["layout"]["title"]["text"].endswith("(1 row/column in 6 shown)")
 
 
 @pytest.mark.parametrize(
@@ -255,6 +256,23 @@ def test_inspect_page_loads_every_shipped_checkpoint(name):
     assert metric(at, "Task") in ("charlm", "listops", "digits", "recall")
 
 
+def test_inspect_page_draws_one_subsampling_rule():
+    """At n = 1024 the drilled-into channel draws every 6th row (192 at most, as on Basics),
+    the atlas grid every 16th (64 at most), and the title says so."""
+    import json
+
+    at = open_page("pages/inspect.py")
+    at.slider(key="atlas_channels").set_value(4)
+    at.slider(key="atlas_n").set_value(1024).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    channel = next(s for s in specs if s["layout"]["title"]["text"].startswith("T at n = 1024"))
+    assert channel["layout"]["title"]["text"].endswith("(1 row/column in 6 shown)")
+    assert channel["data"][0]["z"]["shape"] == "171, 171"
+    grid = next(s for s in specs if s["layout"]["title"]["text"].startswith("The first 12"))
+    assert [trace["z"]["shape"] for trace in grid["data"]] == ["64, 64"] * 8  # 2 layers × 4
+
+
 def test_decomposition_opens_a_learned_kernel():
     at = open_page("pages/decomposition.py")
     at.selectbox(key="source").set_value("checkpoint").run()
@@ -311,8 +329,9 @@ def test_speed_page_measures_the_band_crossover():
     at.button(key="band_run").click()
     at.run(timeout=300)
     assert not at.exception and not at.error, [e.value for e in at.error]
-    records, crossings = at.session_state["band_cross"]
-    assert {r["band"] for r in records} == {4, 8, 16, 32, 64}
-    assert [c["n"] for c in crossings] == [1024]
-    assert all(r["ski_ms"] > 0 and r["tno_ms"] > 0 for r in records)
+    view = at.session_state["band_cross"]
+    assert {r["band"] for r in view.records} == {4, 8, 16, 32, 64}
+    assert [c["n"] for c in view.crossings] == [1024]
+    assert all(r["ski_ms"] > 0 and r["tno_ms"] > 0 for r in view.records)
+    assert [s.name for s in view.lines] == ["n = 1024"]
     assert at.get("plotly_chart") and at.dataframe

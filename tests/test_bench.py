@@ -1,6 +1,6 @@
-"""tnn_core.bench (the harness, its record helpers, the live readouts) and the fast paths it
-picks between (tnn_core.operators.functional), against their references. Nothing here is
-timed: the numbers are only checked for shape and sanity."""
+"""tnn_core.bench: the harness, its record helpers, the memory probes, the baselines and the
+live readouts. Timings are not checked for their values, only for how they are combined
+(medians, ratios, scaling); the fast paths' correctness is tests/test_fast_paths.py."""
 
 from __future__ import annotations
 
@@ -8,31 +8,26 @@ import json
 import math
 import threading
 
+import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
-from tnn_core.bench import (
+from tnn_core.bench import live_speed, ski_pareto
+from tnn_core.bench.__main__ import main as bench_main
+from tnn_core.bench.baselines import Attention, TnoReference
+from tnn_core.bench.cases import make_case
+from tnn_core.bench.harness import (
     BenchConfig,
     crossovers,
-    live_speed,
-    make_case,
     markdown_tables,
     ratio,
     run_grid,
-    ski_pareto,
     slopes,
 )
-from tnn_core.bench.__main__ import main as bench_main
-from tnn_core.bench.baselines import Attention, TnoReference
 from tnn_core.bench.memory import profiler_peak_mb, rss_peak_mb
-from tnn_core.core.interpolation import interpolation, interpolation_matrix
-from tnn_core.core.toeplitz import apply_spectrum, circulant_column, fft_size, matvec_last
-from tnn_core.operators import OperatorConfig, build_operator
-from tnn_core.operators.fast.band import BAND_METHODS, band_conv, weight_grad_gemm
-from tnn_core.operators.fast.fft_product import circulant_product, spectral_product
-from tnn_core.operators.fast.interp import INTERP_METHODS, interp_plan, interp_w, interp_wt
-from tnn_core.operators.fast.ski_fused import ski_bidirectional
+from tnn_core.lab import speed
+from tnn_core.operators import SKI, OperatorConfig, build_operator
+from tnn_core.operators.fast.interp import INTERP_METHOD
 
 F64 = torch.float64
 TINY = dict(ns=(8, 16), batch=1, dim=8, rank=4, band=3, heads=2, repeats=2, warmup=0,
@@ -126,14 +121,34 @@ def test_crossovers_on_synthetic_records():
     assert ratio(records, "a", "b", False, "forward")[256] == pytest.approx(2.56 / 0.65536)
 
 
-def test_make_case_runs_both_modes():
+def test_make_case_runs_both_modes(monkeypatch):
+    """A forward case runs the operator in eval mode without autograd; a forward+backward
+    case leaves gradients on the parameters, and reset() drops them."""
+    seen = []
+    forward = SKI.forward
+
+    def spy(self, x):
+        seen.append((self.training, torch.is_grad_enabled()))
+        y = forward(self, x)
+        seen[-1] += (self,)
+        return y
+
+    monkeypatch.setattr(SKI, "forward", spy)
     spec = dict(op="ski", causal=False, n=20, mode="forward+backward", batch=2, dim=4, rank=4,
                 band=3, heads=2, decay=0.9, device="cpu", seed=0)
     run, reset = make_case(spec)
     run()
+    training, grad, op = seen[-1]
+    assert training and grad
+    assert all(p.grad is not None for p in op.parameters())
     reset()
+    assert all(p.grad is None for p in op.parameters())
     run, reset = make_case({**spec, "mode": "forward"})
     run()
+    assert seen[-1][:2] == (False, False)
+    for field, value in (("mode", "train"), ("op", "bogus")):
+        with pytest.raises(ValueError, match=field):
+            make_case({**spec, field: value})
 
 
 def test_memory_methods():
@@ -147,17 +162,38 @@ def test_memory_methods():
 # -- the live readouts -------------------------------------------------------------------
 
 
+def test_live_speed_times_the_ski_operator(monkeypatch):
+    """The readout's SKI time is the operator's own forward (bidirectional, r, m as asked,
+    no autograd): once per warm-up and once per round."""
+    calls = []
+    forward = SKI.forward
+
+    def spy(self, x):
+        calls.append((self.config.causal, self.config.rank, self.config.band,
+                      torch.is_grad_enabled(), tuple(x.shape)))
+        return forward(self, x)
+
+    monkeypatch.setattr(SKI, "forward", spy)
+    live_speed(64, rank=8, band=3, repeats=3, dim=8)
+    assert calls == [(False, 8, 3, False, (8, 64, 8))] * (1 + 3)
+    calls.clear()
+    ski_pareto(torch.ones(2 * 64 - 1, dtype=F64), [(4, 3), (16, 5)], batch=2, dim=4, repeats=2)
+    assert sorted(set(calls)) == [(False, 4, 3, False, (2, 64, 4)),
+                                  (False, 16, 5, False, (2, 64, 4))]
+    assert len(calls) == 2 * (1 + 2)
+
+
 def test_live_speed_keys():
     out = live_speed(256, rank=16, band=5, repeats=2)
     for key in ("ski_ms", "fft_ms", "dense_ms", "speedup_vs_fft", "speedup_vs_dense"):
         assert out[key] > 0
-    assert out["n"] == 256 and out["interp_method"] in INTERP_METHODS
+    assert out["n"] == 256 and out["interp_method"] == INTERP_METHOD
     assert out["speedup_vs_fft"] == pytest.approx(out["fft_ms"] / out["ski_ms"])
     assert out["batch"] == 8 and out["dim"] == 64 and out["dense_channels"] == 64  # 16 MB
     assert live_speed(300, rank=8, band=3, repeats=1, dense_max_n=256)["dense_ms"] is None
     part = live_speed(256, rank=8, band=3, repeats=1, dim=8, dense_budget_mb=0.5)
     assert part["dense_channels"] == 2 and part["dense_ms"] > 0  # 2 x 256 KB matrices
-    with pytest.raises(ValueError, match="rank"):
+    with pytest.raises(ValueError, match=r"rank must be an integer in \[2, n\] = \[2, 16\]"):
         live_speed(16, rank=32, band=3)
 
 
@@ -215,170 +251,60 @@ def test_attention_baseline_is_causal():
     assert grad[:, 5:].abs().max() == 0 and grad[:, :5].abs().max() > 0
 
 
-# -- the fast paths the operators pick between --------------------------------------------
-
-SIZES = [1, 2, 3, 7, 31, 64, 100, 257]
+# -- the Speed page's view of the records (tnn_core.lab.speed) ----------------------------
 
 
-@pytest.mark.parametrize("n", SIZES)
-def test_products_equal_references(n):
-    g = torch.Generator().manual_seed(n)
-    N = fft_size(n)
-    x = torch.randn(3, 4, n, dtype=F64, generator=g, requires_grad=True)
-    c = torch.randn(4, 2 * n - 1, dtype=F64, generator=g, requires_grad=True)
-    y, ref = circulant_product(x, circulant_column(c, N), N), matvec_last(c, x, N)
-    gy = torch.randn(ref.shape, dtype=F64, generator=g)
-    torch.testing.assert_close(y, ref, rtol=0, atol=1e-12)
-    for a, b in zip(torch.autograd.grad(y, (x, c), gy), torch.autograd.grad(ref, (x, c), gy),
-                    strict=True):
-        torch.testing.assert_close(a, b, rtol=0, atol=1e-11)
-    K = torch.randn(4, N // 2 + 1, dtype=torch.complex128, generator=g, requires_grad=True)
-    y, ref = spectral_product(x, K, N), apply_spectrum(K, x, N)
-    torch.testing.assert_close(y, ref, rtol=0, atol=1e-12)
-    for a, b in zip(torch.autograd.grad(y, (x, K), gy), torch.autograd.grad(ref, (x, K), gy),
-                    strict=True):
-        torch.testing.assert_close(a, b, rtol=0, atol=1e-11)
-    # a short (causal) column and a per-head column broadcast over channels
-    short = torch.randn(2, 1, n, dtype=F64, generator=g, requires_grad=True)
-    xh = torch.randn(3, 2, 2, n, dtype=F64, generator=g, requires_grad=True)
-    full = torch.cat([short.new_zeros(2, 1, n - 1), short], dim=-1).expand(2, 2, -1)
-    ref = torch.stack([matvec_last(full[h], xh[:, h], N) for h in range(2)], dim=1)
-    torch.testing.assert_close(circulant_product(xh, short, N), ref, rtol=0, atol=1e-12)
+def test_grid_view_lines_guides_and_tables():
+    ns = [1024, 256, 4096]  # out of order on purpose
+    records = (synthetic("b", {n: n * n / 1e5 for n in ns})
+               + synthetic("a", {n: n / 100 for n in ns})
+               + synthetic("a", {n: 2 * n / 100 for n in ns}, causal=True))
+    for rec in records:
+        rec["peak_mem_mb"] = None if rec["op"] == "b" else rec["n"] / 64
+    view = speed.grid_view(records)
+    assert [(p.causal, p.title) for p in view.panels] == [(False, "bidirectional"),
+                                                         (True, "causal")]
+    bidir = view.panels[0]
+    assert [s.name for s in bidir.time] == ["a", "b"]
+    np.testing.assert_array_equal(bidir.time[0].x, [256, 1024, 4096])
+    np.testing.assert_allclose(bidir.time[1].y, [0.65536, 10.48576, 167.77216])
+    np.testing.assert_allclose(bidir.memory[0].y, [4.0, 16.0, 64.0])
+    assert np.isnan(bidir.memory[1].y).all()
+    # guides start at the median time at the shortest n and grow as n, n log n, n²
+    t0 = np.median([2.56, 0.65536])
+    guides = {g.name: g for g in bidir.guides}
+    for name, grow in (("O(n)", lambda n: n), ("O(n log n)", lambda n: n * np.log2(n)),
+                       ("O(n²)", lambda n: n**2)):
+        np.testing.assert_allclose(guides[name].y, t0 * grow(np.array([256, 1024, 4096.]))
+                                   / grow(256.0))
+    assert {(s["op"], s["causal"]): round(s["slope"], 6) for s in view.slopes} == {
+        ("a", False): 1.0, ("b", False): 2.0, ("a", True): 1.0}
+    assert view.crossovers == [dict(causal=False, mode="forward", faster_below="b",
+                                    faster_above="a", n=1000)]
+    assert not view.missing
 
 
-def test_products_gradcheck():
-    x = torch.randn(1, 2, 3, dtype=F64, requires_grad=True)
-    col = torch.randn(2, 6, dtype=F64, requires_grad=True)
-    K = torch.randn(2, 4, dtype=torch.complex128, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda x, c: circulant_product(x, c, 6), (x, col))
-    assert torch.autograd.gradcheck(lambda x, K: spectral_product(x, K, 6), (x, K))
-    with pytest.raises(ValueError, match="N must be"):
-        circulant_product(x, col[:, :4], 4)
+def test_band_crossings_table_says_where_ski_stops_winning():
+    records = [dict(n=1024, band=m, speedup=s) for m, s in ((4, 2.0), (8, 1.5))]
+    records += [dict(n=4096, band=m, speedup=s) for m, s in ((4, 0.5), (8, 0.8))]
+    crossings = [dict(n=1024, band=None, faster_below=None),
+                 dict(n=4096, band=None, faster_below=None),
+                 dict(n=16384, band=11.6, faster_below=True),
+                 dict(n=32768, band=5.2, faster_below=False)]
+    records += [dict(n=16384, band=4, speedup=1.2), dict(n=32768, band=4, speedup=0.9)]
+    rows = speed.band_crossings_table(records, crossings)
+    assert rows == [{"n": 1024, "crossing": "SKI faster at every m measured (1.50–2.00×)"},
+                    {"n": 4096, "crossing": "TNO faster at every m measured (0.50–0.80×)"},
+                    {"n": 16384, "crossing": "SKI faster below m ≈ 12"},
+                    {"n": 32768, "crossing": "SKI faster above m ≈ 5"}]
 
 
-@pytest.mark.parametrize("n, r", [(1, 2), (2, 2), (3, 8), (7, 3), (31, 5), (64, 8), (100, 16),
-                                  (257, 32), (1000, 64), (1024, 64)])
-@pytest.mark.parametrize("route", INTERP_METHODS)
-def test_interp_routes_equal_dense_w(route, n, r):
-    g = torch.Generator().manual_seed(n + r)
-    plan = interp_plan(n, r, F64)
-    W = interpolation_matrix(interpolation(n, r))  # (n, r)
-    x = torch.randn(2, n, 3, dtype=F64, generator=g, requires_grad=True)
-    z = torch.randn(2, r, 3, dtype=F64, generator=g, requires_grad=True)
-    torch.testing.assert_close(interp_w(plan, z, route), W @ z, rtol=0, atol=1e-12)
-    torch.testing.assert_close(interp_wt(plan, x, route), W.T @ x, rtol=0, atol=1e-11)
-    if n <= 64:  # the adjoint pair: gradients through each route
-        (gz,) = torch.autograd.grad(interp_w(plan, z, route).square().sum(), z)
-        torch.testing.assert_close(gz, W.T @ (2 * W @ z), rtol=0, atol=1e-11)
-        (gx,) = torch.autograd.grad(interp_wt(plan, x, route).square().sum(), x)
-        torch.testing.assert_close(gx, W @ (2 * W.T @ x), rtol=0, atol=1e-11)
-
-
-@pytest.mark.parametrize("n", [1, 2, 7, 31, 100])
-@pytest.mark.parametrize("method", BAND_METHODS)
-def test_band_methods_equal_conv1d(method, n):
-    g = torch.Generator().manual_seed(n)
-    for m in (1, 2, 5, 8, 17, 32):  # m >= 14: the tap gradient by the blocked GEMM
-        w = torch.randn(4, m, dtype=F64, generator=g, requires_grad=True)
-        x = torch.randn(2, n, 4, dtype=F64, generator=g, requires_grad=True)
-        for left in sorted({0, m // 2, m - 1}):
-            ref = F.conv1d(F.pad(x.transpose(1, 2), (left, m - 1 - left)), w[:, None],
-                           groups=4).transpose(1, 2)
-            y = band_conv(x, w, left, method)
-            torch.testing.assert_close(y, ref, rtol=0, atol=1e-12)
-            gy = torch.randn(ref.shape, dtype=F64, generator=g)
-            got, want = torch.autograd.grad(y, (x, w), gy), torch.autograd.grad(ref, (x, w), gy)
-            for a, b in zip(got, want, strict=True):
-                torch.testing.assert_close(a, b, rtol=0, atol=1e-11)
-
-
-@pytest.mark.parametrize("n", [1, 2, 3, 7, 31, 100, 257])
-@pytest.mark.parametrize("pad", [0, 1, 4, 7, 16])
-def test_band_weight_grad_gemm_equals_direct_sum(n, pad):
-    """The blocked-GEMM tap gradient equals Σ_b Σ_i g[b, i, d] x[b, i + k - pad, d]."""
-    g = torch.Generator().manual_seed(n + pad)
-    x = torch.randn(3, n, 5, dtype=F64, generator=g)
-    gy = torch.randn(3, n, 5, dtype=F64, generator=g)
-    want = torch.zeros(5, 2 * pad + 1, dtype=F64)
-    for k in range(2 * pad + 1):
-        s = k - pad
-        lo, hi = max(0, -s), min(n, n - s)
-        if lo < hi:
-            want[:, k] = (gy[:, lo:hi] * x[:, lo + s : hi + s]).sum((0, 1))
-    torch.testing.assert_close(weight_grad_gemm(gy, x, pad), want, rtol=0, atol=1e-12)
-
-
-@pytest.mark.parametrize("route", INTERP_METHODS)
-def test_ski_operator_same_on_every_route(route):
-    torch.manual_seed(0)
-    op = build_operator(OperatorConfig(kind="ski", rank=8, band=5), 3).double()
-    x = torch.randn(2, 100, 3, dtype=F64)
-    expected = torch.einsum("cij,bjc->bic", op.matrix(100), x)
-    op.interp_method = route
-    for band_method in BAND_METHODS:
-        op.band_method = band_method
-        torch.testing.assert_close(op(x), expected, rtol=0, atol=1e-12)
-
-
-@pytest.mark.parametrize("kind", ["tno", "ski", "fd"])
-@pytest.mark.parametrize("causal", [False, True], ids=["bidir", "causal"])
-def test_no_grad_cache_is_invalidated_by_parameter_changes(kind, causal):
-    torch.manual_seed(0)
-    op = build_operator(OperatorConfig(kind=kind, causal=causal, rank=8, band=5), 3).double()
-    x = torch.randn(2, 50, 3, dtype=F64)
-    with torch.no_grad():
-        first = op(x)
-        torch.testing.assert_close(op(x), first, rtol=0, atol=0)  # served from the cache
-        for p in op.parameters():
-            p.data.mul_(1.5)  # through .data: no version bump, still caught
-        second = op(x)
-    torch.testing.assert_close(second, op(x), rtol=0, atol=1e-12)  # equals the autograd path
-    assert not torch.allclose(first, second)
-
-
-@pytest.mark.parametrize("route", INTERP_METHODS)
-@pytest.mark.parametrize("n, band", [(1, 4), (2, 3), (31, 4), (100, 5)])
-def test_ski_fused_node_equals_parts(n, band, route):
-    """The one-node SKI equals band + low rank computed by autograd of the parts, values
-    and every gradient; with no band it is the low-rank part alone."""
-    torch.manual_seed(0)
-    op = build_operator(OperatorConfig(kind="ski", rank=8, band=band), 3).double()
-    op.interp_method = route  # n = 100: "block" adds W z into the output in place
-    x = torch.randn(2, n, 3, dtype=F64, requires_grad=True)
-    gy = torch.randn(2, n, 3, dtype=F64)
-    params = (x, op.band_weight, op.knots)
-    fused = torch.autograd.grad(op(x), params, gy)  # the one-node path
-    parts = torch.autograd.grad(op._band(x) + op._low_rank(x), params, gy)
-    for a, b in zip(fused, parts, strict=True):
-        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
-    column = circulant_column(op.inducing_kernel(n), fft_size(8))
-    alone = ski_bidirectional(x, None, column, op.plan(n), route, 0)
-    torch.testing.assert_close(alone, op._low_rank(x), rtol=0, atol=1e-12)
-    got = torch.autograd.grad(alone, (x, op.knots), gy)
-    want = torch.autograd.grad(op._low_rank(x), (x, op.knots), gy)
-    for a, b in zip(got, want, strict=True):
-        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
-
-
-@pytest.mark.parametrize("shape, lead", [((5, 4, 33), (4,)), ((3, 2, 3, 17), (2, 1))])
-def test_products_in_batch_chunks(monkeypatch, shape, lead):
-    """Large products run chunk by chunk over dim 0 (small temporaries); same numbers."""
-    import tnn_core.operators.fast.fft_product as fft_product
-
-    monkeypatch.setattr(fft_product, "_CHUNK_BYTES", 1 << 12)
-    n = shape[-1]
-    N = fft_size(n)
-    assert len(fft_product._batch_chunks(torch.zeros(shape, dtype=F64), len(lead), N)) > 1
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(shape, dtype=F64, generator=g, requires_grad=True)
-    col = torch.randn(*lead, N, dtype=F64, generator=g, requires_grad=True)
-    K = torch.randn(*lead, N // 2 + 1, dtype=torch.complex128, generator=g, requires_grad=True)
-    for y, spectrum, kernel in [(circulant_product(x, col, N), torch.fft.rfft(col, n=N), col),
-                                (spectral_product(x, K, N), K, K)]:
-        ref = torch.fft.irfft(torch.fft.rfft(x, n=N) * spectrum, n=N)[..., :n]
-        gy = torch.randn(ref.shape, dtype=F64, generator=g)
-        torch.testing.assert_close(y, ref, rtol=0, atol=1e-12)
-        got = torch.autograd.grad(y, (x, kernel), gy)
-        want = torch.autograd.grad(ref, (x, kernel), gy)
-        for a, b in zip(got, want, strict=True):
-            torch.testing.assert_close(a, b, rtol=0, atol=1e-11)
+def test_bench_config_from_the_form():
+    config = speed.bench_config(("tno", "ski"), "both", (256, 512), "forward", 2, 4, 8, 3, 3,
+                                "cpu")
+    assert config.causal == (False, True) and config.modes == ("forward",)
+    assert config.heads == 1 and config.ns == (256, 512)
+    assert speed.bench_config(("tno",), "causal", (256,), "forward", 2, 64, 8, 3, 3,
+                              "cpu").heads == 8
+    with pytest.raises(ValueError, match="ops"):
+        speed.bench_config((), "causal", (256,), "forward", 2, 64, 8, 3, 3, "cpu")

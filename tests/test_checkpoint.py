@@ -6,6 +6,7 @@ import json
 import math
 import os
 import pickle
+import shlex
 import struct
 import uuid
 from pathlib import Path
@@ -22,10 +23,14 @@ from tnn_core.training.checkpoint import (
     CheckpointError,
     load,
     load_bytes,
+    migrate_train_config,
     read_info,
     save,
     shipped,
 )
+from tnn_core.training.cli import config_from_args, parser
+from tnn_core.training.config import TrainConfig
+from tnn_core.training.tasks import task_from_info
 
 KINDS = ["tno", "ski", "fd"]
 TASK_INFO = {"name": "recall", "settings": {"seq_len": 16}}
@@ -215,7 +220,10 @@ def test_shipped_checkpoints_load_and_beat_chance():
     assert len(infos) == len(list(SHIPPED_DIR.glob("*.safetensors")))
     for info in infos:
         assert info.size_bytes <= 5_000_000, info.source
+        # written by tnn_core 0.1.0, whose CLI was ``python -m tnn_core.train``
         assert info.history["command"].startswith("python -m tnn_core.train")
+        # ... with a flat train config, migrated on load to one holding the model
+        assert TrainConfig.from_dict(info.history["train_config"]).model == info.model_config
         assert info.history["status"] == "completed"
         final = info.final_metrics["metric"]
         if info.history["metric_name"] == "bpc":  # uniform guess: log2 V bits per character
@@ -224,3 +232,24 @@ def test_shipped_checkpoints_load_and_beat_chance():
             assert final > 3 / info.model_config.num_classes, info.source
         model, _ = load(info.source)
         assert sum(p.numel() for p in model.parameters()) > 0
+
+
+def test_a_shipped_train_config_migrates_to_what_the_cli_builds_today():
+    """listops-ski's flat 0.1.0 train config becomes the nested one that today's CLI
+    builds from the same command line."""
+    path = SHIPPED_DIR / "listops-ski.safetensors"
+    if not path.exists():
+        pytest.skip("listops-ski.safetensors is not shipped")
+    info = read_info(path)
+    migrated = TrainConfig.from_dict(info.history["train_config"])
+    prefix, argv = "python -m tnn_core.train ", info.history["command"]
+    assert argv.startswith(prefix)
+    args = parser().parse_args(shlex.split(argv[len(prefix):]))
+    assert migrated == config_from_args(args, task_from_info(info.task))
+    op = migrated.model.operator
+    assert (op.kind, op.rank, op.band, op.causal, migrated.steps) == ("ski", 32, 9, False, 2000)
+
+
+def test_a_nested_train_config_is_left_as_it_is():
+    nested = TrainConfig().to_dict()
+    assert migrate_train_config(nested, config("fd", "lm")) is nested

@@ -1,18 +1,23 @@
-"""Background runs: progress is recorded, Stop works, and a collected owner stops the run."""
+"""Background work: progress is recorded, Stop works, and a collected owner stops it."""
 
 import gc
 import threading
 
 import pytest
 
-from tnn_core.training.background import BackgroundJob, BackgroundRun
-from tnn_core.training.loop import TrainConfig
+from tnn_core.lab.train import progress_view
+from tnn_core.models import ModelConfig
+from tnn_core.operators import OperatorConfig
+from tnn_core.training.background import BackgroundJob, BackgroundRun, Progress
+from tnn_core.training.config import TrainConfig, model_for_task
 from tnn_core.training.tasks import get_task
 
 
 def tiny_config(steps: int) -> TrainConfig:
-    return TrainConfig(task="recall", steps=steps, batch_size=4, dim=16, layers=1,
-                       eval_every=5, eval_batches=1, eval_batch_size=4, warmup=1, device="cpu")
+    model = ModelConfig(dim=16, layers=1, operator=OperatorConfig(causal=True))
+    return TrainConfig(task="recall", steps=steps, batch_size=4, eval_every=5, eval_batches=1,
+                       eval_batch_size=4, warmup=1, device="cpu",
+                       model=model_for_task(model, get_task("recall")))
 
 
 def test_run_completes_and_records_progress():
@@ -32,9 +37,25 @@ def test_stop_ends_the_run_early():
     run = BackgroundRun(tiny_config(100_000), get_task("recall"))
     run.start()
     run.stop()
+    assert run.stopped
     run.join(timeout=120)
     p = run.snapshot()
     assert p.status == "stopped" and p.step < 100_000
+
+
+def test_progress_view_is_what_the_charts_draw():
+    p = Progress(status="running", step=3, steps=2, losses=[(1, 2.5), (2, 2.0), (3, 1.5)],
+                 evals=[{"step": 0, "loss": 3.0, "metric": 0.1},
+                        {"step": 2, "loss": 2.2, "metric": 0.4}])
+    view = progress_view(p)
+    assert view.fraction == 1.0  # at most 1
+    assert view.loss_steps.tolist() == [1, 2, 3] and view.losses.tolist() == [2.5, 2.0, 1.5]
+    assert view.eval_steps.tolist() == [0, 2] and view.eval_losses.tolist() == [3.0, 2.2]
+    assert view.eval_metrics.tolist() == [0.1, 0.4]
+    assert (view.last_loss, view.last_metric) == (1.5, 0.4)
+    empty = progress_view(Progress(steps=10))
+    assert empty.fraction == 0 and empty.last_loss is None and empty.last_metric is None
+    assert len(empty.loss_steps) == 0 and len(empty.eval_steps) == 0
 
 
 class Owner:
@@ -60,7 +81,8 @@ def test_failure_is_reported_not_raised():
     run.start()
     run.join(timeout=60)
     p = run.snapshot()
-    assert p.status == "failed" and p.message
+    assert p.status == "failed" and p.message.startswith("AttributeError: ")
+    assert run.result is None
 
 
 def test_job_reports_items_fraction_and_cancel():
@@ -79,12 +101,25 @@ def test_job_reports_items_fraction_and_cancel():
     job = BackgroundJob(work)
     job.start()
     assert gate.wait(10)
+    assert not job.stopped
     job.stop()
+    assert job.stopped
     job.join(timeout=10)
     fraction, items, done, error = job.snapshot()
     assert done and error is None and job.result == "cancelled"
     assert 3 <= len(items) < 1000 and items[:3] == [0, 1, 2]
     assert fraction == pytest.approx(len(items) / 1000)
+
+
+def test_job_stops_when_its_owner_is_collected():
+    job = BackgroundJob(lambda progress, stop: stop.wait(60))
+    owner = Owner()
+    job.stop_when_collected(owner)
+    job.start()
+    del owner
+    gc.collect()
+    job.join(timeout=10)
+    assert job.snapshot()[2] and job.result is True  # the wait ended by the stop event
 
 
 def test_job_error_is_kept():

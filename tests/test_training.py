@@ -9,16 +9,19 @@ import threading
 import pytest
 import torch
 
+from tnn_core.lab.train import app_config, app_task
+from tnn_core.models import ModelConfig, build_model
+from tnn_core.operators import OperatorConfig
 from tnn_core.training.checkpoint import load
+from tnn_core.training.cli import config_from_args, parser
 from tnn_core.training.cli import main as train_main
-from tnn_core.training.cli import parser
+from tnn_core.training.config import TrainConfig, model_for_task
 from tnn_core.training.evaluate import layer_kernels, length_sweep
 from tnn_core.training.evaluate import main as evaluate_main
-from tnn_core.training.loop import Callbacks, TrainConfig, learning_rate, train
+from tnn_core.training.loop import Callbacks, learning_rate, objective, task_loss, train
 from tnn_core.training.tasks import get_task
 
-TINY = {"dim": 16, "layers": 1, "eval_batches": 2, "eval_batch_size": 16, "warmup": 5,
-        "rank": 8, "band": 5, "device": "cpu"}
+TINY = {"eval_batches": 2, "eval_batch_size": 16, "warmup": 5, "device": "cpu"}
 TASK_SETTINGS = {
     "charlm": {"seq_len": 32, "max_bytes": 100_000},
     "listops": {"seq_len": 24, "max_depth": 1, "max_args": 3, "val_size": 64},
@@ -45,16 +48,22 @@ def tasks():
     return {name: get_task(name, settings) for name, settings in TASK_SETTINGS.items()}
 
 
-def tiny(task: str, **overrides) -> TrainConfig:
-    operator, steps, lr, _ = RUNS[task]
-    settings = {**TINY, "task": task, "operator": operator, "steps": steps, "lr": lr,
-                "eval_every": steps, "batch_size": 16, **overrides}
+def tiny_model(task, kind: str, **operator) -> ModelConfig:
+    """d = 16, one layer, the operator causal for lm tasks."""
+    op = OperatorConfig(kind=kind, causal=task.kind == "lm", rank=8, band=5, **operator)
+    return model_for_task(ModelConfig(dim=16, layers=1, operator=op), task)
+
+
+def tiny(task, **overrides) -> TrainConfig:
+    operator, steps, lr, _ = RUNS[task.name]
+    settings = {**TINY, "task": task.name, "model": tiny_model(task, operator), "steps": steps,
+                "lr": lr, "eval_every": steps, "batch_size": 16, **overrides}
     return TrainConfig(**settings)
 
 
 @pytest.mark.parametrize("name", list(RUNS))
 def test_tiny_run_lowers_the_loss(tasks, name):
-    result = train(tiny(name), tasks[name])
+    result = train(tiny(tasks[name]), tasks[name])
     evals = result.history["evals"]
     assert result.status == "completed"
     assert [e["step"] for e in evals] == [0, RUNS[name][1]]
@@ -66,10 +75,10 @@ def test_tiny_run_lowers_the_loss(tasks, name):
 
 def test_runs_are_seeded_and_leave_the_global_rng_alone(tasks):
     state = torch.random.get_rng_state()
-    a = train(tiny("recall", steps=5), tasks["recall"])
+    a = train(tiny(tasks["recall"], steps=5), tasks["recall"])
     assert torch.equal(torch.random.get_rng_state(), state)
-    b = train(tiny("recall", steps=5), tasks["recall"])
-    c = train(tiny("recall", steps=5, seed=1), tasks["recall"])
+    b = train(tiny(tasks["recall"], steps=5), tasks["recall"])
+    c = train(tiny(tasks["recall"], steps=5, seed=1), tasks["recall"])
     for (name, p), q in zip(a.model.state_dict().items(), b.model.state_dict().values(),
                             strict=True):
         assert torch.equal(p, q), name
@@ -81,7 +90,7 @@ def test_callbacks_and_history(tasks):
     steps, evals = [], []
     callbacks = Callbacks(on_step=lambda *args: steps.append(args),
                           on_eval=lambda step, m: evals.append((step, m)))
-    result = train(tiny("recall", steps=7, eval_every=3), tasks["recall"], callbacks,
+    result = train(tiny(tasks["recall"], steps=7, eval_every=3), tasks["recall"], callbacks,
                    command="python -m tnn_core.training --task recall")
     assert [s[0] for s in steps] == list(range(1, 8))
     step, loss, rate, lr = steps[-1]
@@ -99,7 +108,7 @@ def test_stop_event_ends_the_run(tasks):
         if step == 4:
             stop.set()
 
-    result = train(tiny("recall", steps=50), tasks["recall"], Callbacks(on_step=on_step),
+    result = train(tiny(tasks["recall"], steps=50), tasks["recall"], Callbacks(on_step=on_step),
                    stop_event=stop)
     assert result.status == "stopped" and "after 4 steps" in result.message
     assert result.history["steps"] == 4 and result.final_metrics["step"] == 4
@@ -107,7 +116,7 @@ def test_stop_event_ends_the_run(tasks):
 
 def test_a_run_in_a_thread(tasks):
     out = {}
-    thread = threading.Thread(target=lambda: out.update(r=train(tiny("recall", steps=3),
+    thread = threading.Thread(target=lambda: out.update(r=train(tiny(tasks["recall"], steps=3),
                                                                 tasks["recall"])))
     thread.start()
     thread.join(60)
@@ -115,7 +124,7 @@ def test_a_run_in_a_thread(tasks):
 
 
 def test_nan_loss_stops_and_keeps_the_last_finite_weights(tasks):
-    result = train(tiny("recall", lr=1e30, steps=20, warmup=0, clip=0.0), tasks["recall"])
+    result = train(tiny(tasks["recall"], lr=1e30, steps=20, warmup=0, clip=0.0), tasks["recall"])
     assert result.status == "diverged"
     assert "became" in result.message and "kept the weights after step" in result.message
     assert all(torch.isfinite(p).all() for p in result.model.parameters())
@@ -136,7 +145,7 @@ def test_nan_from_the_model_is_caught(tasks, monkeypatch):
         return loss * float("nan") if calls["n"] == 4 else loss
 
     monkeypatch.setattr(training, "task_loss", poisoned)
-    result = train(tiny("recall", steps=10, eval_every=100), tasks["recall"])
+    result = train(tiny(tasks["recall"], steps=10, eval_every=100), tasks["recall"])
     assert result.status == "diverged"
     assert result.message.startswith("loss became nan at step 4")
     assert result.history["steps"] == 2 and result.final_metrics["step"] == 2
@@ -153,18 +162,103 @@ def test_learning_rate_schedules():
     assert learning_rate(15, inv) == pytest.approx(0.5)
 
 
-def test_train_config_validates():
+def test_train_config_validates(tasks):
     with pytest.raises(ValueError, match="schedule must be one of"):
         TrainConfig(schedule="linear")
-    with pytest.raises(ValueError, match="lr must be a number in"):
+    with pytest.raises(ValueError, match=r"lr must be a number in \[0, inf\); got -1.0"):
         TrainConfig(lr=-1.0)
-    with pytest.raises(ValueError, match="rank must be an integer in"):
-        TrainConfig(rank=1)
+    with pytest.raises(ValueError, match=r"steps must be an integer in \[0, inf\); got True"):
+        TrainConfig(steps=True)
     with pytest.raises(ValueError, match="unknown TrainConfig fields"):
         TrainConfig.from_dict({"task": "recall", "momentum": 0.9})
+    with pytest.raises(ValueError, match="unknown OperatorConfig fields"):
+        TrainConfig.from_dict({"model": {"operator": {"kind": "ski", "rnak": 8}}})
+    with pytest.raises(ValueError, match="model must be a ModelConfig"):
+        TrainConfig(model={"dim": 8})
+    with pytest.raises(ValueError, match="model.task must be 'lm' for task 'recall'"):
+        TrainConfig(task="recall")  # the default model is a classifier
+    recall = tasks["recall"]
     with pytest.raises(ValueError, match="operator.causal must be True"):
-        TrainConfig(task="recall", causal=False).model_config(get_task("recall"))
-    assert TrainConfig(task="listops").model_config(get_task("listops")).operator.causal is False
+        model_for_task(ModelConfig(operator=OperatorConfig(causal=False)), recall)
+    unfitted = TrainConfig(task="recall", model=ModelConfig(
+        task="lm", operator=OperatorConfig(causal=True)))
+    with pytest.raises(ValueError, match=f"model.vocab_size must be {recall.vocab_size}"):
+        unfitted.model_config(recall)
+
+
+@pytest.mark.parametrize("kind", ["tno", "ski", "fd", "togeipi"])
+def test_train_config_holds_the_whole_model(tasks, kind):
+    """Every operator kind, togeipi included, round-trips through the nested dict."""
+    config = tiny(tasks["listops"], model=tiny_model(tasks["listops"], kind, heads=4,
+                                                      sparse_l1=1e-3))
+    data = config.to_dict()
+    assert data["model"]["operator"]["kind"] == kind and "operator" not in data
+    assert TrainConfig.from_dict(data) == config
+    assert config.model_config(tasks["listops"]) == config.model
+
+
+def test_cli_builds_the_nested_config(tasks):
+    args = parser().parse_args(["--task", "recall", "--operator", "togeipi", "--dim", "16",
+                                "--heads", "4", "--sparse-l1", "0.01", "--max-length", "64"])
+    config = config_from_args(args, tasks["recall"])
+    op = config.model.operator
+    assert (op.kind, op.causal, op.heads, op.sparse_l1, op.max_length) == \
+        ("togeipi", True, 4, 0.01, 64)
+    assert config.model.vocab_size == tasks["recall"].vocab_size and config.model.dim == 16
+    args = parser().parse_args(["--task", "listops", "--causal", "--operator", "ski"])
+    assert config_from_args(args, tasks["listops"]).model.operator.causal is True
+
+
+@pytest.mark.parametrize(("name", "causal"), [("recall", True), ("listops", False)])
+def test_the_app_config(name, causal):
+    task = app_task(name)
+    config = app_config(task, "ski", "tiny", 300, 1e-3, 0.9, 16, 7, "cpu", 3)
+    model = config.model_config(task)  # fitted to the task
+    assert (model.dim, model.layers, model.operator.causal) == (32, 1, causal)
+    assert (model.operator.kind, model.operator.rank, model.operator.band) == ("ski", 16, 7)
+    assert (config.warmup, config.eval_every, config.seed) == (30, 30, 3)
+
+
+def test_togeipi_trains(tasks):
+    config = tiny(tasks["recall"], steps=3,
+                  model=tiny_model(tasks["recall"], "togeipi", heads=4, max_length=16))
+    result = train(config, tasks["recall"])
+    assert result.status == "completed" and math.isfinite(result.final_metrics["loss"])
+
+
+def togeipi_model(sparse_l1: float):
+    torch.manual_seed(0)
+    config = ModelConfig(task="lm", vocab_size=10, dim=8, layers=2, operator=OperatorConfig(
+        kind="togeipi", causal=True, heads=4, max_length=8, sparse_l1=sparse_l1))
+    return build_model(config).double()
+
+
+@pytest.mark.parametrize("sparse_l1", [0.0, 0.5])
+def test_the_l1_penalty_is_in_the_gradient(sparse_l1):
+    """objective = task loss + sparse_l1 · Σ|S| of each layer: its gradient on S differs from
+    the task loss's by exactly sparse_l1 · sign(S) (lower triangle, causal)."""
+    model = togeipi_model(sparse_l1)
+    tokens = torch.randint(0, 10, (3, 8), generator=torch.Generator().manual_seed(1))
+    loss = task_loss(model(tokens)[:, :-1], tokens[:, 1:])
+    sparse = [op.sparse for op in model.operators()]
+    task_grads = torch.autograd.grad(loss, sparse, retain_graph=True)
+    grads = torch.autograd.grad(objective(model, loss), sparse)
+    for S, g, g_task in zip(sparse, grads, task_grads, strict=True):
+        torch.testing.assert_close(g - g_task, sparse_l1 * S.detach().sign().tril())
+    assert (sparse_l1 == 0) == all(torch.equal(g, t) for g, t in zip(grads, task_grads,
+                                                                       strict=True))
+
+
+def test_training_applies_the_l1_penalty(tasks):
+    """The loop minimises the objective: a large sparse_l1 shrinks S faster than none."""
+    recall = tasks["recall"]
+
+    def sparse_mass(sparse_l1: float) -> float:
+        model = tiny_model(recall, "togeipi", heads=4, max_length=16, sparse_l1=sparse_l1)
+        result = train(tiny(recall, steps=3, model=model), recall)
+        return sum(float(op.sparse.detach().tril().abs().sum()) for op in result.model.operators())
+
+    assert sparse_mass(1.0) < sparse_mass(0.0) - 1.0
 
 
 def test_cli_trains_saves_and_evaluates(tmp_path, capsys):
@@ -203,11 +297,11 @@ def test_cli_rejects_options_of_other_tasks(capsys):
 
 
 def test_length_sweep_and_kernels(tasks):
-    result = train(tiny("recall", steps=2), tasks["recall"])
+    result = train(tiny(tasks["recall"], steps=2), tasks["recall"])
     rows = length_sweep(result.model, tasks["recall"], batches=1, batch_size=4)
     assert [r["length"] for r in rows] == [16, 32, 64]
     assert all(math.isfinite(r["loss"]) for r in rows)
-    digits = train(tiny("digits", steps=1), tasks["digits"])
+    digits = train(tiny(tasks["digits"], steps=1), tasks["digits"])
     rows = length_sweep(digits.model, tasks["digits"], batches=1, batch_size=4)
     assert rows[0]["metric"] is not None and rows[1]["metric"] is None
     kernels = layer_kernels(result.model, 10)
@@ -217,7 +311,7 @@ def test_length_sweep_and_kernels(tasks):
 
 @pytest.mark.parametrize("dtype", ["float64", "bfloat16"])
 def test_other_dtypes(tasks, dtype):
-    result = train(tiny("recall", steps=3, dtype=dtype), tasks["recall"])
+    result = train(tiny(tasks["recall"], steps=3, dtype=dtype), tasks["recall"])
     assert result.status == "completed" and math.isfinite(result.final_metrics["loss"])
     expected = torch.float64 if dtype == "float64" else torch.float32  # bf16 is autocast
     assert next(result.model.parameters()).dtype == expected

@@ -5,9 +5,8 @@ or more (the dynamic mmap threshold's ceiling) with a fresh ``mmap`` and gives i
 on ``free``; the next allocation of that size is fresh memory again, which the kernel
 page-faults and zeroes while it is first written. At n = 16384, B = 8, D = 64 one
 [B, n, D] float32 activation is exactly 32 MiB, so every forward and backward paid
-page faults per activation: SKI's forward+backward took 52-57 ms there instead of
-35-46 with this setting (docs/benchmarks.md), time that grows with the number of
-allocations above the threshold, not with the work.
+page faults per activation, time that grows with the number of allocations above the
+threshold, not with the work (docs/benchmarks.md, "The allocator").
 Below the threshold the same memory is reused from the heap without faults. PyTorch's
 CPU performance guide fixes this by preloading jemalloc or tcmalloc; neither ships
 here, so this module gives glibc the same behaviour with ``mallopt``:

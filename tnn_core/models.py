@@ -22,8 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tnn_core.checks import check_fields
-from tnn_core.operators import OperatorConfig, build_operator
+from tnn_core.checks import check_choice, check_fields, check_int
+from tnn_core.operators import OperatorConfig, Togeipi, build_operator
 
 __all__ = ["ModelConfig", "GTU", "GLU", "TNNLayer", "CausalLM", "SequenceClassifier",
            "build_model"]
@@ -43,16 +43,12 @@ class ModelConfig:
     operator: OperatorConfig = field(default_factory=OperatorConfig)
 
     def __post_init__(self):
-        if self.task not in ("lm", "classify"):
-            raise ValueError(f"task must be one of ('lm', 'classify'); got {self.task!r}")
+        check_choice("task", self.task, ("lm", "classify"))
         for name, low in (("vocab_size", 1), ("num_classes", 2), ("dim", 1), ("layers", 1),
                           ("expand_ratio", 1)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an integer in [{low}, inf); got {value!r}")
-        if self.glu_dim is not None and (isinstance(self.glu_dim, bool)
-                                         or not isinstance(self.glu_dim, int) or self.glu_dim < 1):
-            raise ValueError(f"glu_dim must be an integer in [1, inf); got {self.glu_dim!r}")
+            check_int(name, getattr(self, name), low)
+        if self.glu_dim is not None:
+            check_int("glu_dim", self.glu_dim, 1)
         if not isinstance(self.operator, OperatorConfig):
             raise ValueError(f"operator must be an OperatorConfig; got {self.operator!r}")
         if self.task == "lm" and not self.operator.causal:
@@ -136,6 +132,16 @@ class _Backbone(nn.Module):
     def operators(self) -> list:
         """The token mixers, one per layer (for kernel inspection)."""
         return [layer.gtu.op for layer in self.layers]
+
+    def l1_penalty(self) -> torch.Tensor:
+        """Sum of the togeipi layers' ``l1_penalty()`` (sparse_l1 · Σ|S_ij|); 0 otherwise.
+
+        The training loop adds it to the loss (``training.loop.objective``)."""
+        total = self.embed.weight.new_zeros(())
+        for op in self.operators():
+            if isinstance(op, Togeipi):
+                total = total + op.l1_penalty()
+        return total
 
 
 class CausalLM(_Backbone):

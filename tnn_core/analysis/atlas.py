@@ -3,11 +3,11 @@
 A researcher asks "which layers are low-rank?". For every channel's learned
 Toeplitz kernel at length n the atlas gives
 
-    decay        the fitted effective λ of |t_k| (``analysis.decay_profile``)
+    decay        the fitted effective λ of |t_k| (``profiles.decay_profile``)
     spikiness    the share of the matrix's energy inside the band |k| <= m//2
                  (causal: 0 <= k < m): Σ_band (n-|k|) t_k² / Σ (n-|k|) t_k²
     low_rank     the relative Frobenius error of SKI's band + W A Wᵀ at rank r
-                 ("sample", as SKI-TNN computes A), from ``analysis.error_curve``
+                 ("sample", as SKI-TNN computes A), from ``curves.error_curve``
     optimal      the Eckart–Young optimum at the same rank, for comparison
 
 Letters: L layers, D channels, n length.
@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 
-from tnn_core.analysis import decay_profile, error_curve
+from tnn_core.analysis.curves import error_curve
+from tnn_core.analysis.profiles import decay_profile
 
-__all__ = ["channel_stats", "kernel_atlas", "summarise"]
+__all__ = ["channel_stats", "kernel_atlas"]
 
 
 def channel_stats(coeffs: torch.Tensor, band: int, rank: int, causal: bool) -> dict:
@@ -33,12 +33,12 @@ def channel_stats(coeffs: torch.Tensor, band: int, rank: int, causal: bool) -> d
     inside = (k >= 0) & (k < band) if causal else k.abs() <= band // 2
     total = float(energy.sum())
     spikiness = float(energy[inside].sum()) / total if total > 0 else math.nan
-    decay = decay_profile(coeffs, causal=causal)["fitted_decay"]
+    decay = decay_profile(coeffs, causal=causal).fit.rate
     low_rank = optimal = math.nan
     if 2 <= rank <= n and band <= 2 * n - 2 and total > 0:
         curve = error_curve(coeffs, band, [rank], causal=causal)
-        if curve["ranks"]:
-            low_rank, optimal = curve["sample"][0], curve["optimal"][0]
+        if len(curve.ranks):
+            low_rank, optimal = curve.sample[0], curve.optimal[0]
     return {"decay": float(decay), "spikiness": spikiness, "low_rank": float(low_rank),
             "optimal": float(optimal)}
 
@@ -58,15 +58,3 @@ def kernel_atlas(kernels: torch.Tensor, band: int = 9, rank: int = 32, causal: b
             rows.append({"layer": layer, "channel": channel,
                          **channel_stats(coeffs, band, rank, causal)})
     return rows
-
-
-def summarise(rows: list[dict]) -> list[dict]:
-    """Per layer: the median of each statistic (NaNs ignored)."""
-    out = []
-    for layer in sorted({r["layer"] for r in rows}):
-        mine = [r for r in rows if r["layer"] == layer]
-        out.append({"layer": layer, "channels": len(mine),
-                    **{key: float(np.nanmedian([r[key] for r in mine]))
-                       if any(np.isfinite(r[key]) for r in mine) else math.nan
-                       for key in ("decay", "spikiness", "low_rank", "optimal")}})
-    return out

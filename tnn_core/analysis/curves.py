@@ -8,7 +8,7 @@ Frobenius errors come from the small Gram matrices of ``gram`` (O(n m + r²)
 plus r FFT products per rank), and the optimum from the top r singular values
 of T - band by Lanczos on the symmetric Hankel matrix (T - band) J (``norms``).
 
-The optimum is ``decompose(..., method="fit").errors["optimal_frobenius"]``:
+The optimum is ``decompose(..., method="fit").errors.optimal_frobenius``:
 the Eckart–Young error (Σ_{i>r} σ_i²)^½ of T - band with the fitted band taps
 (Theorem 1 of "SKI to go Faster" measures W A Wᵀ against this T_{r,opt}), so it
 never exceeds the fit error. A band fixed for every rank (the kernel continued
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -48,64 +49,70 @@ from tnn_core.analysis.gram import (
 )
 from tnn_core.analysis.norms import single_threaded_blas
 from tnn_core.analysis.persymmetric import kernel_rfft, toeplitz_singular_values
+from tnn_core.checks import check_int
 from tnn_core.core.interpolation import interpolation
 from tnn_core.core.toeplitz import fft_size
 
-__all__ = ["CURVE_RANKS", "error_curve"]
+__all__ = ["CURVE_RANKS", "ErrorCurve", "error_curve"]
 
 CURVE_RANKS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)  # the pages' error-against-r curve
 OPTIMAL_TOL = 1e-9  # Lanczos residual for the optimum's singular values (or the energy test)
 
 
-def error_curve(coeffs, band: int, ranks: Iterable[int], causal: bool = False) -> dict:
-    """Relative Frobenius errors against rank for one kernel coeffs [2n-1].
+@dataclass(frozen=True)
+class ErrorCurve:
+    """Relative Frobenius errors ||T - approx||_F / ||T||_F, one per rank (nan for an
+    all-zero kernel, and ``note`` says why)."""
 
-    Returns ``ranks`` (those in [2, n], in the order given), ``sample``, ``fit`` and
-    ``optimal`` (lists of floats, one per rank: ||T - approx||_F / ||T||_F and the
-    Eckart–Young optimum for the fitted band over ||T||_F), and ``norm_frobenius``.
-    For an all-zero kernel the errors are nan and ``note`` says why.
-    """
+    ranks: np.ndarray  # [q] the ranks asked for that lie in [2, n], in the order given
+    sample: np.ndarray  # [q] SKI with sampled A
+    fit: np.ndarray  # [q] SKI with fitted A
+    optimal: np.ndarray  # [q] Eckart–Young optimum for the fitted band
+    norm_frobenius: float  # ||T||_F
+    note: str = ""
+
+
+def error_curve(coeffs, band: int, ranks: Iterable[int], causal: bool = False) -> ErrorCurve:
+    """Relative Frobenius errors against rank for one kernel coeffs [2n-1] (``ErrorCurve``).
+
+    ranks: integers >= 1; those above n or below 2 are left out."""
     with single_threaded_blas():
         return _error_curve(coeffs, band, ranks, causal)
 
 
-def _error_curve(coeffs, band: int, ranks: Iterable[int], causal: bool) -> dict:
+def _error_curve(coeffs, band: int, ranks: Iterable[int], causal: bool) -> ErrorCurve:
     t = as_kernel(coeffs)
     n = (t.shape[0] + 1) // 2
     check_decomposition(n, band, 2, causal)
-    ranks = list(ranks)
-    for r in ranks:
-        if isinstance(r, bool) or not isinstance(r, int | np.integer):
-            raise ValueError(f"ranks must be integers in [2, n] = [2, {n}]; got {r!r}")
-    valid = [int(r) for r in ranks if 2 <= r <= n]
-    t_np = t.numpy()
+    valid = [r for r in (check_int("ranks", r, 1) for r in ranks) if 2 <= r <= n]
     lags = band_lags(n, int(band), causal)
-    t_band = t_np[n - 1 + lags]  # (m,)
-    smooth = smooth_continuation(t_np, lags)  # (2n-1,) k̃
-    norm_sq = frobenius_sq(t_np)
+    t_band = t[n - 1 + lags]  # (m,)
+    smooth = smooth_continuation(t, lags)  # (2n-1,) k̃
+    norm_sq = frobenius_sq(t)
     norm = math.sqrt(norm_sq)
-    out = {"ranks": valid, "sample": [], "fit": [], "optimal": [], "norm_frobenius": norm}
     if norm == 0:
-        nan = [float("nan")] * len(valid)
-        out.update(sample=nan, fit=list(nan), optimal=list(nan), note=ZERO_KERNEL_NOTE)
-        return out
+        nan = np.full(len(valid), np.nan)
+        return ErrorCurve(np.array(valid, dtype=np.int64), nan, nan.copy(), nan.copy(), norm,
+                          ZERO_KERNEL_NOTE)
 
     N = fft_size(n)
-    spectrum = kernel_rfft(t_np, N)  # (F,)
+    spectrum = kernel_rfft(t, N)  # (F,)
+    sample, fit, optimal = [], [], []
     for r in valid:
         interp = interpolation(n, r)
         gram = ski_gram(interp, lags)
         projection = inducing_projection(spectrum, interp, N)  # (2r-1,)
         fitted = fit_inducing_coeffs(gram, projection, t_band)
-        for name, a in (("sample", sample_inducing_coeffs(smooth, r)), ("fit", fitted)):
+        for errors, a in ((sample, sample_inducing_coeffs(smooth, r)), (fit, fitted)):
             error_sq = residual_frobenius_sq(gram, a, projection, t_band, norm_sq)
-            out[name].append(math.sqrt(error_sq) / norm)
-        remainder = t_np.copy()  # T - band with the fitted taps: t_k - β_k = μ_k in the band
+            errors.append(math.sqrt(error_sq) / norm)
+        remainder = t.copy()  # T - band with the fitted taps: t_k - β_k = μ_k in the band
         remainder[n - 1 + lags] = gram.diagonal @ fitted / gram.counts
-        optimal = 0.0
+        best = 0.0
         if r < n:
             sigma, how = toeplitz_singular_values(remainder, r + 1, tol=OPTIMAL_TOL,
                                                   energy_rank=r)
-            optimal = optimal_errors(sigma, how == "dense", r, n, frobenius_sq(remainder))[1]
-        out["optimal"].append(optimal / norm)
-    return out
+            best = optimal_errors(sigma, how == "dense", r, n, frobenius_sq(remainder))[1]
+        optimal.append(best / norm)
+    return ErrorCurve(np.array(valid, dtype=np.int64), np.array(sample), np.array(fit),
+                      np.array(optimal), norm)

@@ -19,8 +19,9 @@ h²/8 (``Decomposition.theorem1_factor``). ``Decomposition.errors`` compares the
 approximation with T and with the Eckart–Young optimum σ_{r+1}(T - B).
 
 Errors and singular values are computed when first read, then cached
-(``errors``): building a Decomposition costs O(n m + r²) (plus r FFT products
-for "fit").
+(``errors``, by ``errors.decomposition_errors`` on plain arrays): building a
+Decomposition costs O(n m + r²) (plus r FFT products for "fit"). Everything is numpy
+float64 (``norms`` explains why not torch).
 
 Letters: n length, r rank (inducing points), m band lags, N FFT size.
 """
@@ -32,10 +33,9 @@ from typing import Literal
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from tnn_core.analysis.dense import dense_toeplitz
-from tnn_core.analysis.errors import decomposition_errors
+from tnn_core.analysis.errors import DecompositionErrors, decomposition_errors
 from tnn_core.analysis.gram import (
     SkiGram,
     band_lags,
@@ -43,10 +43,12 @@ from tnn_core.analysis.gram import (
     inducing_projection,
     ski_gram,
 )
+from tnn_core.analysis.low_rank import interpolation_weights, low_rank_matrix, residual_matrix
 from tnn_core.analysis.norms import single_threaded_blas
 from tnn_core.analysis.persymmetric import kernel_rfft, toeplitz_singular_values
-from tnn_core.core.interpolation import apply_w, apply_wt, inducing_points, interpolation
-from tnn_core.core.toeplitz import fft_size, matvec_last
+from tnn_core.checks import check_choice, check_int
+from tnn_core.core.interpolation import inducing_points, interpolation
+from tnn_core.core.toeplitz import fft_size
 
 __all__ = ["METHODS", "SPECTRAL_ROUTES", "LANCZOS_FROM_N", "Decomposition", "decompose",
            "as_kernel", "check_decomposition", "smooth_continuation", "sample_inducing_coeffs"]
@@ -56,42 +58,28 @@ SpectralRoute = Literal["auto", "dense", "lanczos"]
 METHODS: tuple[str, ...] = ("sample", "fit")
 SPECTRAL_ROUTES: tuple[str, ...] = ("auto", "dense", "lanczos")
 
-# spectral="auto" takes Lanczos from this n on. Measured with bench.spectral_crossover on
-# the 2-core CPU (median of 9 fresh ``.errors``, spike_smooth λ = 0.99, r = 32, band = 9;
-# dense / Lanczos ms): n = 64: 1.05 / 2.8, 128: 2.4 / 3.2, 192: 4.6 / 4.8, 224: 6.0 / 5.8,
-# 256: 9.6 / 6.4, 384: 25 / 13.5, 512: 52 / 23. Both routes take the singular values of
-# T - band densely up to n = 512; the route decides the two spectral norms.
+# spectral="auto" takes Lanczos from this n on, where it overtook the dense route
+# (measured: docs/benchmarks.md). Both routes take the singular values of T - band
+# densely up to n = 512; the route decides the two spectral norms.
 LANCZOS_FROM_N = 224
 DENSE_MAX_N = 512  # all singular values of T - band, densely, up to this n
 
 
-def as_kernel(coeffs, name: str = "coeffs") -> torch.Tensor:
-    """A 1-D finite kernel [2n-1] as a float64 torch tensor (a copy)."""
-    t = torch.as_tensor(np.asarray(coeffs) if not isinstance(coeffs, torch.Tensor) else coeffs)
-    t = t.detach().to("cpu", torch.float64).clone()
-    if t.dim() != 1:
-        raise ValueError(f"{name} must be 1-D with 2n-1 lags; got shape {tuple(t.shape)}")
+def as_kernel(coeffs, name: str = "coeffs") -> np.ndarray:
+    """A 1-D finite kernel [2n-1] (torch or numpy) as a float64 numpy array (a copy)."""
+    if isinstance(coeffs, torch.Tensor):
+        coeffs = coeffs.detach().cpu().double().numpy()
+    t = np.array(coeffs, dtype=np.float64)
+    if t.ndim != 1:
+        raise ValueError(f"{name} must be 1-D with 2n-1 lags; got shape {t.shape}")
     if t.shape[0] % 2 == 0:
         raise ValueError(f"{name} length must be odd, 2n-1 lags -(n-1)..n-1; got {t.shape[0]}")
-    bad = ~torch.isfinite(t)
+    bad = ~np.isfinite(t)
     if bad.any():
         n = (t.shape[0] + 1) // 2
-        where = (torch.nonzero(bad).flatten() - (n - 1)).tolist()[:5]
+        where = (np.flatnonzero(bad) - (n - 1)).tolist()[:5]
         raise ValueError(f"{name} must be finite; got NaN or Inf at lags {where}")
     return t
-
-
-def _check_int(name: str, value, low: int, high: int, span: str) -> int:
-    is_int = isinstance(value, int | np.integer) and not isinstance(value, bool)
-    if not is_int or not low <= value <= high:
-        raise ValueError(f"{name} must be an integer in {span} = [{low}, {high}]; got {value!r}")
-    return int(value)
-
-
-def _check_choice(name: str, value, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {allowed}; got {value!r}")
-    return value
 
 
 def check_decomposition(n: int, band, rank, causal, method="sample", spectral="auto") -> None:
@@ -99,12 +87,12 @@ def check_decomposition(n: int, band, rank, causal, method="sample", spectral="a
     if n < 2:
         raise ValueError(f"n must be >= 2 to decompose: rank must be in [2, n] and [2, {n}] is "
                          f"empty; got a kernel of {2 * n - 1} lag (n = {n})")
-    _check_int("rank", rank, 2, n, "[2, n]")
-    _check_int("band", band, 1, 2 * n - 2, "[1, 2n-2]")
+    check_int("rank", rank, 2, n, "[2, n]")
+    check_int("band", band, 1, 2 * n - 2, "[1, 2n-2]")
     if not isinstance(causal, bool):
         raise ValueError(f"causal must be True or False; got {causal!r}")
-    _check_choice("method", method, METHODS)
-    _check_choice("spectral", spectral, SPECTRAL_ROUTES)
+    check_choice("method", method, METHODS)
+    check_choice("spectral", spectral, SPECTRAL_ROUTES)
 
 
 def smooth_continuation(t: np.ndarray, lags: np.ndarray) -> np.ndarray:
@@ -131,28 +119,26 @@ def sample_inducing_coeffs(continued: np.ndarray, r: int) -> np.ndarray:
 
 
 class Decomposition:
-    """T ≈ band + W A Wᵀ for one kernel; see the module docstring. Build with ``decompose``."""
+    """T ≈ band + W A Wᵀ for one kernel; see the module docstring. Build with ``decompose``.
 
-    def __init__(self, coeffs: torch.Tensor, band: int, rank: int, causal: bool, method: str,
-                 spectral: str, A_coeffs: np.ndarray, gram: SkiGram, projection: np.ndarray | None,
-                 smooth: np.ndarray):
+    Dense pieces take ``idx`` (rows and columns to evaluate, all when None) so a heatmap
+    never forms n × n."""
+
+    def __init__(self, coeffs: np.ndarray, band: int, rank: int, causal: bool, method: str,
+                 spectral: str, A_coeffs: np.ndarray, gram: SkiGram,
+                 projection: np.ndarray | None):
         n = (coeffs.shape[0] + 1) // 2
         self.n, self.band, self.rank, self.causal = n, band, rank, causal
         self.method, self.spectral = method, spectral
         self.coeffs = coeffs  # [2n-1]
-        self.A_coeffs = torch.from_numpy(np.asarray(A_coeffs, dtype=np.float64))  # [2r-1]
-        self.smooth_coeffs = torch.from_numpy(smooth)  # [2n-1] k̃, the continued kernel
+        self.A_coeffs = np.asarray(A_coeffs, dtype=np.float64)  # [2r-1]
         self.interp = gram.interp
         self.band_lags = gram.lags  # [m]
         self.gram = gram  # SkiGram: diagonal sums and Gram of the SKI basis
-        if projection is not None:
-            self.__dict__["projection"] = projection  # already computed by "fit"
-        t_band = coeffs.numpy()[n - 1 + gram.lags]
-        mu = gram.diagonal @ A_coeffs / gram.counts  # (m,) diagonal means of W A Wᵀ
-        band_coeffs = torch.zeros_like(coeffs)
-        band_coeffs[n - 1 + torch.from_numpy(gram.lags)] = torch.from_numpy(t_band - mu)
-        self.band_coeffs = band_coeffs  # [2n-1], zero outside the band lags
-        self._N = fft_size(n)
+        self._projection = projection  # [2r-1] b, when "fit" computed it
+        mu = gram.diagonal @ self.A_coeffs / gram.counts  # (m,) diagonal means of W A Wᵀ
+        self.band_coeffs = np.zeros_like(coeffs)  # [2n-1], zero outside the band lags
+        self.band_coeffs[n - 1 + gram.lags] = coeffs[n - 1 + gram.lags] - mu
 
     def __repr__(self) -> str:
         return (f"Decomposition(n={self.n}, band={self.band}, rank={self.rank}, "
@@ -170,81 +156,25 @@ class Decomposition:
         return self.spacing**2 / 8
 
     @cached_property
-    def inducing_points(self) -> torch.Tensor:  # [r]
-        return inducing_points(self.n, self.rank)
+    def inducing_points(self) -> np.ndarray:  # [r] p_i
+        return inducing_points(self.n, self.rank).numpy()
 
-    # Dense pieces are built in numpy (``norms`` explains why), returned as torch.
-    @cached_property
-    def W(self) -> torch.Tensor:  # [n, r]
-        index, weight = self.interp.index.numpy(), self.interp.weight.numpy()
-        W = np.zeros((self.n, self.rank))
-        rows = np.arange(self.n)
-        W[rows, index] = weight[:, 0]
-        W[rows, index + 1] += weight[:, 1]
-        return torch.from_numpy(W)
+    @property
+    def W(self) -> np.ndarray:  # [n, r]
+        return interpolation_weights(self.interp).toarray()
 
-    @cached_property
-    def A(self) -> torch.Tensor:  # [r, r]
-        return torch.from_numpy(dense_toeplitz(self.A_coeffs))
+    @property
+    def A(self) -> np.ndarray:  # [r, r]
+        return dense_toeplitz(self.A_coeffs)
 
-    def band_matrix(self) -> torch.Tensor:  # [n, n]
-        return torch.from_numpy(dense_toeplitz(self.band_coeffs))
+    def band_matrix(self, idx: np.ndarray | None = None) -> np.ndarray:  # [s, s]
+        return dense_toeplitz(self.band_coeffs, idx)
 
-    def low_rank_matrix(self) -> torch.Tensor:  # [n, n]
-        W = self.W.numpy()
-        return torch.from_numpy((W @ self.A.numpy()) @ W.T)
+    def low_rank_matrix(self, idx: np.ndarray | None = None) -> np.ndarray:  # [s, s]
+        return low_rank_matrix(self.interp, self.A_coeffs, idx)
 
-    def matrix(self) -> torch.Tensor:  # [n, n]
-        return self.band_matrix() + self.low_rank_matrix()
-
-    def residual_matrix(self) -> torch.Tensor:  # [n, n]
-        smooth = dense_toeplitz(self.coeffs - self.band_coeffs)  # T - band
-        return torch.from_numpy(smooth - self.low_rank_matrix().numpy())
-
-    # -- fast products --------------------------------------------------------------------
-    def _check_x(self, x) -> torch.Tensor:
-        x = torch.as_tensor(x).to(torch.float64)
-        if x.dim() < 1 or x.shape[-1] != self.n:
-            raise ValueError(f"x must have shape [..., n={self.n}]; got {tuple(x.shape)}")
-        return x
-
-    def _low_rank(self, x: torch.Tensor, transpose: bool = False) -> torch.Tensor:
-        """W A Wᵀ x (or W Aᵀ Wᵀ x): x [..., n] -> [..., n], O(n + r²)."""
-        z = apply_wt(self.interp, x)  # (..., r)
-        if self.rank > 256:
-            a = self.A_coeffs.flip(0) if transpose else self.A_coeffs
-            z = matvec_last(a[None], z.unsqueeze(-2)).squeeze(-2)  # (..., r) by FFT
-        else:
-            z = z @ (self.A if transpose else self.A.T)  # (..., r)
-        return apply_w(self.interp, z)  # (..., n)
-
-    def _band(self, x: torch.Tensor) -> torch.Tensor:
-        """Band part as a convolution: y_i = Σ_k β_k x_{i-k}. x [..., n] -> [..., n]."""
-        lags = self.band_lags
-        lo, hi = int(lags[0]), int(lags[-1])
-        taps = self.band_coeffs[self.n - 1 + lo : self.n + hi].flip(0)  # (m,): β_hi .. β_lo
-        flat = F.pad(x.reshape(-1, 1, self.n), (hi, -lo))  # (B, 1, n + m - 1)
-        return F.conv1d(flat, taps[None, None]).reshape(x.shape)  # (..., n)
-
-    def matvec(self, x) -> torch.Tensor:
-        """(band + W A Wᵀ) x. x [..., n] -> [..., n]."""
-        x = self._check_x(x)
-        return self._band(x) + self._low_rank(x)
-
-    def _toeplitz(self, lag_coeffs: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """Toeplitz(lag_coeffs) x by FFT. x [..., n] -> [..., n]."""
-        return matvec_last(lag_coeffs[None], x.unsqueeze(-2), self._N).squeeze(-2)
-
-    def residual_matvec(self, x) -> torch.Tensor:
-        """(T - band - W A Wᵀ) x, with T and band in one FFT product. x [..., n] -> [..., n]."""
-        x = self._check_x(x)
-        return self._toeplitz(self.coeffs - self.band_coeffs, x) - self._low_rank(x)
-
-    def residual_rmatvec(self, x) -> torch.Tensor:
-        """(T - band - W A Wᵀ)ᵀ x. x [..., n] -> [..., n]."""
-        x = self._check_x(x)
-        smooth_t = (self.coeffs - self.band_coeffs).flip(0)  # transpose: lags reversed
-        return self._toeplitz(smooth_t, x) - self._low_rank(x, transpose=True)
+    def residual_matrix(self, idx: np.ndarray | None = None) -> np.ndarray:  # [s, s]
+        return residual_matrix(self.coeffs - self.band_coeffs, self.interp, self.A_coeffs, idx)
 
     # -- errors ---------------------------------------------------------------------------
     @property
@@ -255,14 +185,8 @@ class Decomposition:
         return "lanczos" if self.n >= LANCZOS_FROM_N else "dense"
 
     @cached_property
-    def projection(self) -> np.ndarray:
-        """b[l] = <W S_l Wᵀ, T>_F, [2r-1] (``gram.inducing_projection``)."""
-        with single_threaded_blas():
-            return inducing_projection(kernel_rfft(self.coeffs, self._N), self.interp, self._N)
-
-    @cached_property
-    def singular_values_and_method(self) -> tuple[np.ndarray, str]:
-        """Leading singular values of T - band (numpy, descending) and their route."""
+    def _singular_values(self) -> tuple[np.ndarray, str]:
+        """Leading singular values of T - band (descending) and their route."""
         n, r = self.n, self.rank
         k = min(n, max(min(2 * r + 2, 256), r + 1))
         limit = n if self.spectral == "dense" else DENSE_MAX_N
@@ -270,24 +194,22 @@ class Decomposition:
             return toeplitz_singular_values(self.coeffs - self.band_coeffs, k, dense_max_n=limit)
 
     @property
-    def singular_values(self) -> torch.Tensor:
+    def singular_values(self) -> np.ndarray:
         """Singular values of T - band, descending, [k] float64: all n when n <= 512 (or
         spectral="dense"), else the top max(min(2r+2, 256), r+1) by Lanczos."""
-        return torch.from_numpy(self.singular_values_and_method[0].copy())
+        return self._singular_values[0].copy()
 
     @cached_property
-    def errors(self) -> dict:
-        """Errors of the approximation, computed on first access and cached.
-
-        spectral, frobenius: ||T - matrix()|| in the 2- and Frobenius norms;
-        relative_spectral, relative_frobenius: divided by ||T|| (nan, with a ``note``,
-        for an all-zero kernel); optimal_spectral, optimal_frobenius: the Eckart–Young
-        optima σ_{r+1}(T - band) and (Σ_{i>r} σ_i²)^½, which no rank-r low-rank part can
-        beat with this band; norm_spectral, norm_frobenius: ||T||; spectral_method:
-        "dense" or "lanczos"; singular_values_method: how the σ_i were found.
-        """
+    def errors(self) -> DecompositionErrors:
+        """Errors of the approximation against T and the Eckart–Young optimum, computed on
+        first access and cached (``errors.DecompositionErrors``)."""
+        sigma, how = self._singular_values
         with single_threaded_blas():
-            return decomposition_errors(self)
+            return decomposition_errors(
+                coeffs=self.coeffs, band_coeffs=self.band_coeffs, interp=self.interp,
+                A_coeffs=self.A_coeffs, gram=self.gram, projection=self._projection,
+                singular_values=sigma, singular_values_method=how,
+                spectral_method=self.spectral_method)
 
 
 def decompose(coeffs, band: int, rank: int, causal: bool = False, method: Method = "sample",
@@ -307,14 +229,12 @@ def decompose(coeffs, band: int, rank: int, causal: bool = False, method: Method
     band, rank = int(band), int(rank)
     interp = interpolation(n, rank)
     gram = ski_gram(interp, band_lags(n, band, causal))
-    t_np = t.numpy()
-    smooth = smooth_continuation(t_np, gram.lags)
     projection = None
     if method == "sample":
-        a = sample_inducing_coeffs(smooth, rank)
+        a = sample_inducing_coeffs(smooth_continuation(t, gram.lags), rank)
     else:
         N = fft_size(n)
         with single_threaded_blas():
-            projection = inducing_projection(kernel_rfft(t_np, N), interp, N)
-            a = fit_inducing_coeffs(gram, projection, t_np[n - 1 + gram.lags])
-    return Decomposition(t, band, rank, causal, method, spectral, a, gram, projection, smooth)
+            projection = inducing_projection(kernel_rfft(t, N), interp, N)
+            a = fit_inducing_coeffs(gram, projection, t[n - 1 + gram.lags])
+    return Decomposition(t, band, rank, causal, method, spectral, a, gram, projection)

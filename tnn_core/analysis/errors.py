@@ -16,35 +16,75 @@ For T ≈ B + W A Wᵀ (``decompose``) with residual R = T - B - W A Wᵀ:
 Theorem 1 of "SKI to go Faster" bounds ||W A Wᵀ - T_{r,opt}||_2 with the
 linear-interpolation factor h²/8; these are the two sides of that comparison.
 
-Letters: n length, r rank, m band lags.
+Everything here takes plain arrays: the lags of T [2n-1] and of the band B [2n-1],
+the interpolation and A's lags [2r-1]. Letters: n length, r rank, m band lags.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 
 from tnn_core.analysis.dense import dense_toeplitz
-from tnn_core.analysis.gram import residual_frobenius_sq
-from tnn_core.analysis.norms import NumpyProduct
+from tnn_core.analysis.gram import SkiGram, inducing_projection, residual_frobenius_sq
+from tnn_core.analysis.low_rank import low_rank_product, residual_matrix
 from tnn_core.analysis.persymmetric import (
     capped_norm,
+    kernel_rfft,
     persymmetric_singular_values,
     toeplitz_norm,
     toeplitz_product,
 )
+from tnn_core.core.interpolation import Interpolation
+from tnn_core.core.toeplitz import fft_size
 
-if TYPE_CHECKING:
-    from tnn_core.analysis.decompose import Decomposition
-
-__all__ = ["frobenius_sq", "optimal_errors", "low_rank_product", "residual_hankel_product",
-           "decomposition_errors", "ZERO_KERNEL_NOTE"]
+__all__ = ["DecompositionErrors", "frobenius_sq", "optimal_errors", "decomposition_errors",
+           "ZERO_KERNEL_NOTE"]
 
 DENSE_FROBENIUS_MAX_N = 512  # form R densely for its Frobenius norm up to this n
 LANCZOS_TOL = 1e-10  # relative Ritz residual for the spectral norms
 ZERO_KERNEL_NOTE = "relative errors are undefined for an all-zero kernel (||T|| = 0)"
+
+
+@dataclass(frozen=True)
+class DecompositionErrors:
+    """||R|| for R = T - B - W A Wᵀ, ||T||, and the Eckart–Young optima of T - B."""
+
+    spectral: float  # ||R||_2
+    frobenius: float  # ||R||_F
+    norm_spectral: float  # ||T||_2
+    norm_frobenius: float  # ||T||_F
+    optimal_spectral: float  # σ_{r+1}(T - B): no rank-r low-rank part does better
+    optimal_frobenius: float  # (Σ_{i>r} σ_i²)^½
+    spectral_method: str  # route of the two spectral norms: "dense" or "lanczos"
+    singular_values_method: str  # how the σ_i of T - B were found
+
+    def _relative(self, value: float, norm: float) -> float:
+        return value / norm if self.norm_frobenius > 0 else math.nan
+
+    @property
+    def relative_spectral(self) -> float:
+        """||R||_2 / ||T||_2 (nan for an all-zero kernel, see ``note``)."""
+        return self._relative(self.spectral, self.norm_spectral)
+
+    @property
+    def relative_frobenius(self) -> float:
+        return self._relative(self.frobenius, self.norm_frobenius)
+
+    @property
+    def relative_optimal_spectral(self) -> float:
+        return self._relative(self.optimal_spectral, self.norm_spectral)
+
+    @property
+    def relative_optimal_frobenius(self) -> float:
+        return self._relative(self.optimal_frobenius, self.norm_frobenius)
+
+    @property
+    def note(self) -> str:
+        """Why the relative errors are undefined, or "" when they are not."""
+        return ZERO_KERNEL_NOTE if self.norm_frobenius == 0 else ""
 
 
 def frobenius_sq(coeffs) -> float:
@@ -69,32 +109,10 @@ def optimal_errors(sigma: np.ndarray, complete: bool, r: int, n: int,
     return float(sigma[r]) if len(sigma) > r else float("nan"), math.sqrt(max(tail, 0.0))
 
 
-def low_rank_product(dec: Decomposition, transpose: bool = False) -> NumpyProduct:
-    """numpy x [n] -> W A Wᵀ x (or W Aᵀ Wᵀ x), O(n + r²) (FFT for A when r > 256)."""
-    index = dec.interp.index.numpy()  # (n,)
-    w0, w1 = dec.interp.weight[:, 0].numpy(), dec.interp.weight[:, 1].numpy()  # (n,)
-    r = dec.rank
-    a = dec.A_coeffs.numpy()[::-1].copy() if transpose else dec.A_coeffs.numpy()  # Aᵀ: reversed
-    if r > 256:
-        apply_a = toeplitz_product(a)
-    else:
-        A = dec.A.numpy().T if transpose else dec.A.numpy()
-
-        def apply_a(z):
-            return A @ z
-
-    def product(x: np.ndarray) -> np.ndarray:
-        z = np.bincount(index, x * w0, r) + np.bincount(index + 1, x * w1, r)  # (r,) Wᵀ x
-        z = apply_a(z)  # (r,)
-        return z[index] * w0 + z[index + 1] * w1  # (n,) W z
-
-    return product
-
-
-def residual_hankel_product(dec: Decomposition) -> NumpyProduct:
+def _residual_hankel_product(smooth: np.ndarray, interp: Interpolation, A_coeffs: np.ndarray):
     """numpy x [n] -> R J x = (T - B) J x - W A Wᵀ J x, symmetric in x (module docstring)."""
-    toeplitz = toeplitz_product(dec.coeffs - dec.band_coeffs, flip=True)
-    low_rank = low_rank_product(dec)
+    toeplitz = toeplitz_product(smooth, flip=True)
+    low_rank = low_rank_product(interp, A_coeffs)
 
     def product(x: np.ndarray) -> np.ndarray:
         return toeplitz(x) - low_rank(x[::-1].copy())
@@ -102,45 +120,42 @@ def residual_hankel_product(dec: Decomposition) -> NumpyProduct:
     return product
 
 
-def decomposition_errors(dec: Decomposition) -> dict:
-    """The ``Decomposition.errors`` dict (see there)."""
-    n, r = dec.n, dec.rank
-    route = dec.spectral_method
-    t = dec.coeffs.numpy()
-    smooth = (dec.coeffs - dec.band_coeffs).numpy()  # T - B
-    norm_sq, smooth_sq = frobenius_sq(t), frobenius_sq(smooth)
-    R = dec.residual_matrix().numpy() if route == "dense" or n <= DENSE_FROBENIUS_MAX_N else None
-    if route == "dense":
+def decomposition_errors(*, coeffs: np.ndarray, band_coeffs: np.ndarray, interp: Interpolation,
+                         A_coeffs: np.ndarray, gram: SkiGram, projection: np.ndarray | None,
+                         singular_values: np.ndarray, singular_values_method: str,
+                         spectral_method: str) -> DecompositionErrors:
+    """The errors of T ≈ B + W A Wᵀ, T and B given by their lags coeffs, band_coeffs [2n-1].
+
+    gram: the SkiGram of (interp, band lags); projection: b = <W S_l Wᵀ, T>_F [2r-1]
+    (``gram.inducing_projection``; None: computed here when n > 512 needs it);
+    singular_values: of T - B, descending, all n when singular_values_method is "dense",
+    else at least the top r + 1; spectral_method: "dense" or "lanczos".
+    """
+    n, r = interp.n, interp.r
+    smooth = coeffs - band_coeffs  # (2n-1,) T - B
+    norm_sq, smooth_sq = frobenius_sq(coeffs), frobenius_sq(smooth)
+    R = None
+    if spectral_method == "dense" or n <= DENSE_FROBENIUS_MAX_N:
+        R = residual_matrix(smooth, interp, A_coeffs)  # (n, n)
+    if spectral_method == "dense":
         spectral = persymmetric_singular_values(R)[0]
-        norm_spectral = persymmetric_singular_values(dense_toeplitz(t))[0]
+        norm_spectral = persymmetric_singular_values(dense_toeplitz(coeffs))[0]
     else:
-        spectral = capped_norm(residual_hankel_product(dec), n, tol=LANCZOS_TOL).values[0]
-        norm_spectral = toeplitz_norm(t, tol=LANCZOS_TOL)
+        hankel = _residual_hankel_product(smooth, interp, A_coeffs)
+        spectral = capped_norm(hankel, n, tol=LANCZOS_TOL).values[0]
+        norm_spectral = toeplitz_norm(coeffs, tol=LANCZOS_TOL)
     if n <= DENSE_FROBENIUS_MAX_N:
         frobenius = float(np.linalg.norm(R))
     else:
-        t_band = t[n - 1 + dec.band_lags]
-        frobenius = math.sqrt(residual_frobenius_sq(dec.gram, dec.A_coeffs.numpy(),
-                                                    dec.projection, t_band, norm_sq))
-    sigma, how = dec.singular_values_and_method
-    optimal_spectral, optimal_frobenius = optimal_errors(sigma, how == "dense", r, n, smooth_sq)
-    norm_frobenius = math.sqrt(norm_sq)
-    out = {
-        "spectral": float(spectral),
-        "frobenius": frobenius,
-        "relative_spectral": float("nan"),
-        "relative_frobenius": float("nan"),
-        "optimal_spectral": optimal_spectral,
-        "optimal_frobenius": optimal_frobenius,
-        "norm_spectral": float(norm_spectral),
-        "norm_frobenius": norm_frobenius,
-        "spectral_method": route,
-        "singular_values_method": how,
-    }
-    if norm_frobenius > 0:
-        out["relative_spectral"] = out["spectral"] / out["norm_spectral"]
-        out["relative_frobenius"] = frobenius / norm_frobenius
-    else:
-        out["note"] = ZERO_KERNEL_NOTE
-    return out
-
+        if projection is None:
+            N = fft_size(n)
+            projection = inducing_projection(kernel_rfft(coeffs, N), interp, N)
+        t_band = coeffs[n - 1 + gram.lags]
+        frobenius = math.sqrt(residual_frobenius_sq(gram, A_coeffs, projection, t_band, norm_sq))
+    optimal_spectral, optimal_frobenius = optimal_errors(
+        singular_values, singular_values_method == "dense", r, n, smooth_sq)
+    return DecompositionErrors(
+        spectral=float(spectral), frobenius=frobenius, norm_spectral=float(norm_spectral),
+        norm_frobenius=math.sqrt(norm_sq), optimal_spectral=optimal_spectral,
+        optimal_frobenius=optimal_frobenius, spectral_method=spectral_method,
+        singular_values_method=singular_values_method)

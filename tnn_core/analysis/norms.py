@@ -1,20 +1,12 @@
-"""Spectral norms and leading singular values of maps known by their products.
+"""Largest |λ| of symmetric maps known by their products, and one-thread BLAS.
 
-Two Lanczos processes with full reorthogonalisation (Golub & Van Loan,
-Matrix Computations, §10.1 and §10.4), both stopped by a residual test:
-
-* ``golub_kahan`` (any square M): from a random unit v_0,
-      α_j u_j = M v_j - β_{j-1} u_{j-1},    β_j v_{j+1} = Mᵀ u_j - α_j v_j,
-  so M V_j = U_j B_j with B_j upper bidiagonal. A Ritz triple (σ, p, q) of B_j
-  has residual ||Mᵀ U_j p - σ V_j q|| = β_j |p_last|.
-* ``symmetric_lanczos`` (symmetric M, largest |λ|): the tridiagonal T_j, Ritz
-  pair (θ, s) with residual β_j |s_last|.
-
-Toeplitz and SKI matrices get the second at half the price (``persymmetric``).
-
-Stop when every wanted residual is <= tol · (largest Ritz value). A breakdown
-(an invariant subspace) continues from a fresh random vector orthogonal to the
-basis, so repeated values are found too. Ritz values are lower bounds.
+``symmetric_lanczos``: Lanczos with full reorthogonalisation (Golub & Van Loan,
+Matrix Computations, §10.1) for the k largest |λ| of a symmetric n × n map: the
+tridiagonal T_j, Ritz pair (θ, s) with residual β_j |s_last|. Stop when every wanted
+residual is <= tol · (largest Ritz value). A breakdown (an invariant subspace)
+continues from a fresh random vector orthogonal to the basis, so repeated values are
+found too. Ritz values are lower bounds. Singular values of Toeplitz and SKI matrices
+come from it through their symmetric Hankel forms M J (``persymmetric``).
 
 Threads. On the 2-core CPU this was built on, multithreaded BLAS next to
 torch's OpenMP pool was pathological: a torch FFT between numpy BLAS calls
@@ -23,9 +15,8 @@ of 29 ms single-threaded. So the bases live in numpy, the products use
 scipy.fft, and the analysis entry points run inside ``single_threaded_blas()``,
 which limits OpenBLAS to one thread for their duration and restores it after
 (through threadpoolctl when installed; otherwise it does nothing).
-We use these Lanczos routines instead of ARPACK
-(scipy.sparse.linalg.svds), which took 0.26 s for the top 66 at n = 1024 and
-0.7 s at n = 4096 here.
+We use this Lanczos instead of ARPACK (scipy.sparse.linalg.svds), which took
+0.26 s for the top 66 at n = 1024 and 0.7 s at n = 4096 here.
 
 Letters: n size of the (square) map, k values wanted, j Lanczos steps.
 """
@@ -33,27 +24,16 @@ Letters: n size of the (square) map, k values wanted, j Lanczos steps.
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
-import torch
 
-__all__ = [
-    "single_threaded_blas",
-    "LanczosResult",
-    "golub_kahan",
-    "symmetric_lanczos",
-    "spectral_norm",
-    "top_singular_values",
-    "dense_singular_values",
-]
+from tnn_core.checks import check_int, check_number
 
-logger = logging.getLogger(__name__)
+__all__ = ["single_threaded_blas", "LanczosResult", "NumpyProduct", "symmetric_lanczos"]
 
-Product = Callable[[torch.Tensor], torch.Tensor]  # torch x [n] -> M x [n]
 NumpyProduct = Callable[[np.ndarray], np.ndarray]  # numpy x [n] -> M x [n]
 
 _controller = None  # threadpoolctl.ThreadpoolController, built on first use (scans libraries)
@@ -88,26 +68,9 @@ class LanczosResult:
 
 
 def _check(n, k, tol) -> None:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be an integer in [1, inf); got {n!r}")
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n:
-        raise ValueError(f"k must be an integer in [1, n] = [1, {n}]; got {k!r}")
-    if not tol > 0:
-        raise ValueError(f"tol must be in (0, inf); got {tol}")
-
-
-def _from_torch(product: Product, n: int, dtype) -> NumpyProduct:
-    """Wrap a torch product (torch or numpy out) as numpy [n] -> numpy [n] float64."""
-
-    def call(x: np.ndarray) -> np.ndarray:
-        y = product(torch.from_numpy(x).to(dtype))
-        y = y.detach().cpu().to(torch.float64).numpy() if isinstance(y, torch.Tensor) else y
-        y = np.asarray(y, dtype=np.float64).reshape(-1)
-        if y.shape[0] != n:
-            raise ValueError(f"a product must return n={n} values; got {y.shape[0]}")
-        return y
-
-    return call
+    check_int("n", n, 1)
+    check_int("k", k, 1, n, "[1, n]")
+    check_number("tol", tol, 0, closed_low=False)
 
 
 def _orthogonalise(x: np.ndarray, basis: np.ndarray) -> np.ndarray:
@@ -161,71 +124,23 @@ def _next_check(size: int) -> int:
     return size + max(4, size // 8)
 
 
-def _extreme_eigen(diag: np.ndarray, off: np.ndarray, top: int, largest: bool
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenpairs of a symmetric tridiagonal: the ``top`` largest (or largest in |λ|)."""
+def _largest_magnitude(diag: np.ndarray, off: np.ndarray, top: int
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenpairs of a symmetric tridiagonal with the ``top`` largest |λ|, in that order."""
     size = len(diag)
     if size == 1:
         return diag.copy(), np.ones((1, 1))
+
     def ends(low: int, high: int) -> tuple[np.ndarray, np.ndarray]:
         return scipy.linalg.eigh_tridiagonal(diag, off, select="i", select_range=(low, high))
 
     if top > 4 or 2 * top >= size:  # all pairs (MRRR) beat inverse iteration for many
         theta, S = scipy.linalg.eigh_tridiagonal(diag, off)
-        key = theta if largest else np.abs(theta)
-        order = np.argsort(key)[::-1][:top]
-    elif largest:
-        theta, S = ends(size - top, size - 1)
-        order = np.argsort(theta)[::-1]
     else:  # the top |λ| lie among the lowest and the highest ``top``
         (lo, S_lo), (hi, S_hi) = ends(0, top - 1), ends(size - top, size - 1)
         theta, S = np.concatenate([lo, hi]), np.concatenate([S_lo, S_hi], axis=1)
-        order = np.argsort(np.abs(theta))[::-1][:top]
+    order = np.argsort(np.abs(theta))[::-1][:top]
     return theta[order], S[:, order]
-
-
-def golub_kahan(matvec: NumpyProduct, rmatvec: NumpyProduct, n: int, k: int = 1,
-                tol: float = 1e-8, seed: int = 0, max_steps: int | None = None
-                ) -> LanczosResult:
-    """The k largest singular values of an n × n map M (module docstring).
-
-    matvec: x [n] -> M x [n], rmatvec: x [n] -> Mᵀ x [n], numpy float64 in and out.
-    At most ``max_steps`` steps (default n, where the values are exact).
-    """
-    _check(n, k, tol)
-    steps = n if max_steps is None else max(1, min(max_steps, n))
-    rng = np.random.default_rng(seed)
-    V, U = _Basis(n, 2 * k + 33, steps + 1), _Basis(n, 2 * k + 32, steps)
-    alpha, beta = np.zeros(steps), np.zeros(steps)
-    V.set(0, _fresh(V.rows[:0], n, rng))
-    scale, check, values = 0.0, min(steps, k + 4), np.zeros(k)
-    for j in range(steps):
-        u = np.array(matvec(V.rows[j]), dtype=np.float64)
-        if j > 0:
-            u -= beta[j - 1] * U.rows[j - 1]
-        u = _orthogonalise(u, U.rows[:j])
-        norm = np.linalg.norm(u)
-        scale = max(scale, norm)
-        alpha[j] = U.extend(j, u, norm, scale, rng)  # 0: M v_j in span(U), fresh u
-        v = _orthogonalise(rmatvec(U.rows[j]) - alpha[j] * V.rows[j], V.rows[: j + 1])
-        norm = np.linalg.norm(v)
-        scale = max(scale, norm)
-        beta[j] = V.extend(j + 1, v, norm, scale, rng)  # 0: invariant subspace, fresh v
-        size = j + 1
-        if size < check and size < steps:
-            continue
-        check = _next_check(size)
-        # B Bᵀ is tridiagonal: diagonal α_i² + β_i², off-diagonal β_i α_{i+1}
-        diag = alpha[:size] ** 2
-        diag[:-1] += beta[: size - 1] ** 2
-        top = min(k, size)
-        theta, P = _extreme_eigen(diag, beta[: size - 1] * alpha[1:size], top, largest=True)
-        values = np.zeros(k)
-        values[:top] = np.sqrt(np.clip(theta, 0, None))
-        residual = np.abs(beta[j] * P[-1])  # ||Mᵀ U p - σ V q|| per Ritz triple
-        if scale == 0.0 or size == n or (top == k and np.all(residual <= tol * values[0])):
-            return LanczosResult(values, True, size)
-    return LanczosResult(values, False, steps)
 
 
 def symmetric_lanczos(matvec: NumpyProduct, n: int, k: int = 1, tol: float = 1e-8,
@@ -258,7 +173,7 @@ def symmetric_lanczos(matvec: NumpyProduct, n: int, k: int = 1, tol: float = 1e-
             continue
         check = _next_check(size)
         top = min(k, size)
-        theta, S = _extreme_eigen(alpha[:size], beta[: size - 1], top, largest=False)
+        theta, S = _largest_magnitude(alpha[:size], beta[: size - 1], top)
         values = np.zeros(k)
         values[:top] = np.abs(theta)
         residual = np.abs(beta[j] * S[-1])
@@ -272,39 +187,3 @@ def symmetric_lanczos(matvec: NumpyProduct, n: int, k: int = 1, tol: float = 1e-
                 return LanczosResult(values, True, size)
             last_energy = current
     return LanczosResult(values, False, steps)
-
-
-def spectral_norm(matvec: Product, rmatvec: Product, n: int, dtype=torch.float64,
-                  tol: float = 1e-6, seed: int = 0) -> float:
-    """Largest singular value ||M||_2 of an n × n map known by its products.
-
-    matvec: x [n] -> M x [n], rmatvec: x [n] -> Mᵀ x [n] (torch tensors of ``dtype`` in,
-    torch or numpy out). Golub–Kahan–Lanczos until the Ritz residual is <= tol
-    relative: the value is then within tol (and about tol² for a simple top value).
-    """
-    with single_threaded_blas():
-        result = golub_kahan(_from_torch(matvec, n, dtype), _from_torch(rmatvec, n, dtype), n,
-                             1, tol, seed)
-    return float(result.values[0])
-
-
-def top_singular_values(matvec: Product, rmatvec: Product, n: int, k: int = 1,
-                        tol: float = 1e-8, seed: int = 0, dtype=torch.float64,
-                        max_steps: int | None = None) -> np.ndarray:
-    """The k largest singular values of an n × n map given by torch products, descending.
-
-    -> numpy [k]. If ``max_steps`` stops it early a warning is logged and the Ritz
-    values (lower bounds) are returned."""
-    with single_threaded_blas():
-        result = golub_kahan(_from_torch(matvec, n, dtype), _from_torch(rmatvec, n, dtype), n,
-                             k, tol, seed, max_steps)
-    if not result.converged:
-        logger.warning("Golub-Kahan stopped after %d steps before the top %d singular values "
-                       "reached tol=%g; returning Ritz values (lower bounds)", result.steps, k, tol)
-    return result.values
-
-
-def dense_singular_values(M: torch.Tensor | np.ndarray) -> np.ndarray:
-    """All singular values of a dense matrix, descending (LAPACK gesdd). -> numpy [n]."""
-    M = M.detach().cpu().numpy() if isinstance(M, torch.Tensor) else np.asarray(M)
-    return np.linalg.svd(M.astype(np.float64), compute_uv=False)

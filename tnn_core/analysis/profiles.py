@@ -3,9 +3,11 @@
 Every function takes one kernel in the lag layout, coeffs [2n-1] with
 coeffs[n-1+k] = t_k (torch or numpy), and returns numpy arrays and floats.
 
-* ``decay_profile``: |t_k| against |k|, the effective decay λ of a fit
-  log|t_k| ≈ c + |k| log λ (TNN's decay bias t_k = λ^|k| RPE(k)), and the
-  receptive field holding 99% of Σ|t_k|.
+* ``decay_fit``: the one decay fit, of any magnitudes |k_t| against t: exponential
+  log|k_t| ≈ c + t log λ (TNN's decay bias t_k = λ^|k| RPE(k)) and power law
+  log|k_t| ≈ c - p log t. Both pages use it.
+* ``decay_profile``: |t_k| against |k|, its ``decay_fit``, and the receptive field
+  holding 99% of Σ|t_k|.
 * ``frequency_response``: the DTFT k̂(ω) = Σ_k t_k e^{-iωk} sampled at
   ω_j = 2πj/N by the rfft of the circulant column (exact, no windowing: the
   kernel is finite). §4.2 of "SKI to go Faster" ties its smoothness to the decay.
@@ -18,6 +20,7 @@ Letters: n length, L = 2n - 1 lags, N FFT size, F = N//2 + 1 bins, D channels.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -26,13 +29,74 @@ from tnn_core.analysis.decompose import as_kernel
 from tnn_core.analysis.gram import diagonal_sums
 from tnn_core.analysis.norms import single_threaded_blas
 from tnn_core.analysis.persymmetric import kernel_rfft
+from tnn_core.checks import check_int
 from tnn_core.core.toeplitz import check_length, fft_size
 from tnn_core.operators import TokenMixer
 
-__all__ = ["RECEPTIVE_SHARE", "decay_profile", "frequency_response", "causality_leakage",
-           "channel_kernel"]
+__all__ = ["RECEPTIVE_SHARE", "DecayFit", "decay_fit", "DecayProfile", "decay_profile",
+           "FrequencyResponse", "frequency_response", "causality_leakage", "channel_kernel"]
 
 RECEPTIVE_SHARE = 0.99  # receptive field: the smallest |k| window holding this share of Σ|t_k|
+
+
+@dataclass(frozen=True)
+class DecayFit:
+    """Two straight-line fits of log|k_t|: against t and against log t."""
+
+    rate: float  # λ in |k_t| ≈ e^c λ^t (nan with fewer than two points)
+    intercept: float  # c of the exponential fit
+    exponent: float  # p in |k_t| ≈ e^c' t^-p, fitted on the same lags with t >= 1
+    exp_residual: float  # root-mean-square residual in log|k_t| of each fit
+    power_residual: float
+    points: int  # lags fitted
+
+    @property
+    def better_law(self) -> str | None:
+        """"exponential" or "power law", the smaller residual; None when either fit is
+        undefined or exact (fewer than three points)."""
+        if self.points < 3 or not np.isfinite([self.exp_residual, self.power_residual]).all():
+            return None
+        return "exponential" if self.exp_residual < self.power_residual else "power law"
+
+    def exponential(self, t: np.ndarray) -> np.ndarray:
+        """The fitted exponential e^c λ^t at lags t."""
+        return np.exp(self.intercept) * self.rate ** np.asarray(t, dtype=np.float64)
+
+
+def _line_fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+    """Least-squares (slope, intercept) of y on x and the RMS residual; nan below 2 points."""
+    if len(x) < 2:
+        return np.array([math.nan, math.nan]), math.nan
+    coef = np.polyfit(x, y, 1)
+    return coef, float(np.sqrt(np.mean((np.polyval(coef, x) - y) ** 2)))
+
+
+def decay_fit(magnitude, start: int = 0, floor: float = 0.0) -> DecayFit:
+    """Fit the decay of magnitudes |k_t| [T] at lags t = 0..T-1.
+
+    Uses the lags t >= start whose |k_t| is a normal float above floor · max|k| (zeros,
+    underflow and round-off left out); the power law only those with t >= 1.
+    """
+    mag = np.abs(np.asarray(magnitude, dtype=np.float64))
+    t = np.arange(len(mag), dtype=np.float64)
+    tiny = np.finfo(np.float64).tiny
+    keep = (t >= start) & (mag >= tiny) & (mag > floor * max(mag.max(initial=0.0), tiny))
+    y = np.log(mag[keep])
+    positive = t[keep] >= 1
+    with single_threaded_blas():
+        (slope, intercept), exp_residual = _line_fit(t[keep], y)
+        (power_slope, _), power_residual = _line_fit(np.log(t[keep][positive]), y[positive])
+    return DecayFit(rate=float(np.exp(slope)), intercept=float(intercept),
+                    exponent=float(-power_slope), exp_residual=exp_residual,
+                    power_residual=power_residual, points=int(keep.sum()))
+
+
+@dataclass(frozen=True)
+class DecayProfile:
+    lags: np.ndarray  # [n] |k| = 0..n-1
+    magnitude: np.ndarray  # [n] max(|t_k|, |t_-k|), or |t_k| for a causal kernel
+    fit: DecayFit  # of magnitude against |k|: fit.rate is the effective λ
+    receptive_field: int  # smallest L with Σ_{|k|<=L}|t_k| >= 0.99 Σ|t_k|
 
 
 def _magnitudes(t: np.ndarray, causal: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -46,54 +110,40 @@ def _magnitudes(t: np.ndarray, causal: bool) -> tuple[np.ndarray, np.ndarray]:
     return magnitude, mass
 
 
-def decay_profile(coeffs, causal: bool = False) -> dict:
-    """Decay of |t_k| with |k|: ``lags`` [n], ``magnitude`` [n], ``fitted_decay`` λ,
-    ``fit_intercept`` c (log|t_k| ≈ c + |k| log λ by least squares over the lags whose
-    magnitude is a normal float, so zeros and underflow are skipped; nan when fewer than
-    two), ``receptive_field`` (smallest L with Σ_{|k|<=L}|t_k| >= 0.99 Σ|t_k|)."""
-    t = as_kernel(coeffs).numpy()
+def decay_profile(coeffs, causal: bool = False) -> DecayProfile:
+    """Decay of |t_k| with |k| for coeffs [2n-1] (see ``DecayProfile``)."""
+    t = as_kernel(coeffs)
     n = (len(t) + 1) // 2
     magnitude, mass = _magnitudes(t, causal)
-    lags = np.arange(n)
-    nonzero = magnitude >= np.finfo(np.float64).tiny  # zeros and underflowed (subnormal) lags out
-    if np.count_nonzero(nonzero) >= 2:
-        with single_threaded_blas():
-            slope, intercept = np.polyfit(lags[nonzero], np.log(magnitude[nonzero]), 1)
-        fitted_decay, fit_intercept = float(np.exp(slope)), float(intercept)
-    else:
-        fitted_decay = fit_intercept = float("nan")
     cumulative = np.cumsum(mass)
     total = cumulative[-1]
     receptive_field = int(np.argmax(cumulative >= RECEPTIVE_SHARE * total)) if total > 0 else 0
-    return {
-        "lags": lags,
-        "magnitude": magnitude,
-        "fitted_decay": fitted_decay,
-        "fit_intercept": fit_intercept,
-        "receptive_field": receptive_field,
-    }
+    return DecayProfile(lags=np.arange(n), magnitude=magnitude, fit=decay_fit(magnitude),
+                        receptive_field=receptive_field)
 
 
-def frequency_response(coeffs, N: int | None = None) -> dict:
-    """DTFT of the kernel at ω_j = 2πj/N, j = 0..N//2: ``omega`` [F] (0..π), ``magnitude``
-    [F], ``phase`` [F] (radians, in (-π, π]). N defaults to fft_size(n) >= 2n."""
+@dataclass(frozen=True)
+class FrequencyResponse:
+    omega: np.ndarray  # [F] ω_j = 2πj/N, 0..π
+    magnitude: np.ndarray  # [F] |k̂(ω_j)|
+    phase: np.ndarray  # [F] radians, in (-π, π]
+
+
+def frequency_response(coeffs, N: int | None = None) -> FrequencyResponse:
+    """DTFT of the kernel at ω_j = 2πj/N, j = 0..N//2. N defaults to fft_size(n) >= 2n."""
     t = as_kernel(coeffs)
     n = (t.shape[0] + 1) // 2
     if N is None:
         N = fft_size(n)
-    if isinstance(N, bool) or not isinstance(N, int) or N < 2 * n - 1:
-        raise ValueError(f"N must be an integer in [2n-1, inf) = [{2 * n - 1}, inf); got {N!r}")
-    response = kernel_rfft(t.numpy(), N)  # (F,) = Σ_k t_k e^{-iω_j k}
-    return {
-        "omega": 2 * math.pi * np.arange(N // 2 + 1) / N,
-        "magnitude": np.abs(response),
-        "phase": np.angle(response),
-    }
+    N = check_int("N", N, 2 * n - 1, span="[2n-1, inf)")
+    response = kernel_rfft(t, N)  # (F,) = Σ_k t_k e^{-iω_j k}
+    return FrequencyResponse(omega=2 * math.pi * np.arange(N // 2 + 1) / N,
+                             magnitude=np.abs(response), phase=np.angle(response))
 
 
 def causality_leakage(coeffs) -> float:
     """Σ_{k<0}|t_k| / Σ_k|t_k|: 0 for a causal kernel; nan for an all-zero one."""
-    t = np.abs(as_kernel(coeffs).numpy())
+    t = np.abs(as_kernel(coeffs))
     n = (len(t) + 1) // 2
     total = float(t.sum())
     return float(t[: n - 1].sum()) / total if total > 0 else float("nan")
@@ -110,9 +160,7 @@ def channel_kernel(op: TokenMixer, n: int, channel: int) -> torch.Tensor:
     """
     check_length(n)
     D = op.dim
-    if isinstance(channel, bool) or not isinstance(channel, int) or not 0 <= channel < D:
-        raise ValueError(f"channel must be an integer in [0, D-1] = [0, {D - 1}]; "
-                         f"got {channel!r}")
+    check_int("channel", channel, 0, D - 1, "[0, D-1]")
     with torch.no_grad():
         if op.config.kind == "ski" and not op.config.causal:
             band = op.band_kernel(n)[channel].to(torch.float64)  # (2n-1,)

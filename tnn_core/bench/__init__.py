@@ -1,48 +1,21 @@
 """tnn_core.bench: timing and memory of the token mixers, side by side.
 
-    run_grid(BenchConfig(...), on_progress, stop_event) -> records   the operator grid
-    slopes(records), crossovers(records), ratio(...), markdown_tables(records)
-    live_speed(n, rank, band, ...)       SKI vs FFT vs dense at one setting (Decomposition page)
-    ski_pareto(kernel_coeffs, settings)  SKI error (tnn_core.analysis) against speed-up
-    run_togeipi_table(...)               the Togeipi course project's table vs attention
-    interp_routes, ski_parts, band_crossover   where SKI's time goes on this device
+    harness         BenchConfig, run_grid (the operator grid), slopes, crossovers, tables
+    cases           one grid cell: an operator, its input, one run (OPS, MODES)
+    memory          peak memory of one run (profiler, RSS subprocess, CUDA)
+    baselines       the official TNO algorithm and softmax attention, for comparison
+    live            live_speed, ski_pareto: the app's quick SKI readouts
+    routes          the W routes SKI does not use, timed against the one it does
+    ski_study       where SKI's time goes: W routes, its parts, the band crossover
+    fd_study        where FD's time goes against TNO's
+    togeipi_table   the Togeipi course project's table against attention
+    analysis_latency  the Decomposition page's compute path, per stage
+    timing          median_ms, fft_vs_dense (the Basics page)
 
-``python -m tnn_core.bench --help`` is the command line. Measurement method: harness.py;
-memory: memory.py; results for the 2-core CPU: docs/benchmarks.md.
+``python -m tnn_core.bench --help`` is the command line. Results for the 2-core CPU:
+docs/benchmarks.md.
 """
 
-from tnn_core.bench.harness import (
-    MODES,
-    OPS,
-    BenchConfig,
-    crossovers,
-    interleaved_ms,
-    make_case,
-    markdown_tables,
-    ratio,
-    run_grid,
-    slopes,
-)
 from tnn_core.bench.live import live_speed, ski_pareto
-from tnn_core.bench.ski_study import band_crossover, interp_routes, ski_parts
-from tnn_core.bench.togeipi_table import run_togeipi_table, togeipi_markdown
 
-__all__ = [
-    "OPS",
-    "MODES",
-    "BenchConfig",
-    "run_grid",
-    "make_case",
-    "interleaved_ms",
-    "slopes",
-    "crossovers",
-    "ratio",
-    "markdown_tables",
-    "live_speed",
-    "ski_pareto",
-    "run_togeipi_table",
-    "togeipi_markdown",
-    "interp_routes",
-    "ski_parts",
-    "band_crossover",
-]
+__all__ = ["live_speed", "ski_pareto"]

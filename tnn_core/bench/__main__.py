@@ -20,15 +20,8 @@ import sys
 import torch
 
 from tnn_core.allocator import ENV_VAR, allocator_state, keep_freed_memory
-from tnn_core.bench.harness import (
-    MODES,
-    OPS,
-    BenchConfig,
-    crossovers,
-    markdown_tables,
-    run_grid,
-    slopes,
-)
+from tnn_core.bench.cases import MODES, OPS
+from tnn_core.bench.harness import BenchConfig, crossovers, markdown_tables, run_grid, slopes
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -64,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--fd-study", action="store_true",
                    help="FD and TNO next to their shared FFT product: where FD can save time")
     p.add_argument("--analysis", action="store_true",
-                   help="time tnn_core.analysis.bench.run_analysis_bench(ns=(1024, 4096))")
+                   help="time the Decomposition page's compute path at n = 1024, 4096")
     return p
 
 
@@ -170,12 +163,9 @@ def _fd_study(args) -> list[dict]:
     return records
 
 
-def _analysis() -> list[dict] | None:
-    try:
-        from tnn_core.bench.analysis_latency import run_analysis_bench
-    except ImportError as error:
-        print(f"tnn_core.analysis.bench is not available ({error}); skipping --analysis")
-        return None
+def _analysis() -> list[dict]:
+    from tnn_core.bench.analysis_latency import run_analysis_bench
+
     rows = run_analysis_bench(ns=(1024, 4096))
     print("\nDecomposition page compute path (median ms)\n\n| n | stage | ms |\n|---|---|---|")
     for row in rows:

@@ -6,21 +6,17 @@ The page calls, after every slider move: ``decompose`` + ``.errors`` +
 in all at n = 1024, <= 1.5 s at n = 4096 (r = 32, band = 9, spike_smooth).
 
 Every stage builds a fresh Decomposition, so nothing cached is timed as free.
-``spectral_crossover`` times ``.errors`` with spectral="dense" against
-"lanczos", the measurement behind ``decompose.LANCZOS_FROM_N``.
 """
 
 from __future__ import annotations
 
-from tnn_core.analysis.curves import error_curve
+from tnn_core.analysis.curves import CURVE_RANKS, error_curve
 from tnn_core.analysis.decompose import decompose
 from tnn_core.analysis.presets import synthetic_kernel
 from tnn_core.analysis.profiles import causality_leakage, decay_profile, frequency_response
 from tnn_core.bench.timing import median_ms
 
-__all__ = ["CURVE_RANKS", "run_analysis_bench", "spectral_crossover"]
-
-CURVE_RANKS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)  # the page's error curve
+__all__ = ["run_analysis_bench"]
 
 
 def run_analysis_bench(ns=(1024, 4096), repeats: int = 5, rank: int = 32, band: int = 9,
@@ -64,16 +60,3 @@ def run_analysis_bench(ns=(1024, 4096), repeats: int = 5, rank: int = 32, band: 
             rows.append({"n": n, "stage": stage, "ms": ms, "repeats": repeats})
     return rows
 
-
-def spectral_crossover(ns=(32, 64, 96, 128, 192, 256, 384, 512), repeats: int = 7,
-                       rank: int = 32, band: int = 9) -> list[dict]:
-    """``.errors`` time (ms) with spectral="dense" and "lanczos" at each n."""
-    rows = []
-    for n in ns:
-        t = synthetic_kernel("spike_smooth", n, 0.99)
-        row = {"n": n}
-        for route in ("dense", "lanczos"):
-            row[route] = median_ms(lambda t=t, n=n, route=route: decompose(
-                t, band, min(rank, n), spectral=route).errors, repeats=repeats, warmup=2)
-        rows.append(row)
-    return rows

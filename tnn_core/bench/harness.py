@@ -34,18 +34,15 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from tnn_core.bench.baselines import Attention, TnoReference
+from tnn_core.bench.cases import MODES, OPS, make_case
 from tnn_core.bench.memory import MEMORY_METHODS, peak_memory_mb
-from tnn_core.checks import check_fields
-from tnn_core.operators import OperatorConfig, build_operator
+from tnn_core.checks import check_choice, check_fields, check_int
 
-__all__ = ["OPS", "MODES", "BenchConfig", "make_case", "run_grid", "slopes", "crossovers",
-           "markdown_tables", "ratio", "interleaved_ms"]
+__all__ = ["BenchConfig", "run_grid", "slopes", "crossovers", "markdown_tables",
+           "ratio", "interleaved_ms"]
 
 log = logging.getLogger(__name__)
 
-OPS: tuple[str, ...] = ("tno", "tno-reference", "ski", "fd", "togeipi", "attention")
-MODES: tuple[str, ...] = ("forward", "forward+backward")
 
 
 @dataclass(frozen=True)
@@ -81,23 +78,19 @@ class BenchConfig:
             raise ValueError(f"modes must be a non-empty subset of {MODES}; got {self.modes!r}")
         if not self.causal or any(not isinstance(c, bool) for c in self.causal):
             raise ValueError(f"causal must be a non-empty tuple of booleans; got {self.causal!r}")
-        if not self.ns or any(isinstance(n, bool) or not isinstance(n, int) or n < 1
-                              for n in self.ns):
-            raise ValueError(f"ns must be a non-empty tuple of integers in [1, inf); "
-                             f"got {self.ns!r}")
+        if not self.ns:
+            raise ValueError("ns must be a non-empty tuple of lengths; got ()")
+        for n in self.ns:
+            check_int("ns", n, 1)
         for name, low in (("batch", 1), ("dim", 1), ("rank", 2), ("band", 1), ("heads", 1),
                           ("repeats", 1), ("warmup", 0), ("togeipi_max_n", 1),
                           ("attention_max_n", 1)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an integer in [{low}, inf); got {value!r}")
+            check_int(name, getattr(self, name), low)
         if self.dim % self.heads:
             raise ValueError(f"dim must be divisible by heads={self.heads}; got dim={self.dim}")
-        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
-            raise ValueError(f"threads must be None or an integer in [1, inf); "
-                             f"got {self.threads!r}")
-        if self.memory not in MEMORY_METHODS:
-            raise ValueError(f"memory must be one of {MEMORY_METHODS}; got {self.memory!r}")
+        if self.threads is not None:
+            check_int("threads", self.threads, 1)
+        check_choice("memory", self.memory, MEMORY_METHODS)
         if torch.device(self.device).type not in ("cpu", "cuda"):
             raise ValueError(f"device must be 'cpu' or 'cuda'; got {self.device!r}")
 
@@ -113,66 +106,6 @@ class BenchConfig:
     def skips(self, op: str, n: int) -> bool:
         return ((op == "togeipi" and n > self.togeipi_max_n)
                 or (op == "attention" and n > self.attention_max_n))
-
-
-# -- one case: an operator, its input, and one run ------------------------------------
-
-
-def _build_module(spec: dict) -> torch.nn.Module:
-    op, causal, dim = spec["op"], spec["causal"], spec["dim"]
-    torch.manual_seed(spec["seed"])
-    if op in ("tno", "ski", "fd", "tno-reference"):
-        kind = "tno" if op == "tno-reference" else op
-        module = build_operator(OperatorConfig(kind=kind, causal=causal, decay=spec["decay"],
-                                               rank=spec["rank"], band=spec["band"]), dim)
-        return TnoReference(module) if op == "tno-reference" else module
-    if op == "togeipi":
-        return build_operator(OperatorConfig(kind="togeipi", causal=causal, heads=spec["heads"],
-                                             max_length=spec["n"]), dim)
-    if op == "attention":
-        return Attention(dim, spec["heads"], causal)
-    raise ValueError(f"op must be one of {OPS}; got {op!r}")
-
-
-def make_case(spec: dict) -> tuple[Callable[[], None], Callable[[], None]]:
-    """(run, reset) for one cell: ``run()`` does one forward or forward+backward,
-    ``reset()`` drops the gradients it left. ``spec`` holds op, causal, n, mode, batch,
-    dim, rank, band, heads, decay, device, seed (the fields of a record)."""
-    device = torch.device(spec["device"])
-    module = _build_module(spec).to(device)
-    g = torch.Generator().manual_seed(spec["seed"] + 1)
-    shape = (spec["batch"], spec["n"], spec["dim"])
-    x = torch.randn(shape, generator=g).to(device)  # (B, n, D)
-    if spec["mode"] == "forward":
-        module.eval()
-
-        def run():
-            with torch.no_grad():
-                module(x)
-
-        def reset():
-            pass
-
-        return run, reset
-    if spec["mode"] != "forward+backward":
-        raise ValueError(f"mode must be one of {MODES}; got {spec['mode']!r}")
-    module.train()
-    x.requires_grad_(True)
-    grad_y = torch.randn(shape, generator=g).to(device)  # (B, n, D)
-    return train_step(module, x, grad_y)
-
-
-def train_step(module, x: torch.Tensor, grad_y: torch.Tensor):
-    """(run, reset) for one forward+backward of ``module`` on x (requires grad)."""
-
-    def run():
-        module(x).backward(grad_y)
-
-    def reset():
-        x.grad = None
-        module.zero_grad(set_to_none=True)
-
-    return run, reset
 
 
 def _spec(config: BenchConfig, op: str, causal: bool, n: int, mode: str) -> dict:

@@ -1,11 +1,11 @@
-"""Quick timings for the app's Decomposition page (~0.1 s at n = 1024).
+"""Quick timings for the app's Decomposition and Speed pages (docs/benchmarks.md).
 
-``live_speed`` times, at one (n, r, m), applying SKI's band + W A Wᵀ against the FFT
-Toeplitz product and the dense product, forward only, kernel pieces precomputed (as an
-operator in inference has them). SKI runs exactly the operator's code path: the
-channels-last band convolution and the W route ``choose_interp_method`` picks.
-``ski_pareto`` pairs, for a given kernel, the approximation error of each (r, m)
-(``tnn_core.analysis.decompose``) with its speed-up over the FFT product.
+``live_speed`` times, at one (n, r, m), the bidirectional SKI operator
+(``tnn_core.operators.SKI``, parameters at their initial values: a timing does not depend
+on them) against the FFT Toeplitz product and the dense product, forward only under
+no_grad, so SKI serves A's circulant column from its cache as an operator in inference
+does. ``ski_pareto`` pairs, for a given kernel, the approximation error of each (r, m)
+(``tnn_core.analysis.decompose``) with the speed-up of that SKI over the FFT product.
 
 Letters: B batch, n length, D channels, r rank, m band taps, N FFT size.
 """
@@ -13,43 +13,25 @@ Letters: B batch, n length, D channels, r rank, m band taps, N FFT size.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import partial
 
 import numpy as np
 import torch
 
 from tnn_core.bench.harness import interleaved_ms
+from tnn_core.checks import check_int
 from tnn_core.core.toeplitz import circulant_column, dense, fft_size
-from tnn_core.operators.fast.band import band_conv
+from tnn_core.operators import OperatorConfig, build_operator
 from tnn_core.operators.fast.fft_product import spectral_product
-from tnn_core.operators.fast.interp import interp_plan, interp_w, interp_wt
-from tnn_core.operators.fast.ski_fused import ski_bidirectional
-from tnn_core.operators.ski import choose_band_method, choose_interp_method
+from tnn_core.operators.fast.interp import INTERP_METHOD
 
 __all__ = ["live_speed", "ski_pareto"]
 
 
-def _ski_apply(n: int, rank: int, band: int, dim: int, device: torch.device,
-               g: torch.Generator) -> tuple[Callable[[torch.Tensor], torch.Tensor], str]:
-    """SKI's bidirectional product with random pieces, by the operator's own path
-    (``functional.ski_bidirectional``, or the parts when the band route is not the fused
-    one): x [B, n, D] -> [B, n, D]."""
-    plan = interp_plan(n, rank, torch.float32, device)
-    method = choose_interp_method(n, rank, device)
-    band_weight = torch.randn(dim, band, generator=g).to(device)  # (D, m)
-    Nr = fft_size(rank)
-    inducing = torch.randn(dim, 2 * rank - 1, generator=g).to(device)  # (D, 2r-1)
-    column = circulant_column(inducing, Nr)  # (D, Nr)
-    if choose_band_method(device) == "conv_cl":
-        left = band // 2
-        return (lambda x: ski_bidirectional(x, band_weight, column, plan, method, left)), method
-    spectrum = torch.fft.rfft(column, n=Nr)  # (D, Nr//2+1)
-
-    def apply(x: torch.Tensor) -> torch.Tensor:
-        z = interp_wt(plan, x, method).transpose(1, 2)  # (B, D, r)
-        low = interp_w(plan, spectral_product(z, spectrum, Nr).transpose(1, 2), method)
-        return band_conv(x, band_weight, band // 2, choose_band_method(device)) + low
-
-    return apply, method
+def _ski(rank: int, band: int, dim: int, device: torch.device) -> torch.nn.Module:
+    """The bidirectional SKI operator at (r, m) on D = ``dim`` channels, in eval mode."""
+    config = OperatorConfig(kind="ski", causal=False, rank=rank, band=band)
+    return build_operator(config, dim).to(device).eval()
 
 
 def live_speed(n: int, rank: int, band: int, batch: int = 8, dim: int = 64, repeats: int = 5,
@@ -60,7 +42,8 @@ def live_speed(n: int, rank: int, band: int, batch: int = 8, dim: int = 64, repe
     Forward only, under no_grad, medians of ``repeats`` interleaved rounds after one
     warm-up, on [batch, n, dim] (default 8 × 64 channels: a layer of the benchmarks and
     of the shipped models; at 4 channels fixed per-call costs decide and SKI looks slower
-    than it is) with random kernels (timing does not depend on the values).
+    than it is). SKI is the operator itself (``_ski``); the Toeplitz kernel of the FFT
+    and dense products is random (timing does not depend on the values).
 
     The dense product needs one n × n matrix per channel; those are built for at most
     ``dense_budget_mb`` MB of channels (all 64 up to n = 512, 16 at 1024, 1 at 4096)
@@ -70,19 +53,17 @@ def live_speed(n: int, rank: int, band: int, batch: int = 8, dim: int = 64, repe
     fft/ski and ``speedup_vs_dense`` = dense/ski; and n, rank, band, batch, dim,
     repeats, dense_channels, interp_method, device, threads.
     """
-    for name, value, low in (("n", n, 2), ("rank", rank, 2), ("band", band, 1),
-                             ("batch", batch, 1), ("dim", dim, 1), ("repeats", repeats, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name} must be an integer in [{low}, inf); got {value!r}")
-    if rank > n:
-        raise ValueError(f"rank must be in [2, n={n}]; got {rank}")
+    check_int("n", n, 2)
+    check_int("rank", rank, 2, n, span="[2, n]")
+    for name, value in (("band", band), ("batch", batch), ("dim", dim), ("repeats", repeats)):
+        check_int(name, value, 1)
     dev = torch.device(device)
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(batch, n, dim, generator=g).to(dev)  # (B, n, D)
     coeffs = torch.randn(dim, 2 * n - 1, generator=g).to(dev)  # (D, 2n-1)
     N = fft_size(n)
     spectrum = torch.fft.rfft(circulant_column(coeffs, N), n=N)  # (D, N//2+1)
-    ski, method = _ski_apply(n, rank, band, dim, dev, g)
+    ski = _ski(rank, band, dim, dev)
     fns = {
         "ski": lambda: ski(x),
         "fft": lambda: spectral_product(x.transpose(1, 2), spectrum, N),
@@ -99,7 +80,7 @@ def live_speed(n: int, rank: int, band: int, batch: int = 8, dim: int = 64, repe
                 ski_ms=ms["ski"], fft_ms=ms["fft"], dense_ms=dense_ms,
                 dense_channels=dense_channels, speedup_vs_fft=ms["fft"] / ms["ski"],
                 speedup_vs_dense=None if dense_ms is None else dense_ms / ms["ski"],
-                interp_method=method, device=str(dev), threads=torch.get_num_threads())
+                interp_method=INTERP_METHOD, device=str(dev), threads=torch.get_num_threads())
 
 
 def ski_pareto(kernel_coeffs, settings: Iterable[tuple[int, int]], batch: int = 8, dim: int = 64,
@@ -109,12 +90,12 @@ def ski_pareto(kernel_coeffs, settings: Iterable[tuple[int, int]], batch: int = 
 
     kernel_coeffs: [2n-1] (torch or numpy), lags -(n-1)..n-1. settings: (rank, band)
     pairs. For each: ``error`` = ``decompose(coeffs, band, rank, causal=False,
-    method).errors["relative_frobenius"]`` and the forward time of SKI at (r, m) against
+    method).errors.relative_frobenius`` and the forward time of SKI at (r, m) against
     the FFT product with this kernel on D = ``dim`` channels, a layer's width (all timed
     in the same interleaved rounds; at D = 4 fixed per-call costs would decide instead).
     Returns dicts: rank, band, error, ski_ms, fft_ms, speedup (fft/ski), n.
     """
-    from tnn_core.analysis import decompose
+    from tnn_core.analysis.decompose import decompose  # scipy: only when a pareto is asked for
 
     settings = [(int(r), int(m)) for r, m in settings]
     if not settings:
@@ -125,7 +106,7 @@ def ski_pareto(kernel_coeffs, settings: Iterable[tuple[int, int]], batch: int = 
         raise ValueError(f"kernel_coeffs must be 1-D with 2n-1 lags; got shape {tuple(t.shape)}")
     n = (t.shape[0] + 1) // 2
     errors = {(r, m): float(decompose(t, m, r, causal=False, method=method)
-                            .errors["relative_frobenius"]) for r, m in settings}
+                            .errors.relative_frobenius) for r, m in settings}
     dev = torch.device(device)
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(batch, n, dim, generator=g).to(dev)  # (B, n, D)
@@ -135,8 +116,7 @@ def ski_pareto(kernel_coeffs, settings: Iterable[tuple[int, int]], batch: int = 
     fns: dict[str, Callable[[], object]] = {
         "fft": lambda: spectral_product(x.transpose(1, 2), spectrum, N)}
     for r, m in settings:
-        apply, _ = _ski_apply(n, r, m, dim, dev, g)
-        fns[f"{r},{m}"] = lambda apply=apply: apply(x)
+        fns[f"{r},{m}"] = partial(_ski(r, m, dim, dev), x)
     ms = interleaved_ms(fns, repeats, 1, dev, no_grad=True)
     return [dict(rank=r, band=m, n=n, error=errors[(r, m)], ski_ms=ms[f"{r},{m}"],
                  fft_ms=ms["fft"], speedup=ms["fft"] / ms[f"{r},{m}"]) for r, m in settings]

@@ -30,6 +30,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from tnn_core.allocator import keep_freed_memory
+from tnn_core.bench.cases import make_case
 
 __all__ = ["MemoryMethod", "MEMORY_METHODS", "peak_memory_mb", "profiler_peak_mb", "rss_peak_mb"]
 
@@ -110,8 +111,6 @@ def peak_memory_mb(fn: Callable[[], object], device, method: MemoryMethod,
 
 
 def _main(argv: list[str]) -> None:
-    from tnn_core.bench.harness import make_case
-
     keep_freed_memory()  # as the parent did (TOEPLITZ_LAB_MALLOC is inherited)
     spec = json.loads(argv[0])
     if spec.get("threads"):

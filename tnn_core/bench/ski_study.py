@@ -1,8 +1,8 @@
 """Where SKI's time goes on this device, and where it stops paying off.
 
 * ``interp_routes``: forward+backward time of W y and Wᵀ x by each route of
-  ``operators.functional`` ("block", "dense", "interpolate", "gather") over n and r:
-  the measurement behind ``operators.ski.choose_interp_method``.
+  ``bench.routes`` ("block", "dense", "interpolate", "gather") over n and r: the
+  measurement behind SKI's route, ``operators.fast.interp.INTERP_METHOD``.
 * ``ski_parts``: forward+backward time of bidirectional SKI, of its band alone and of
   its low-rank part alone, next to TNO, at one (n, r, m).
 * ``band_crossover``: bidirectional SKI against TNO over band sizes m and lengths n,
@@ -20,9 +20,13 @@ from functools import partial
 
 import torch
 
-from tnn_core.bench.harness import interleaved_ms, train_step
+from tnn_core.bench.cases import train_step
+from tnn_core.bench.harness import interleaved_ms
+from tnn_core.bench.routes import ROUTES, route_plan, route_w, route_wt
+from tnn_core.core.toeplitz import circulant_column, fft_size
 from tnn_core.operators import OperatorConfig, build_operator
-from tnn_core.operators.fast.interp import INTERP_METHODS, interp_plan, interp_w, interp_wt
+from tnn_core.operators.fast.band import band_conv
+from tnn_core.operators.fast.ski_fused import ski_bidirectional
 
 __all__ = ["interp_routes", "ski_parts", "band_crossover"]
 
@@ -39,16 +43,16 @@ def interp_routes(ns: Iterable[int] = (1024, 4096, 16384), ranks: Iterable[int] 
         for r in ranks:
             if r > n:
                 continue
-            plan = interp_plan(n, r, torch.float32, dev)
+            plan = route_plan(n, r, torch.float32, dev)
             x = torch.randn(batch, n, dim, generator=g).to(dev).requires_grad_(True)
             z = torch.randn(batch, r, dim, generator=g).to(dev).requires_grad_(True)
             gy = torch.randn(batch, n, dim, generator=g).to(dev)
             gz = torch.randn(batch, r, dim, generator=g).to(dev)
             fns, resets = {}, {}
-            routes = [m for m in INTERP_METHODS if m != "gather" or n <= gather_max_n]
+            routes = [m for m in ROUTES if m != "gather" or n <= gather_max_n]
             for route in routes:
-                fns[("w", route)] = partial(_backward, interp_w, plan, z, route, gy)
-                fns[("wt", route)] = partial(_backward, interp_wt, plan, x, route, gz)
+                fns[("w", route)] = partial(_backward, route_w, plan, z, route, gy)
+                fns[("wt", route)] = partial(_backward, route_wt, plan, x, route, gz)
                 resets[("w", route)] = resets[("wt", route)] = _clear(x, z)
             ms = interleaved_ms(fns, repeats, 1, dev, resets=resets)
             for route in routes:
@@ -73,9 +77,9 @@ def ski_parts(n: int = 8192, rank: int = 64, band: int = 8, batch: int = 8, dim:
               repeats: int = 21, device: str = "cpu", seed: int = 0) -> dict:
     """Forward+backward ms of bidirectional SKI, its band, its low-rank part, and TNO.
 
-    SKI runs as one autograd node (``functional.ski_bidirectional``); the band
-    (``SKI._band``) and the low-rank part (the same node without the band) are timed
-    on their own.
+    SKI runs as one autograd node (``ski_fused.ski_bidirectional``); its band
+    (``band_conv``) and its low-rank part (the same node without the band) are timed on
+    their own, with the operator's parameters.
     Returns n, rank, band, ski_ms, band_ms, low_rank_ms, tno_ms, low_rank_share
     (low_rank_ms / ski_ms), low_rank_share_of_parts (low_rank_ms / (band_ms +
     low_rank_ms)) and tno_over_ski (tno_ms / ski_ms)."""
@@ -86,8 +90,15 @@ def ski_parts(n: int = 8192, rank: int = 64, band: int = 8, batch: int = 8, dim:
     g = torch.Generator().manual_seed(seed + 1)
     x = torch.randn(batch, n, dim, generator=g).to(dev).requires_grad_(True)
     gy = torch.randn(batch, n, dim, generator=g).to(dev)
-    parts = {"ski": ski, "band": ski._band, "tno": tno,
-             "low_rank": lambda inp: ski._one_node(inp, with_band=False)}
+
+    def band_part(inp: torch.Tensor) -> torch.Tensor:
+        return band_conv(inp, ski.band_weight, band // 2)  # (B, n, D)
+
+    def low_rank_part(inp: torch.Tensor) -> torch.Tensor:
+        column = circulant_column(ski.inducing_kernel(n), fft_size(rank))  # (D, Nr)
+        return ski_bidirectional(inp, None, column, rank, 0)  # (B, n, D)
+
+    parts = {"ski": ski, "band": band_part, "tno": tno, "low_rank": low_rank_part}
     fns, resets = {}, {}
     for key, fn in parts.items():
         fns[key] = lambda fn=fn: fn(x).backward(gy)

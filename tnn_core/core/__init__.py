@@ -2,8 +2,8 @@
 
     toeplitz        lag layout, the dense reference, the FFT product (circulant embedding)
     spectrum        the discrete Hilbert transform: causal and bidirectional spectra (FD)
-    interpolation   SKI's sparse W: inducing points, gather and scatter-add
+    interpolation   SKI's sparse W: inducing points, gather and scatter-add (the reference)
     rpe             the RPE MLP (official TNN layout) and SKI's piecewise-linear RPE
 
-Imports torch only.
+Imports torch and the validators of ``tnn_core.checks`` (a dependency-free leaf) only.
 """

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
+from tnn_core.checks import check_int
 from tnn_core.core.toeplitz import check_length
 
 __all__ = [
@@ -33,16 +34,10 @@ __all__ = [
 ]
 
 
-def _check_rank(r: int) -> int:
-    if isinstance(r, bool) or not isinstance(r, int) or r < 2:
-        raise ValueError(f"rank must be an integer in [2, inf); got {r!r}")
-    return r
-
-
 def inducing_points(n: int, r: int, dtype=torch.float64) -> torch.Tensor:
     """r points evenly spaced on [0, n-1], shape [r]. Spacing h = (n-1)/(r-1)."""
     check_length(n)
-    _check_rank(r)
+    check_int("rank", r, 2)
     return torch.linspace(0, n - 1, r, dtype=dtype)
 
 
@@ -75,7 +70,7 @@ def interpolation(n: int, r: int, dtype=torch.float64, device=None) -> Interpola
     interval) and the weights are (1 - frac, frac).
     """
     check_length(n)
-    _check_rank(r)
+    check_int("rank", r, 2)
     i = torch.arange(n, dtype=torch.long)
     num = i * (r - 1)  # s = num / (n - 1), kept in integers so frac is exact
     den = max(n - 1, 1)  # n = 1: all inducing points coincide at 0, W = e_0

@@ -20,6 +20,8 @@ import math
 
 import torch
 
+from tnn_core.checks import check_int
+
 __all__ = [
     "frequency_grid",
     "causal_weights",
@@ -31,7 +33,7 @@ __all__ = [
 
 
 def _check_even(N: int) -> None:
-    if isinstance(N, bool) or not isinstance(N, int) or N < 2 or N % 2:
+    if check_int("N", N, 2) % 2:
         raise ValueError(f"N must be an even integer in [2, inf); got {N!r}")
 
 

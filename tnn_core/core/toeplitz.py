@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import torch
 
+from tnn_core.checks import check_int
+
 __all__ = [
     "check_length",
     "length_from_coeffs",
@@ -40,9 +42,7 @@ __all__ = [
 
 def check_length(n: int, name: str = "n") -> int:
     """Validate a sequence length and return it as an int."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"{name} must be an integer in [1, inf); got {n!r}")
-    return n
+    return check_int(name, n, 1)
 
 
 def length_from_coeffs(coeffs: torch.Tensor) -> int:

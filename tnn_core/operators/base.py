@@ -11,6 +11,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from tnn_core.checks import check_int
 from tnn_core.core.toeplitz import check_length, dense
 from tnn_core.operators.config import OperatorConfig
 
@@ -37,10 +38,8 @@ class TokenMixer(nn.Module):
 
     def __init__(self, config: OperatorConfig, dim: int):
         super().__init__()
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-            raise ValueError(f"dim must be an integer in [1, inf); got {dim!r}")
         self.config = config
-        self.dim = dim
+        self.dim = check_int("dim", dim, 1)
         self._cache: OrderedDict = OrderedDict()
         self._cache_snapshot: list[torch.Tensor] = []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-from tnn_core.checks import config_from_dict
+from tnn_core.checks import check_choice, check_fraction, check_int, check_number, config_from_dict
 
 __all__ = ["OperatorKind", "KINDS", "ALL_KINDS", "OperatorConfig"]
 
@@ -35,27 +35,21 @@ class OperatorConfig:
     psf_activation: str = "none"  # togeipi: "none" keeps mixing linear; "gelu" as in the seed
 
     def __post_init__(self):
-        if self.kind not in ALL_KINDS:
-            raise ValueError(f"kind must be one of {ALL_KINDS}; got {self.kind!r}")
+        check_choice("kind", self.kind, ALL_KINDS)
         if not isinstance(self.causal, bool):
             raise ValueError(f"causal must be True or False; got {self.causal!r}")
-        _check_fraction("decay", self.decay)
-        _check_int("rank", self.rank, 2)
-        _check_int("band", self.band, 1)
-        _check_int("rpe_layers", self.rpe_layers, 0)
+        check_fraction("decay", self.decay)
+        check_int("rank", self.rank, 2)
+        check_int("band", self.band, 1)
+        check_int("rpe_layers", self.rpe_layers, 0)
         if self.rpe_dim is not None:
-            _check_int("rpe_dim", self.rpe_dim, 1)
-        if self.activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {_ACTIVATIONS}; got {self.activation!r}")
-        _check_int("heads", self.heads, 1)
-        _check_fraction("sparse_density", self.sparse_density)
-        _check_int("max_length", self.max_length, 1)
-        if (isinstance(self.sparse_l1, bool) or not isinstance(self.sparse_l1, int | float)
-                or self.sparse_l1 < 0):
-            raise ValueError(f"sparse_l1 must be a number in [0, inf); got {self.sparse_l1!r}")
-        if self.psf_activation not in _PSF_ACTIVATIONS:
-            raise ValueError(f"psf_activation must be one of {_PSF_ACTIVATIONS}; "
-                             f"got {self.psf_activation!r}")
+            check_int("rpe_dim", self.rpe_dim, 1)
+        check_choice("activation", self.activation, _ACTIVATIONS)
+        check_int("heads", self.heads, 1)
+        check_fraction("sparse_density", self.sparse_density)
+        check_int("max_length", self.max_length, 1)
+        check_number("sparse_l1", self.sparse_l1, 0)
+        check_choice("psf_activation", self.psf_activation, _PSF_ACTIVATIONS)
 
     def rpe_width(self, dim: int) -> int:
         return self.rpe_dim if self.rpe_dim is not None else max(dim // 8, 32)
@@ -68,12 +62,3 @@ class OperatorConfig:
         """Build from a plain dict; an unknown field is a ValueError naming it."""
         return config_from_dict(cls, data)
 
-
-def _check_int(name: str, value, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an integer in [{low}, inf); got {value!r}")
-
-
-def _check_fraction(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
-        raise ValueError(f"{name} must be a number in (0, 1]; got {value!r}")

@@ -14,9 +14,9 @@ gelu) sets the decay of the kernel in time (Theorems 2-4).
 
 Speed (``tnn_core.bench``): the RPE runs on N/2+1 frequencies (TNO: 2n-1 lags);
 bidirectional needs no kernel FFT at all, the spectrum goes straight into one
-autograd node (``functional.spectral_product``) whose backward needs no FFT over
+autograd node (``fast.fft_product.spectral_product``) whose backward needs no FFT over
 D rows either. Causal applies the causal kernel's lags 0..n-1 as a circulant
-column (``functional.circulant_product``). Under no_grad the spectrum is cached
+column (``fast.fft_product.circulant_product``). Under no_grad the spectrum is cached
 per length.
 
 Letters: B batch, D channels, n length, N FFT size, F = N//2+1 bins.

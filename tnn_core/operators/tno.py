@@ -7,7 +7,7 @@ undecayed. The product is the FFT circulant embedding of ``toeplitz``.
 Speed (``tnn_core.bench``): the FFTs run along the contiguous n axis of [B, D, n]
 at a 5-smooth size N = ``fft_size(n)``; the RPE runs once per call on the lags in
 circulant order (n for a causal kernel, whose column is just lags 0..n-1); the
-product is one autograd node (``functional.circulant_product``); under no_grad the
+product is one autograd node (``fast.fft_product.circulant_product``); under no_grad the
 kernel spectrum is cached per length.
 
 Letters: B batch, D channels, n length, L = 2n-1 lags, N FFT size.

@@ -1,15 +1,16 @@
-"""A training run in a background thread, watched from outside (the app's Train page).
+"""Long work on a background thread, watched from outside (the app's Train and Speed pages).
 
-    run = BackgroundRun(config, task)
+    run = BackgroundRun(config, task)       # a training run (training.train)
+    job = BackgroundJob(fn)                 # any fn(on_progress, stop_event) -> result
     run.start()
     run.snapshot()        # a consistent copy of the progress, safe from any thread
-    run.stop()            # ask the loop to end after the current step
-    run.result            # TrainResult once finished
+    run.stop()            # ask the work to end (a training run: after the current step)
+    run.result            # the result once finished
 
-The thread only calls ``training.train`` and writes progress under a lock; it never
-touches the UI. ``stop_when_collected(owner)`` ties the run's life to an object (the
-app passes one kept in the browser session's state): when that object is garbage
-collected, the session has ended, and the run is stopped.
+Both are a ``BackgroundThread``: the thread only does the work and writes progress under
+a lock; it never touches the UI. ``stop_when_collected(owner)`` ties the work's life to
+an object (the app passes one kept in the browser session's state): when that object is
+garbage collected, the session has ended, and the work is stopped.
 """
 
 from __future__ import annotations
@@ -21,12 +22,93 @@ import traceback
 import weakref
 from dataclasses import dataclass, field
 
-from tnn_core.training.loop import Callbacks, TrainConfig, TrainResult, train
+from tnn_core.training.config import TrainConfig
+from tnn_core.training.loop import Callbacks, TrainResult, train
 from tnn_core.training.tasks import Task
 
-__all__ = ["Progress", "BackgroundRun", "BackgroundJob"]
+__all__ = ["BackgroundThread", "BackgroundJob", "Progress", "BackgroundRun"]
 
 log = logging.getLogger(__name__)
+
+
+class BackgroundThread:
+    """The skeleton: a daemon thread, a stop event, a lock, and the result or the error.
+
+    Subclasses implement ``_work()`` (on the thread; returns the result; should end
+    soon after ``self._stop`` is set) and ``_finish(result, error)`` (called under the
+    lock when the work ends; ``error`` is "Type: message" if it raised, else None)."""
+
+    def __init__(self, name: str):
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.result = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def stopped(self) -> bool:
+        """Whether a stop was asked for (the work may still be finishing)."""
+        return self._stop.is_set()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    def stop_when_collected(self, owner: object) -> None:
+        """Stop the work when ``owner`` is garbage collected (its session ended)."""
+        weakref.finalize(owner, self._stop.set)
+
+    def _work(self):
+        raise NotImplementedError
+
+    def _finish(self, result, error: str | None) -> None:
+        raise NotImplementedError
+
+    def _run(self) -> None:
+        try:
+            result, error = self._work(), None
+        except Exception as err:  # noqa: BLE001 - reported to the watcher, not raised
+            log.error("%s failed: %s", self._thread.name, traceback.format_exc())
+            result, error = None, f"{type(err).__name__}: {err}"
+        with self._lock:
+            self.result = result
+            self._finish(result, error)
+
+
+class BackgroundJob(BackgroundThread):
+    """Any long job ``fn(on_progress, stop_event) -> result`` on a daemon thread.
+
+    ``on_progress(fraction, item)`` records the fraction done and appends ``item`` to
+    ``items``; the benchmark harness's ``run_grid`` has exactly this shape."""
+
+    def __init__(self, fn):
+        super().__init__("tnn-job")
+        self._fn = fn
+        self.fraction = 0.0
+        self.items: list = []
+        self.error: str | None = None
+        self.done = False
+
+    def snapshot(self) -> tuple[float, list, bool, str | None]:
+        """(fraction done, items so far, finished, error message or None)."""
+        with self._lock:
+            return self.fraction, list(self.items), self.done, self.error
+
+    def _progress(self, fraction: float, item=None) -> None:
+        with self._lock:
+            self.fraction = fraction
+            if item is not None:
+                self.items.append(item)
+
+    def _work(self):
+        return self._fn(self._progress, self._stop)
+
+    def _finish(self, result, error: str | None) -> None:
+        self.error, self.done = error, True
 
 
 @dataclass
@@ -47,38 +129,24 @@ class Progress:
         return self.status not in ("idle", "running")
 
 
-class BackgroundRun:
+class BackgroundRun(BackgroundThread):
     """One training run on a daemon thread, with a thread-safe progress record."""
 
     def __init__(self, config: TrainConfig, task: Task | None = None, command: str = "app"):
+        super().__init__("tnn-train")
         self.config = config
         self.task = task
         self.command = command
         self.result: TrainResult | None = None
         self._progress = Progress(steps=config.steps)
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tnn-train", daemon=True)
         self._started = 0.0
 
-    # -- control ----------------------------------------------------------------------------
     def start(self) -> None:
         with self._lock:
             self._progress.status = "running"
             self._started = time.perf_counter()
-        self._thread.start()
+        super().start()
 
-    def stop(self) -> None:
-        self._stop.set()
-
-    def join(self, timeout: float | None = None) -> None:
-        self._thread.join(timeout)
-
-    def stop_when_collected(self, owner: object) -> None:
-        """Stop this run when ``owner`` is garbage collected (its session ended)."""
-        weakref.finalize(owner, self._stop.set)
-
-    # -- watching ---------------------------------------------------------------------------
     def snapshot(self) -> Progress:
         with self._lock:
             p = self._progress
@@ -87,7 +155,6 @@ class BackgroundRun:
             return Progress(p.status, p.message, p.step, p.steps, list(p.losses),
                             [dict(e) for e in p.evals], p.tokens_per_s, elapsed)
 
-    # -- the thread -------------------------------------------------------------------------
     def _on_step(self, step: int, loss: float, rate: float, lr: float) -> None:
         with self._lock:
             self._progress.step = step
@@ -98,73 +165,14 @@ class BackgroundRun:
         with self._lock:
             self._progress.evals.append(metrics)
 
-    def _run(self) -> None:
-        try:
-            result = train(self.config, self.task, Callbacks(self._on_step, self._on_eval),
-                           stop_event=self._stop, command=self.command)
-            status, message = result.status, result.message
-            rate = result.history.get("tokens_per_s", 0.0)
-        except Exception as err:  # noqa: BLE001 - reported to the watcher, not raised
-            log.error("training run failed: %s", traceback.format_exc())
-            result, status, message, rate = None, "failed", f"{type(err).__name__}: {err}", 0.0
-        with self._lock:
-            self.result = result
-            self._progress.status = status
-            self._progress.message = message
-            self._progress.elapsed_s = time.perf_counter() - self._started
-            if rate:
-                self._progress.tokens_per_s = rate
+    def _work(self) -> TrainResult:
+        return train(self.config, self.task, Callbacks(self._on_step, self._on_eval),
+                     stop_event=self._stop, command=self.command)
 
-
-class BackgroundJob:
-    """Any long job ``fn(on_progress, stop_event) -> result`` on a daemon thread.
-
-    ``on_progress(fraction, item)`` records the fraction done and appends ``item`` to
-    ``items``; the benchmark harness's ``run_grid`` has exactly this shape."""
-
-    def __init__(self, fn):
-        self._fn = fn
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tnn-job", daemon=True)
-        self.fraction = 0.0
-        self.items: list = []
-        self.result = None
-        self.error: str | None = None
-        self.done = False
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    @property
-    def stopped(self) -> bool:
-        return self._stop.is_set()
-
-    def join(self, timeout: float | None = None) -> None:
-        self._thread.join(timeout)
-
-    def stop_when_collected(self, owner: object) -> None:
-        weakref.finalize(owner, self._stop.set)
-
-    def snapshot(self) -> tuple[float, list, bool, str | None]:
-        """(fraction done, items so far, finished, error message or None)."""
-        with self._lock:
-            return self.fraction, list(self.items), self.done, self.error
-
-    def _progress(self, fraction: float, item=None) -> None:
-        with self._lock:
-            self.fraction = fraction
-            if item is not None:
-                self.items.append(item)
-
-    def _run(self) -> None:
-        try:
-            result, error = self._fn(self._progress, self._stop), None
-        except Exception as err:  # noqa: BLE001 - reported to the watcher, not raised
-            log.error("background job failed: %s", traceback.format_exc())
-            result, error = None, f"{type(err).__name__}: {err}"
-        with self._lock:
-            self.result, self.error, self.done = result, error, True
+    def _finish(self, result: TrainResult | None, error: str | None) -> None:
+        p = self._progress
+        p.status = "failed" if result is None else result.status
+        p.message = error if result is None else result.message
+        p.elapsed_s = time.perf_counter() - self._started
+        if result is not None and result.history.get("tokens_per_s"):
+            p.tokens_per_s = result.history["tokens_per_s"]

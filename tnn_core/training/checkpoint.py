@@ -5,8 +5,12 @@ The file holds the weights (``model.state_dict()``) and string metadata, each va
     format        "toeplitz-lab/1"
     model_config  ModelConfig.to_dict(), enough to rebuild the model
     task          Task.info(): name, settings, and for charlm the vocabulary and source
-    history       the training history (evaluations, wall time, device, exact command)
+    history       the training history (evaluations, wall time, device, exact command,
+                  ``train_config``: TrainConfig.to_dict())
     version       tnn_core.__version__ that wrote it
+
+Files written by tnn_core 0.1.0 store a flat train config; ``migrate_train_config``
+turns it into today's nested one on load.
 
 ``load`` / ``load_bytes`` check the bytes before anything parses them: a pickle
 (protocol 2+ starts with 0x80) or a ``torch.save`` zip ("PK") is refused without ever
@@ -38,7 +42,7 @@ from tnn_core import __version__
 from tnn_core.models import ModelConfig, build_model
 
 __all__ = ["CheckpointError", "CheckpointInfo", "FORMAT", "MAX_BYTES", "SHIPPED_DIR", "save",
-           "load", "load_bytes", "read_info", "shipped"]
+           "load", "load_bytes", "read_info", "shipped", "migrate_train_config"]
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +52,9 @@ SHIPPED_DIR = Path(__file__).resolve().parents[2] / "checkpoints"
 _DTYPES = {"F16": torch.float16, "BF16": torch.bfloat16, "F32": torch.float32,
            "F64": torch.float64}
 _REQUIRED = ("format", "model_config", "task")
+# the model fields a 0.1.0 TrainConfig repeated beside the optimisation ones
+_FLAT_MODEL_FIELDS = ("operator", "causal", "dim", "layers", "expand_ratio", "decay", "rank",
+                      "band", "rpe_dim", "rpe_layers", "activation")
 
 
 class CheckpointError(ValueError):
@@ -176,13 +183,30 @@ def _metadata(header: dict, source: str) -> dict:
     return out
 
 
+def migrate_train_config(train_config: dict, model_config: ModelConfig) -> dict:
+    """A history's ``train_config`` in today's form: ``TrainConfig.from_dict`` reads it.
+
+    Up to tnn_core 0.1.0 (the shipped checkpoints) TrainConfig repeated 11 model fields
+    (operator, causal, dim, ..., activation) beside the optimisation ones; now it holds
+    ``model``, a ModelConfig. The file's own ``model_config`` is that model (it is what
+    the weights were built from, with causal and the vocabulary resolved), so the flat
+    fields give way to it. A nested config is returned unchanged."""
+    if "model" in train_config:
+        return train_config
+    kept = {k: v for k, v in train_config.items() if k not in _FLAT_MODEL_FIELDS}
+    return {**kept, "model": model_config.to_dict()}
+
+
 def _info(header: dict, source: str, size: int) -> CheckpointInfo:
     meta = _metadata(header, source)
     try:
         config = ModelConfig.from_dict(meta["model_config"])
     except (TypeError, ValueError) as err:
         raise CheckpointError(f"{source}: bad model config: {err}") from None
-    return CheckpointInfo(config, meta["task"], meta["history"], meta["version"], source, size)
+    history = meta["history"]
+    if isinstance(history, dict) and isinstance(history.get("train_config"), dict):
+        history["train_config"] = migrate_train_config(history["train_config"], config)
+    return CheckpointInfo(config, meta["task"], history, meta["version"], source, size)
 
 
 def read_info(path: str | os.PathLike) -> CheckpointInfo:

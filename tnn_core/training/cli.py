@@ -20,10 +20,12 @@ from pathlib import Path
 import torch
 
 from tnn_core.allocator import keep_freed_memory
-from tnn_core.operators import KINDS
+from tnn_core.models import ModelConfig
+from tnn_core.operators import ALL_KINDS, OperatorConfig
 from tnn_core.training.checkpoint import save
-from tnn_core.training.loop import DEVICES, DTYPES, SCHEDULES, Callbacks, TrainConfig, train
-from tnn_core.training.tasks import TASKS, get_task
+from tnn_core.training.config import DEVICES, DTYPES, SCHEDULES, TrainConfig, model_for_task
+from tnn_core.training.loop import Callbacks, train
+from tnn_core.training.tasks import TASKS, Task, get_task
 
 # CLI option -> (task config field, the tasks that have it)
 TASK_OPTIONS = {
@@ -42,11 +44,20 @@ TASK_OPTIONS = {
 }
 
 
+# the flags that go into TrainConfig, ModelConfig and OperatorConfig as they are
+TRAIN_FIELDS = ("task", "steps", "batch_size", "lr", "weight_decay", "warmup", "schedule",
+                "clip", "eval_every", "eval_batches", "eval_batch_size", "seed", "device",
+                "dtype")
+MODEL_FIELDS = ("dim", "layers", "expand_ratio")
+OPERATOR_FIELDS = ("decay", "rank", "band", "rpe_dim", "rpe_layers", "activation", "heads",
+                   "sparse_density", "max_length", "sparse_l1", "psf_activation")
+
+
 def parser() -> argparse.ArgumentParser:
-    d = TrainConfig()
+    train, model, op = TrainConfig(), ModelConfig(), OperatorConfig()  # the defaults
     p = argparse.ArgumentParser(prog="python -m tnn_core.training", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--task", choices=tuple(TASKS), default=d.task, help="what to learn")
+    p.add_argument("--task", choices=tuple(TASKS), default=train.task, help="what to learn")
     p.add_argument("--out", type=Path, help="checkpoint to write (.safetensors); none if unset")
 
     t = p.add_argument_group("task options (default: the task's own)")
@@ -64,45 +75,58 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--num-values", type=int, help="recall: distinct value tokens")
 
     m = p.add_argument_group("model")
-    m.add_argument("--operator", choices=KINDS, default=d.operator,
-                   help="token mixer: tno (TNN), ski (SKI-TNN) or fd (FD-TNN)")
+    m.add_argument("--operator", choices=ALL_KINDS, default=op.kind,
+                   help="token mixer: tno (TNN), ski (SKI-TNN), fd (FD-TNN) or togeipi "
+                        "(Toeplitz plus sparse)")
     m.add_argument("--causal", action=argparse.BooleanOptionalAction, default=None,
                    help="causal operator (default: yes for charlm/recall, no otherwise)")
-    m.add_argument("--dim", type=int, default=d.dim, help="model width d")
-    m.add_argument("--layers", type=int, default=d.layers, help="TNN layers")
-    m.add_argument("--expand-ratio", type=int, default=d.expand_ratio,
+    m.add_argument("--dim", type=int, default=model.dim, help="model width d")
+    m.add_argument("--layers", type=int, default=model.layers, help="TNN layers")
+    m.add_argument("--expand-ratio", type=int, default=model.expand_ratio,
                    help="GTU width = expand ratio × d")
-    m.add_argument("--decay", type=float, default=d.decay, help="operator decay λ in (0, 1]")
-    m.add_argument("--rank", type=int, default=d.rank, help="SKI inducing points r")
-    m.add_argument("--band", type=int, default=d.band, help="SKI band taps m")
-    m.add_argument("--rpe-dim", type=int, default=d.rpe_dim,
+    m.add_argument("--decay", type=float, default=op.decay, help="operator decay λ in (0, 1]")
+    m.add_argument("--rank", type=int, default=op.rank, help="SKI inducing points r")
+    m.add_argument("--band", type=int, default=op.band, help="SKI band taps m")
+    m.add_argument("--rpe-dim", type=int, default=op.rpe_dim,
                    help="RPE MLP width (default max(D // 8, 32))")
-    m.add_argument("--rpe-layers", type=int, default=d.rpe_layers, help="RPE MLP hidden layers")
-    m.add_argument("--activation", choices=("relu", "silu", "gelu"), default=d.activation,
+    m.add_argument("--rpe-layers", type=int, default=op.rpe_layers,
+                   help="RPE MLP hidden layers")
+    m.add_argument("--activation", choices=("relu", "silu", "gelu"), default=op.activation,
                    help="RPE MLP activation")
+    m.add_argument("--heads", type=int, default=op.heads,
+                   help="togeipi: heads, one Toeplitz point spread function each")
+    m.add_argument("--sparse-density", type=float, default=op.sparse_density,
+                   help="togeipi: share of the sparse matrix's entries kept, in (0, 1]")
+    m.add_argument("--max-length", type=int, default=op.max_length,
+                   help="togeipi: longest sequence (the sparse matrix is max-length²)")
+    m.add_argument("--sparse-l1", type=float, default=op.sparse_l1,
+                   help="togeipi: weight of the l1 penalty on the sparse matrix")
+    m.add_argument("--psf-activation", choices=("none", "gelu"), default=op.psf_activation,
+                   help="togeipi: none keeps the mixing linear; gelu as in the project")
 
     o = p.add_argument_group("optimisation")
-    o.add_argument("--steps", type=int, default=d.steps, help="optimizer updates")
-    o.add_argument("--batch-size", type=int, default=d.batch_size,
+    o.add_argument("--steps", type=int, default=train.steps, help="optimizer updates")
+    o.add_argument("--batch-size", type=int, default=train.batch_size,
                    help="sequences per update (per rank under torchrun)")
-    o.add_argument("--lr", type=float, default=d.lr, help="peak learning rate (AdamW)")
-    o.add_argument("--weight-decay", type=float, default=d.weight_decay,
+    o.add_argument("--lr", type=float, default=train.lr, help="peak learning rate (AdamW)")
+    o.add_argument("--weight-decay", type=float, default=train.weight_decay,
                    help="AdamW weight decay on weight matrices")
-    o.add_argument("--warmup", type=int, default=d.warmup, help="linear warm-up steps")
-    o.add_argument("--schedule", choices=SCHEDULES, default=d.schedule,
+    o.add_argument("--warmup", type=int, default=train.warmup, help="linear warm-up steps")
+    o.add_argument("--schedule", choices=SCHEDULES, default=train.schedule,
                    help="after warm-up: cosine (to 10%% of lr) or inverse_sqrt")
-    o.add_argument("--clip", type=float, default=d.clip, help="max gradient norm (0: off)")
-    o.add_argument("--eval-every", type=int, default=d.eval_every, help="evaluate every k steps")
-    o.add_argument("--eval-batches", type=int, default=d.eval_batches,
+    o.add_argument("--clip", type=float, default=train.clip, help="max gradient norm (0: off)")
+    o.add_argument("--eval-every", type=int, default=train.eval_every,
+                   help="evaluate every k steps")
+    o.add_argument("--eval-batches", type=int, default=train.eval_batches,
                    help="fixed validation batches per evaluation")
-    o.add_argument("--eval-batch-size", type=int, default=d.eval_batch_size,
+    o.add_argument("--eval-batch-size", type=int, default=train.eval_batch_size,
                    help="sequences per validation batch")
-    o.add_argument("--seed", type=int, default=d.seed, help="seeds the model and the batches")
+    o.add_argument("--seed", type=int, default=train.seed, help="seeds the model and the batches")
 
     r = p.add_argument_group("runtime")
-    r.add_argument("--device", choices=DEVICES, default=d.device,
+    r.add_argument("--device", choices=DEVICES, default=train.device,
                    help="auto: CUDA when available (rank's GPU under torchrun), else CPU")
-    r.add_argument("--dtype", choices=DTYPES, default=d.dtype,
+    r.add_argument("--dtype", choices=DTYPES, default=train.dtype,
                    help="float32, float64, or bfloat16 autocast (weights stay float32)")
     r.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (torch.set_num_threads); default: torch's own")
@@ -126,12 +150,14 @@ def task_settings(args: argparse.Namespace) -> dict:
     return settings
 
 
-def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    fields = ("task", "steps", "batch_size", "lr", "weight_decay", "warmup", "schedule", "clip",
-              "eval_every", "eval_batches", "eval_batch_size", "seed", "device", "dtype",
-              "operator", "causal", "dim", "layers", "expand_ratio", "decay", "rank", "band",
-              "rpe_dim", "rpe_layers", "activation")
-    return TrainConfig(**{name: getattr(args, name) for name in fields})
+def config_from_args(args: argparse.Namespace, task: Task) -> TrainConfig:
+    """The TrainConfig of the parsed flags; ``--causal`` unset: causal for lm tasks."""
+    causal = task.kind == "lm" if args.causal is None else args.causal
+    operator = OperatorConfig(kind=args.operator, causal=causal,
+                              **{name: getattr(args, name) for name in OPERATOR_FIELDS})
+    model = ModelConfig(operator=operator, **{name: getattr(args, name) for name in MODEL_FIELDS})
+    return TrainConfig(model=model_for_task(model, task),
+                       **{name: getattr(args, name) for name in TRAIN_FIELDS})
 
 
 def command_line(argv: list[str]) -> str:
@@ -157,8 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     try:
-        config = config_from_args(args)
         task = get_task(args.task, task_settings(args))
+        config = config_from_args(args, task)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -167,8 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     callbacks = Callbacks()
     if lead:
         print(f"task: {task.describe()}")
-        layers = f"{config.layers} layer" + ("s" if config.layers != 1 else "")
-        print(f"model: {config.operator}, d={config.dim}, {layers}; "
+        model = config.model
+        layers = f"{model.layers} layer" + ("s" if model.layers != 1 else "")
+        print(f"model: {model.operator.kind}, d={model.dim}, {layers}; "
               f"{config.steps} steps of {config.batch_size} × n={task.seq_len}")
         if not args.no_progress:
             from tqdm import tqdm

@@ -1,9 +1,11 @@
 """The training loop shared by the CLI (``python -m tnn_core.training``) and the app.
 
-    config = TrainConfig(task="listops", operator="ski", steps=2000)
+    config = TrainConfig(task="listops", steps=2000, model=model)   # training/config.py
     result = train(config, callbacks=Callbacks(on_step=..., on_eval=...), stop_event=event)
     result.model, result.history, result.status   # "completed" | "stopped" | "diverged"
 
+* The loss is the task's cross-entropy; togeipi models add their ``l1_penalty()``
+  (``objective``).
 * AdamW (weight decay on matrices only), linear warm-up then cosine (down to 10 % of
   ``lr``) or inverse square root, gradient clipping by global norm.
 * Evaluation on the task's fixed validation batches at step 0, every ``eval_every``
@@ -33,107 +35,29 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from tnn_core import __version__
-from tnn_core.checks import config_from_dict
+from tnn_core.checks import check_choice
 from tnn_core.models import ModelConfig, build_model
-from tnn_core.operators import KINDS, OperatorConfig
+from tnn_core.training.config import DEVICES, SCHEDULES, TrainConfig
 from tnn_core.training.evaluate import autocast, evaluate
-from tnn_core.training.tasks import IGNORE, TASKS, Task, get_task
+from tnn_core.training.tasks import IGNORE, Task, get_task
 
-__all__ = ["TrainConfig", "Callbacks", "TrainResult", "train", "evaluate", "learning_rate",
-           "task_loss", "resolve_device"]
+__all__ = ["Callbacks", "TrainResult", "train", "learning_rate", "task_loss", "objective",
+           "resolve_device"]
 
 log = logging.getLogger(__name__)
 _THROUGHPUT_WARMUP = 5  # steps left out of the median tokens/s
-SCHEDULES = ("cosine", "inverse_sqrt")
-DEVICES = ("auto", "cpu", "cuda")
-DTYPES = ("float32", "float64", "bfloat16")
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """One training run: optimisation, then the model. Unknown fields raise.
-
-    The model fields map onto ``ModelConfig`` / ``OperatorConfig``; the task supplies
-    the vocabulary, the classes and whether the model is an LM or a classifier."""
-
-    task: str = "listops"  # a name in tnn_core.tasks.TASKS
-    steps: int = 1000  # optimizer updates
-    batch_size: int = 32  # sequences per update (per rank under torchrun)
-    lr: float = 3e-3  # peak learning rate
-    weight_decay: float = 0.01  # AdamW decay, weight matrices only
-    warmup: int = 100  # linear warm-up steps
-    schedule: str = "cosine"  # after warm-up: cosine down to 10 % of lr, or inverse_sqrt
-    clip: float = 1.0  # max global gradient norm; 0 disables clipping
-    eval_every: int = 100  # evaluate every k steps (and at step 0 and the last step)
-    eval_batches: int = 8  # fixed validation batches per evaluation
-    eval_batch_size: int = 32  # sequences per validation batch
-    seed: int = 0  # seeds the model and the batches
-    device: str = "auto"  # auto (CUDA when available), cpu or cuda
-    dtype: str = "float32"  # float32, float64, or bfloat16 (autocast; weights stay float32)
-    operator: str = "tno"  # token mixer: tno, ski or fd
-    causal: bool | None = None  # None: causal for lm tasks, bidirectional for classify
-    dim: int = 64  # model width d
-    layers: int = 2  # TNN layers
-    expand_ratio: int = 3  # GTU width = expand_ratio * d
-    decay: float = 0.99  # λ of the operator
-    rank: int = 64  # SKI inducing points r
-    band: int = 17  # SKI band taps m
-    rpe_dim: int | None = None  # RPE MLP width; None: max(D // 8, 32)
-    rpe_layers: int = 1  # RPE MLP hidden layers
-    activation: str = "relu"  # RPE activation: relu, silu or gelu
-
-    def __post_init__(self):
-        for name, allowed in (("task", tuple(TASKS)), ("schedule", SCHEDULES),
-                              ("device", DEVICES), ("dtype", DTYPES), ("operator", KINDS)):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}; got {getattr(self, name)!r}")
-        for name, low in (("steps", 0), ("batch_size", 1), ("warmup", 0), ("eval_every", 1),
-                          ("eval_batches", 1), ("eval_batch_size", 1), ("seed", 0)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an integer in [{low}, inf); got {value!r}")
-        for name, low, high in (("lr", 0.0, math.inf), ("weight_decay", 0.0, math.inf),
-                                ("clip", 0.0, math.inf)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) \
-                    or not low <= value < high:
-                raise ValueError(f"{name} must be a number in [{low}, inf); got {value!r}")
-        if self.causal is not None and not isinstance(self.causal, bool):
-            raise ValueError(f"causal must be True, False or None; got {self.causal!r}")
-        self.operator_config(causal=True)  # validates decay, rank, band, rpe_*, activation
-        ModelConfig(dim=self.dim, layers=self.layers, expand_ratio=self.expand_ratio)
-
-    def operator_config(self, causal: bool) -> OperatorConfig:
-        return OperatorConfig(kind=self.operator, causal=causal, decay=self.decay,
-                              rank=self.rank, band=self.band, rpe_dim=self.rpe_dim,
-                              rpe_layers=self.rpe_layers, activation=self.activation)
-
-    def model_config(self, task: Task) -> ModelConfig:
-        """The ModelConfig for ``task``: lm or classify, its vocabulary and classes."""
-        causal = task.kind == "lm" if self.causal is None else self.causal
-        return ModelConfig(task=task.kind, vocab_size=task.vocab_size,
-                           num_classes=task.num_classes or 2, dim=self.dim, layers=self.layers,
-                           expand_ratio=self.expand_ratio, operator=self.operator_config(causal))
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> TrainConfig:
-        return config_from_dict(cls, data)
 
 
 def resolve_device(name: str, local_rank: int = 0) -> torch.device:
     """auto: CUDA (this rank's GPU) when available, else CPU; cuda without a GPU raises."""
-    if name not in DEVICES:
-        raise ValueError(f"device must be one of {DEVICES}; got {name!r}")
+    check_choice("device", name, DEVICES)
     if name == "cuda" and not torch.cuda.is_available():
         raise ValueError("device must be 'cpu' or 'auto' here: CUDA is not available")
     if name == "cpu" or not torch.cuda.is_available():
@@ -175,8 +99,7 @@ def learning_rate(step: int, config: TrainConfig) -> float:
         return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0))))
     if config.schedule == "inverse_sqrt":
         return lr * math.sqrt(max(warmup, 1) / (step + 1))
-    raise ValueError(f"schedule must be one of ('cosine', 'inverse_sqrt'); "
-                     f"got {config.schedule!r}")
+    raise ValueError(f"schedule must be one of {SCHEDULES}; got {config.schedule!r}")
 
 
 def task_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -185,6 +108,15 @@ def task_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     logits [B, n, V] with targets [B, n] (lm), or logits [B, C] with targets [B]."""
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1),
                            ignore_index=IGNORE)
+
+
+def objective(model: nn.Module, loss: torch.Tensor) -> torch.Tensor:
+    """What the optimizer minimises: the task loss plus the model's ``l1_penalty()``.
+
+    For togeipi that is sparse_l1 · Σ|S_ij| of every layer's sparse matrix (the Togeipi
+    project's regularisation, which pushes the dropped entries towards zero); the
+    Toeplitz kinds add 0."""
+    return loss + model.l1_penalty()
 
 
 def _distributed() -> tuple[int, int, int]:
@@ -292,7 +224,7 @@ def _loop(config, task, callbacks, stop_event, command, rank, world, device) -> 
         tokens, targets = tokens.to(device), targets.to(device)
         with autocast(device, config.dtype):
             logits = net(tokens)  # (B, n, V) or (B, C)
-        loss = task_loss(logits, targets)
+        loss = task_loss(logits, targets)  # logged: comparable with the validation loss
         mean_loss = loss.detach().clone()
         if world > 1:
             torch.distributed.all_reduce(mean_loss)
@@ -307,7 +239,7 @@ def _loop(config, task, callbacks, stop_event, command, rank, world, device) -> 
             g.copy_(p.detach())
         kept = step
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        objective(model, loss).backward()
         max_norm = config.clip if config.clip > 0 else math.inf
         grad_norm = float(nn.utils.clip_grad_norm_(params, max_norm))
         if not math.isfinite(grad_norm):

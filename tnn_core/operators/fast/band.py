@@ -1,23 +1,17 @@
 """SKI's band (its sparse part): a depthwise convolution with m taps along the rows of
-[B, n, D], three routes that compute the same thing (``tests/test_bench.py``).
+[B, n, D] on the channels-last view, checked against ``F.conv1d`` in
+``tests/test_fast_paths.py``.
 
 Letters: B batch, n length, D channels, m taps.
 """
 
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-__all__ = ["BandMethod", "BAND_METHODS", "band_conv", "conv_cl", "extend_taps", "weight_grad",
-           "weight_grad_gemm"]
-
-
-BandMethod = Literal["conv_cl", "conv", "shift"]
-BAND_METHODS: tuple[str, ...] = ("conv_cl", "conv", "shift")
+__all__ = ["band_conv", "conv_cl", "extend_taps", "weight_grad", "weight_grad_gemm"]
 
 
 def extend_taps(weight: torch.Tensor, left: int) -> tuple[torch.Tensor, int]:
@@ -28,7 +22,7 @@ def extend_taps(weight: torch.Tensor, left: int) -> tuple[torch.Tensor, int]:
     return F.pad(weight, (pad - left, pad - (m - 1 - left))), pad
 
 
-_GEMM_MIN_TAPS = 15  # from this many extended taps the blocked GEMM beats oneDNN (CPU)
+_GEMM_MIN_TAPS = 15  # from here the blocked GEMM beats oneDNN on CPU: docs/benchmarks.md
 
 
 def weight_grad(grad_y: torch.Tensor, x: torch.Tensor, ext: torch.Tensor, pad: int
@@ -38,7 +32,7 @@ def weight_grad(grad_y: torch.Tensor, x: torch.Tensor, ext: torch.Tensor, pad: i
 
     On CPU from 15 extended taps (m >= 14) ``weight_grad_gemm``; otherwise oneDNN's
     backward-weights on the channels-last views, which costs ~m times the forward
-    (docs/benchmarks.md: 85 ms against the GEMM's 15 at n = 8192, m = 32)."""
+    (docs/benchmarks.md, "What makes them fast")."""
     if x.device.type == "cpu" and ext.shape[-1] >= _GEMM_MIN_TAPS:
         return weight_grad_gemm(grad_y, x, pad)
     D = x.shape[-1]
@@ -110,18 +104,15 @@ class _BandConvCL(torch.autograd.Function):
         return grad_x, grad_w, None
 
 
-def band_conv(x: torch.Tensor, weight: torch.Tensor, left: int, method: BandMethod = "conv_cl"
-              ) -> torch.Tensor:
+def band_conv(x: torch.Tensor, weight: torch.Tensor, left: int) -> torch.Tensor:
     """Depthwise convolution (cross-correlation, as F.conv1d) along n with zero padding
     ``left`` before and ``m - 1 - left`` after:
     y[b, i, c] = Σ_j weight[c, j] x[b, i - left + j, c]; tap j has lag ``left - j``.
 
-    x: [B, n, D], weight: [D, m]  ->  [B, n, D] (possibly a strided view).
-    "conv_cl": F.conv2d(groups=D) on the channels-last view [B, D, 1, n] of x, no copy;
-    on CPU oneDNN's NHWC depthwise kernel, with the backward of ``_BandConvCL``;
-    several times faster than "conv". Not twice differentiable.
-    "conv": F.conv1d(groups=D) on a contiguous [B, D, n] copy, plain autograd.
-    "shift": m shifted multiply-adds into the output.
+    x: [B, n, D], weight: [D, m]  ->  [B, n, D] (a strided view). F.conv2d(groups=D) on
+    the channels-last view [B, D, 1, n] of x, no copy; on CPU oneDNN's NHWC depthwise
+    kernel (the NCHW conv1d on a [B, D, n] copy was ~7x slower: docs/benchmarks.md),
+    with the backward of ``_BandConvCL``. Not twice differentiable.
     """
     B, n, D = x.shape
     m = weight.shape[-1]
@@ -129,21 +120,4 @@ def band_conv(x: torch.Tensor, weight: torch.Tensor, left: int, method: BandMeth
         raise ValueError(f"weight must have shape [D={D}, m]; got {tuple(weight.shape)}")
     if not 0 <= left <= m - 1:
         raise ValueError(f"left must be in [0, m-1] = [0, {m - 1}]; got {left}")
-    if method == "conv_cl":
-        return _BandConvCL.apply(x, weight, left)
-    if method == "conv":
-        pad = max(left, m - 1 - left)
-        start = pad - left
-        y = F.conv1d(x.transpose(1, 2).contiguous(), weight[:, None, :], padding=pad,
-                     groups=D)  # (B, D, n + 2 pad - m + 1)
-        return y[..., start : start + n].transpose(1, 2)  # (B, n, D)
-    if method == "shift":
-        y = x * weight[:, left]  # (B, n, D): the tap of lag 0
-        for j in range(m):
-            s = j - left  # y[i] += w_j x[i + s]
-            lo, hi = max(0, -s), min(n, n - s)
-            if j == left or lo >= hi:
-                continue
-            y[:, lo:hi].addcmul_(x[:, lo + s : hi + s], weight[:, j])
-        return y
-    raise ValueError(f"method must be one of {BAND_METHODS}; got {method!r}")
+    return _BandConvCL.apply(x, weight, left)  # (B, n, D)

@@ -9,7 +9,7 @@ for the rfft backward, two complex products, a pad and a slice, each a fresh
 (rfft of the output gradient, irfft for the input gradient) and none over the kernel
 for a spectrum input. The kernel gradient is the circular cross-correlation of the
 output gradient with x, reduced over the batch in the frequency domain before its
-single irfft over D rows. ``tests/test_bench.py`` checks both against the reference
+single irfft over D rows. ``tests/test_fast_paths.py`` checks both against the reference
 in float64, gradients included.
 
 Letters: B batch (any leading dims), D channels, n length, N FFT size, F = N//2+1.
@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import torch
 from torch.autograd.function import once_differentiable
+
+from tnn_core.checks import check_int
 
 __all__ = ["circulant_product", "spectral_product"]
 
@@ -115,8 +117,7 @@ class _SpectralProduct(torch.autograd.Function):
 
 def _check_product(x: torch.Tensor, kernel_lead: torch.Size, N: int) -> None:
     n = x.shape[-1]
-    if isinstance(N, bool) or not isinstance(N, int) or N < 2 * n - 1:
-        raise ValueError(f"N must be an integer in [2n-1, inf) = [{2 * n - 1}, inf); got {N!r}")
+    check_int("N", N, 2 * n - 1, span="[2n-1, inf)")
     if x.dim() < len(kernel_lead) + 1:
         raise ValueError(f"x must have shape [..., {', '.join(map(str, kernel_lead))}, n]; "
                          f"got {tuple(x.shape)}")

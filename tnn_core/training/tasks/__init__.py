@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import is_dataclass
 
-from tnn_core.training.tasks.base import IGNORE, Task, config_from_dict
+from tnn_core.checks import check_choice, config_from_dict
+from tnn_core.training.tasks.base import IGNORE, Task
 from tnn_core.training.tasks.charlm import CharLMConfig, CharLMTask
 from tnn_core.training.tasks.digits import DigitsConfig, DigitsTask
 from tnn_core.training.tasks.listops import ListOpsConfig, ListOpsTask
@@ -34,9 +35,7 @@ TASKS: dict[str, tuple[type[Task], type]] = {  # name -> (task class, its config
 
 
 def _entry(name: str) -> tuple[type[Task], type]:
-    if name not in TASKS:
-        raise ValueError(f"task must be one of {tuple(TASKS)}; got {name!r}")
-    return TASKS[name]
+    return TASKS[check_choice("task", name, tuple(TASKS))]
 
 
 def task_config(name: str, settings=None):

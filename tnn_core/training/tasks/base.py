@@ -20,10 +20,9 @@ from typing import Literal
 
 import torch
 
-from tnn_core import checks as configs
+from tnn_core.checks import check_choice, check_int
 
-__all__ = ["IGNORE", "SPLITS", "Task", "config_from_dict", "check_split", "check_int",
-           "seed_from"]
+__all__ = ["IGNORE", "SPLITS", "Task", "check_split", "seed_from"]
 
 IGNORE = -100  # target id that the loss and the accuracy skip (F.cross_entropy's default)
 SPLITS = ("train", "val")
@@ -50,8 +49,8 @@ class Task:
     def validation(self, batch_size: int, batches: int, length: int | None = None
                    ) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """``batches`` fixed validation batches: the same tensors on every call."""
-        _check_positive("batch_size", batch_size)
-        _check_positive("batches", batches)
+        check_int("batch_size", batch_size, 1)
+        check_int("batches", batches, 1)
         g = torch.Generator().manual_seed(self.validation_seed)
         return [self.batch("val", batch_size, g, length) for _ in range(batches)]
 
@@ -59,8 +58,7 @@ class Task:
         """The length to generate: ``seq_len`` when None; else a length the task allows."""
         if length is None:
             return self.seq_len
-        if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-            raise ValueError(f"length must be an integer in [1, inf); got {length!r}")
+        check_int("length", length, 1)
         if not self.extrapolates and length != self.seq_len:
             raise ValueError(f"length must be {self.seq_len} for task {self.name} (its "
                              f"sequences have a fixed length); got {length}")
@@ -94,28 +92,10 @@ class Task:
         return self.name
 
 
-def config_from_dict(cls, data: dict | None):
-    """Build the dataclass ``cls`` from a dict; an unknown field raises ValueError naming it."""
-    return configs.config_from_dict(cls, data)
-
-
 def check_split(split: str) -> str:
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}; got {split!r}")
-    return split
+    return check_choice("split", split, SPLITS)
 
 
 def seed_from(generator: torch.Generator) -> int:
     """A Python-level seed drawn from a torch generator (for ``random.Random``)."""
     return int(torch.randint(0, 2**62, (1,), generator=generator).item())
-
-
-def check_int(name: str, value, low: int, high: int | None = None) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (
-            high is not None and value > high):
-        upper = "inf)" if high is None else f"{high}]"
-        raise ValueError(f"{name} must be an integer in [{low}, {upper}; got {value!r}")
-
-
-def _check_positive(name: str, value) -> None:
-    check_int(name, value, 1)

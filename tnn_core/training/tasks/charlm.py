@@ -38,7 +38,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tnn_core.training.tasks.base import Task, check_int, check_split
+from tnn_core.checks import check_int, check_number
+from tnn_core.training.tasks.base import Task, check_split
 
 __all__ = ["CharLMConfig", "CharLMTask", "MAX_TEXT_BYTES", "MIN_TEXT_BYTES", "decode_text",
            "stdlib_files"]
@@ -69,10 +70,7 @@ class CharLMConfig:
         check_int("val_seed", self.val_seed, 0)
         if self.text is not None and not isinstance(self.text, str):
             raise ValueError(f"text must be a file path or None; got {self.text!r}")
-        if isinstance(self.val_fraction, bool) or not isinstance(self.val_fraction, int | float) \
-                or not 0.01 <= self.val_fraction <= 0.5:
-            raise ValueError(f"val_fraction must be a number in [0.01, 0.5]; "
-                             f"got {self.val_fraction!r}")
+        check_number("val_fraction", self.val_fraction, 0.01, 0.5)
 
 
 def _crc(path: str) -> int:

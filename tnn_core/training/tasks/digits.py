@@ -22,7 +22,8 @@ from dataclasses import asdict, dataclass
 import torch
 import torch.nn.functional as F
 
-from tnn_core.training.tasks.base import Task, check_int, check_split
+from tnn_core.checks import check_choice, check_int, check_number
+from tnn_core.training.tasks.base import Task, check_split
 
 __all__ = ["DigitsConfig", "DigitsTask", "LEVELS", "load_images"]
 
@@ -38,12 +39,8 @@ class DigitsConfig:
     split_seed: int = 0  # seeds the train / validation permutation
 
     def __post_init__(self):
-        if self.size not in (8, 32):
-            raise ValueError(f"size must be one of (8, 32); got {self.size!r}")
-        if isinstance(self.val_fraction, bool) or not isinstance(self.val_fraction, int | float) \
-                or not 0.05 <= self.val_fraction <= 0.5:
-            raise ValueError(f"val_fraction must be a number in [0.05, 0.5]; "
-                             f"got {self.val_fraction!r}")
+        check_choice("size", self.size, (8, 32))
+        check_number("val_fraction", self.val_fraction, 0.05, 0.5)
         check_int("split_seed", self.split_seed, 0)
 
 

@@ -29,7 +29,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from tnn_core.training.tasks.base import Task, check_int, check_split, seed_from
+from tnn_core.checks import check_int, check_number
+from tnn_core.training.tasks.base import Task, check_split, seed_from
 
 __all__ = ["ListOpsConfig", "ListOpsTask", "OPERATORS", "TOKENS", "evaluate_tree",
            "tree_tokens"]
@@ -56,9 +57,7 @@ class ListOpsConfig:
         check_int("max_args", self.max_args, 2)
         check_int("val_seed", self.val_seed, 0)
         check_int("val_size", self.val_size, 0)
-        if isinstance(self.nest_prob, bool) or not isinstance(self.nest_prob, int | float) \
-                or not 0 <= self.nest_prob <= 1:
-            raise ValueError(f"nest_prob must be a number in [0, 1]; got {self.nest_prob!r}")
+        check_number("nest_prob", self.nest_prob, 0, 1)
 
 
 def random_tree(rng: random.Random, config: ListOpsConfig, depth: int = 1):

@@ -24,7 +24,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from tnn_core.training.tasks.base import IGNORE, Task, check_int, check_split
+from tnn_core.checks import check_int
+from tnn_core.training.tasks.base import IGNORE, Task, check_split
 
 __all__ = ["RecallConfig", "RecallTask"]
 
@@ -42,7 +43,7 @@ class RecallConfig:
 
     def __post_init__(self):
         check_int("num_pairs", self.num_pairs, 1)
-        check_int("num_queries", self.num_queries, 1, self.num_pairs)
+        check_int("num_queries", self.num_queries, 1, self.num_pairs, span="[1, num_pairs]")
         check_int("num_keys", self.num_keys, self.num_pairs)
         check_int("num_values", self.num_values, 2)
         check_int("seq_len", self.seq_len, 2 * (self.num_pairs + self.num_queries))

@@ -1,12 +1,10 @@
-"""FD kernels for the Frequency page: exact causality, the Hilbert pair, decay fits."""
-
-import math
+"""FD kernels for the Frequency page: exact causality, the Hilbert pair, the theorems."""
 
 import numpy as np
 import pytest
 import scipy.signal
 
-from tnn_core.analysis.fd_kernels import THEOREMS, decay_fit, fd_response
+from tnn_core.analysis.fd_response import THEOREMS, fd_response
 
 
 @pytest.mark.parametrize("activation", list(THEOREMS))
@@ -14,17 +12,17 @@ from tnn_core.analysis.fd_kernels import THEOREMS, decay_fit, fd_response
 @pytest.mark.parametrize("smooth", [False, True])
 def test_response_gives_exactly_causal_kernel_and_hilbert_pair(activation, n, smooth):
     res = fd_response(activation, width=8, depth=1, n=n, seed=3, smooth_extension=smooth)
-    N = res["N"]
+    N = res.N
     assert N == 2 * n
-    assert np.all(res["kernel"][res["lags"] < 0] == 0.0)  # exactly zero, not small
+    assert np.all(res.kernel[res.lags < 0] == 0.0)  # exactly zero, not small
     # The real part of the kernel's spectrum is the MLP response ...
-    spectrum = np.fft.rfft(res["kernel"])
-    np.testing.assert_allclose(spectrum.real, res["real"], atol=1e-12)
+    spectrum = np.fft.rfft(res.kernel)
+    np.testing.assert_allclose(spectrum.real, res.real, atol=1e-12)
     # ... and the imaginary part is -Hilbert{R}: scipy's analytic signal of the
     # two-sided response is R + i H{R}, so -imag(hilbert) on bins 0..N/2.
-    full = np.concatenate([res["real"], res["real"][-2:0:-1]])  # even, length N
+    full = np.concatenate([res.real, res.real[-2:0:-1]])  # even, length N
     expected = -np.imag(scipy.signal.hilbert(full))[: N // 2 + 1]
-    np.testing.assert_allclose(res["imag"], expected, atol=1e-10)
+    np.testing.assert_allclose(res.imag, expected, atol=1e-10)
 
 
 def test_response_is_seeded_and_leaves_global_rng_alone():
@@ -38,34 +36,16 @@ def test_response_is_seeded_and_leaves_global_rng_alone():
     b = fd_response("gelu", 16, 2, 50, seed=7)
     c = fd_response("gelu", 16, 2, 50, seed=8)
     assert torch.equal(before, after)
-    np.testing.assert_array_equal(a["kernel"], b["kernel"])
-    assert not np.allclose(a["kernel"], c["kernel"])
-
-
-def test_decay_fit_recovers_exponential_and_power_law():
-    t = np.arange(401, dtype=float)
-    exponential = np.concatenate([0.8**t, np.zeros(399)])  # causal layout, N = 800
-    fit = decay_fit(exponential)
-    assert fit["rate"] == pytest.approx(0.8, abs=1e-9)
-    assert fit["exp_residual"] < fit["power_residual"]
-    power = np.concatenate([(1 + t) ** -2.0, np.zeros(399)])
-    power[0] = 1
-    fit = decay_fit(power, start=50)
-    assert fit["exponent"] == pytest.approx(2.0, abs=0.05)
-    assert fit["power_residual"] < fit["exp_residual"]
+    np.testing.assert_array_equal(a.kernel, b.kernel)
+    assert not np.allclose(a.kernel, c.kernel)
 
 
 def test_smooth_extension_shows_the_theorems():
     """Fed cos ω, GeLU and SiLU kernels fall far below ReLU's 1/t² tail."""
-    tails = {a: np.abs(fd_response(a, 32, 1, 512, seed=0, smooth_extension=True)["kernel"][200:256])
+    tails = {a: np.abs(fd_response(a, 32, 1, 512, seed=0, smooth_extension=True).kernel[200:256])
              .max() for a in THEOREMS}
     assert tails["gelu"] < 1e-12 and tails["silu"] < 1e-12
     assert tails["relu"] > 1e-8
-
-
-def test_decay_fit_of_tiny_kernel_is_undefined_not_an_error():
-    fit = decay_fit(np.array([1.0, 0.0]))
-    assert math.isnan(fit["rate"]) and fit["points"] == 0
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,296 @@
+"""The Decomposition and Frequency pages' views against independent numpy/scipy computations.
+
+Each number a page shows is rebuilt here from its definition (scipy's toeplitz, a
+from-scratch interpolation W, dense SVDs and norms, numpy FFTs and least squares),
+never through the code under test. Kernels are asymmetric so that a transposed
+matrix or a mirrored lag shows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.linalg
+import torch
+
+from tnn_core.analysis.curves import CURVE_RANKS
+from tnn_core.analysis.decompose import decompose
+from tnn_core.analysis.norms import single_threaded_blas
+from tnn_core.core.rpe import RpeMLP
+from tnn_core.lab.decomposition import LOG_FLOOR, decomposition_view, rank_curve
+from tnn_core.lab.frequency import FIT_FLOOR, FIT_START, frequency_view
+
+
+@pytest.fixture(autouse=True)
+def one_blas_thread():
+    with single_threaded_blas():
+        yield
+
+
+def toeplitz_ref(t: np.ndarray) -> np.ndarray:
+    """T[i, j] = t_{i-j} from lags t_{-(n-1)} .. t_{n-1}."""
+    n = (len(t) + 1) // 2
+    return scipy.linalg.toeplitz(t[n - 1 :], t[n - 1 :: -1])
+
+
+def interp_ref(n: int, r: int) -> np.ndarray:
+    """Linear interpolation of positions 0..n-1 onto r points evenly spaced on [0, n-1]."""
+    W = np.zeros((n, r))
+    points = np.linspace(0, n - 1, r)
+    for i in range(n):
+        j = min(int(np.searchsorted(points, i, side="right")) - 1, r - 2)
+        frac = (i - points[j]) / (points[j + 1] - points[j])
+        W[i, j], W[i, j + 1] = 1 - frac, frac
+    return W
+
+
+def band_lags_ref(n: int, band: int, causal: bool) -> list[int]:
+    lags = range(0, band) if causal else range(-(band // 2), band // 2 + 1)
+    return [k for k in lags if abs(k) < n]
+
+
+def lopsided(n: int, causal: bool = False) -> np.ndarray:
+    """Spikes near the diagonal on a smooth bump that decays faster on one side."""
+    k = np.arange(-(n - 1), n)
+    t = np.where(k >= 0, 0.97, 0.9) ** np.abs(k) * (1 + 0.3 * np.sin(k / 7))
+    for lag, value in {0: 1.5, 1: -0.8, -1: 0.6, 2: 0.4, -2: -0.3}.items():
+        t[n - 1 + lag] += value
+    if causal:
+        t[: n - 1] = 0
+    return t
+
+
+def reference(t: np.ndarray, band: int, rank: int, causal: bool, a: np.ndarray) -> dict:
+    """T, W A Wᵀ, the band (diagonal means of T - W A Wᵀ on the band lags) and R, densely."""
+    n = (len(t) + 1) // 2
+    T, W = toeplitz_ref(t), interp_ref(n, rank)
+    L = W @ toeplitz_ref(a) @ W.T
+    lag = np.subtract.outer(np.arange(n), np.arange(n))  # i - j
+    B = np.zeros((n, n))
+    for k in band_lags_ref(n, band, causal):
+        B[lag == k] = np.mean((T - L)[lag == k])
+    return {"T": T, "L": L, "B": B, "R": T - B - L}
+
+
+# -- Decomposition: heatmaps ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,band,rank,causal,method", [
+    (100, 9, 12, False, "sample"), (400, 5, 16, True, "fit"), (1000, 17, 32, False, "sample"),
+])
+def test_heatmaps_are_T_band_low_rank_and_residual_at_the_drawn_rows(n, band, rank, causal,
+                                                                     method):
+    t = lopsided(n, causal)
+    view = decomposition_view(t, band, rank, causal, method, 0.99)
+    maps = view.heatmaps
+    step = math.ceil(n / 192)
+    np.testing.assert_array_equal(maps.idx, np.arange(0, n, step))
+    assert maps.step == step
+    ix = np.ix_(maps.idx, maps.idx)
+    # row 0 of the T heatmap is T's row 0: T[0, j] = t_{-j}; and every entry is t_{i-j}
+    np.testing.assert_array_equal(maps.T[0], t[n - 1 - maps.idx])
+    np.testing.assert_array_equal(maps.T, toeplitz_ref(t)[ix])
+    # the low-rank heatmap is W A Wᵀ at the drawn rows and columns, A = Toeplitz(A's lags)
+    W = interp_ref(n, rank)[maps.idx]  # (s, r)
+    np.testing.assert_allclose(maps.low_rank, W @ toeplitz_ref(view.inducing_values) @ W.T,
+                               rtol=0, atol=1e-12)
+    ref = reference(t, band, rank, causal, view.inducing_values) if n <= 400 else None
+    if ref is not None:
+        np.testing.assert_allclose(maps.band, ref["B"][ix], rtol=0, atol=1e-11)
+        np.testing.assert_allclose(maps.residual, ref["R"][ix], rtol=0, atol=1e-11)
+    np.testing.assert_array_equal(maps.residual, maps.T - maps.band - maps.low_rank)
+    assert maps.limit == np.abs(maps.T).max()
+    assert maps.residual_limit == np.abs(maps.residual).max()
+
+
+def test_colour_limits_of_an_all_zero_kernel_are_one():
+    view = decomposition_view(np.zeros(7), 1, 2, False, "sample", 0.9)
+    assert view.heatmaps.limit == view.heatmaps.residual_limit == 1.0
+    assert "all-zero" in view.note and math.isnan(view.relative_frobenius)
+    assert math.isnan(view.gap) and view.decay.fit_line is None
+
+
+# -- Decomposition: errors, gap, Theorem 1 -------------------------------------------------
+
+
+@pytest.mark.parametrize("n,band,rank,causal,method", [
+    (100, 9, 12, False, "sample"), (60, 4, 7, True, "fit"), (300, 9, 24, False, "fit"),
+])
+def test_errors_gap_and_theorem1_factor(n, band, rank, causal, method):
+    t = lopsided(n, causal)
+    view = decomposition_view(t, band, rank, causal, method, 0.99)
+    ref = reference(t, band, rank, causal, view.inducing_values)
+    T, R = ref["T"], ref["R"]
+    sigma = np.linalg.svd(T - ref["B"], compute_uv=False)
+    norm_2, norm_f = np.linalg.norm(T, 2), np.linalg.norm(T)
+    assert view.relative_spectral == pytest.approx(np.linalg.norm(R, 2) / norm_2, rel=1e-6)
+    assert view.relative_frobenius == pytest.approx(np.linalg.norm(R) / norm_f, rel=1e-8)
+    assert view.optimal_spectral == pytest.approx(sigma[rank], rel=1e-8)
+    assert view.optimal_frobenius == pytest.approx(np.sqrt(np.sum(sigma[rank:] ** 2)), rel=1e-8)
+    assert view.relative_optimal_spectral == pytest.approx(sigma[rank] / norm_2, rel=1e-6)
+    assert view.relative_optimal_frobenius == pytest.approx(
+        np.sqrt(np.sum(sigma[rank:] ** 2)) / norm_f, rel=1e-8)
+    # the gap is SKI's spectral error over the Eckart–Young optimum, never below 1
+    assert view.gap == pytest.approx(np.linalg.norm(R, 2) / sigma[rank], rel=1e-6)
+    assert view.gap >= 1 - 1e-9
+    h = (n - 1) / (rank - 1)  # the inducing spacing
+    assert view.spacing == pytest.approx(h)
+    assert view.theorem1_factor == pytest.approx(h**2 / 8, rel=1e-12)
+    mass = np.abs(t)
+    assert view.leakage == pytest.approx(mass[: n - 1].sum() / mass.sum())
+    assert view.spectral_method == ("lanczos" if n >= 224 else "dense")
+    # singular values of T - band, and the marker between σ_r and σ_{r+1}
+    np.testing.assert_allclose(view.singular_values, sigma, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(view.singular_index, np.arange(1, n + 1))
+    assert view.rank_marker == rank + 0.5
+
+
+# -- Decomposition: the kernel plot --------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,rank,causal", [(100, 12, False), (300, 128, False), (50, 7, True)])
+def test_inducing_lag_markers_are_p_i_minus_p_j_with_A_there(n, rank, causal):
+    t = lopsided(n, causal)
+    band = 5
+    view = decomposition_view(t, band, rank, causal, "sample", 0.99)
+    p = np.linspace(0, n - 1, rank)  # the inducing points
+    i, j = np.indices((rank, rank))
+    # every lag p_i - p_j, once per lag l = i - j, in ascending order
+    expected = np.array([(p[i] - p[j])[i - j == l][0] for l in range(-(rank - 1), rank)])
+    np.testing.assert_allclose(view.inducing_lags, expected, rtol=0, atol=1e-9)
+    # A's value at each: A[i, j] for W A Wᵀ's A, and the kernel itself there (method
+    # "sample", lags outside the band's straight-line patch)
+    A = decompose(t, band, rank, causal=causal).A
+    for l in range(-(rank - 1), rank):
+        assert view.inducing_values[rank - 1 + l] == A[i[i - j == l][0], j[i - j == l][0]]
+    lags = np.arange(-(n - 1), n)
+    outside = (view.inducing_lags < min(band_lags_ref(n, band, causal)) - 1) | (
+        view.inducing_lags > max(band_lags_ref(n, band, causal)) + 1)
+    np.testing.assert_allclose(view.inducing_values[outside],
+                               np.interp(view.inducing_lags[outside], lags, t), atol=1e-12)
+    np.testing.assert_array_equal(view.lags, lags)
+    np.testing.assert_array_equal(view.coeffs, t)
+
+
+@pytest.mark.parametrize("band,causal", [(9, False), (4, False), (5, True), (1, True)])
+def test_band_span_shades_exactly_the_band_lags(band, causal):
+    n = 40
+    view = decomposition_view(lopsided(n, causal), band, 8, causal, "sample", 0.99)
+    lo, hi = view.band_span
+    inside = [k for k in range(-(n - 1), n) if lo < k < hi]
+    assert inside == band_lags_ref(n, band, causal)
+    assert (lo, hi) == (inside[0] - 0.5, inside[-1] + 0.5)  # half a lag beyond each end
+
+
+# -- Decomposition: decay and frequency ----------------------------------------------------
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_decay_envelope_and_fitted_line(causal):
+    n, true_decay, slider = 200, 0.8, 0.9
+    k = np.arange(-(n - 1), n)
+    t = 2.0 * true_decay ** np.abs(k)
+    if causal:
+        t[: n - 1] = 0
+    d = decomposition_view(t, 5, 8, causal, "sample", slider).decay
+    lag = np.arange(n)
+    np.testing.assert_array_equal(d.lags, lag)
+    np.testing.assert_allclose(d.magnitude, np.maximum(2.0 * true_decay**lag, LOG_FLOOR))
+    np.testing.assert_allclose(d.envelope, np.maximum(2.0 * slider**lag, LOG_FLOOR))
+    slope, intercept = np.polyfit(lag, np.log(2.0 * true_decay**lag), 1)
+    assert d.fitted_decay == pytest.approx(math.exp(slope), rel=1e-9)
+    np.testing.assert_allclose(d.fit_line, math.exp(intercept) * math.exp(slope) ** lag,
+                               rtol=1e-9)
+    mass = np.abs(t)
+    field = next(L for L in range(n) if mass[np.abs(k) <= L].sum() >= 0.99 * mass.sum())
+    assert d.receptive_field == field
+
+
+def test_frequency_response_is_the_kernels_dtft():
+    n = 50
+    t = lopsided(n)
+    f = decomposition_view(t, 5, 8, False, "sample", 0.99).frequency
+    N = 2 * (len(f.omega) - 1)
+    column = np.concatenate([t[n - 1 :], np.zeros(N - 2 * n + 1), t[: n - 1]])  # lag k at k mod N
+    spectrum = np.fft.rfft(column)
+    np.testing.assert_allclose(f.omega, 2 * np.pi * np.arange(N // 2 + 1) / N)
+    np.testing.assert_allclose(f.magnitude, np.abs(spectrum), atol=1e-12)
+    np.testing.assert_allclose(np.exp(1j * f.phase), spectrum / np.abs(spectrum), atol=1e-12)
+
+
+def test_rank_curve_against_the_decompositions():
+    n, band = 100, 9
+    t = lopsided(n)
+    curve = rank_curve(t, band, False)
+    np.testing.assert_array_equal(curve.ranks, [r for r in CURVE_RANKS if r <= n])
+    for i in (0, 5, len(curve.ranks) - 1):
+        r = int(curve.ranks[i])
+        for method, errors in (("sample", curve.sample), ("fit", curve.fit)):
+            view = decomposition_view(t, band, r, False, method, 0.99)
+            assert errors[i] == pytest.approx(view.relative_frobenius, rel=1e-7)
+        assert curve.optimal[i] == pytest.approx(view.relative_optimal_frobenius, rel=1e-6)
+        assert curve.optimal[i] <= curve.fit[i] <= curve.sample[i] + 1e-12
+
+
+# -- Frequency -----------------------------------------------------------------------------
+
+
+def causal_kernel_ref(real: np.ndarray, N: int) -> np.ndarray:
+    """The Hilbert construction by numpy: irfft of R, times 1, 2, ..., 2, 1, 0, ..., 0."""
+    even = np.fft.irfft(real, n=N)
+    weights = np.zeros(N)
+    weights[0] = weights[N // 2] = 1
+    weights[1 : N // 2] = 2
+    return even * weights  # (N,) circular order: lags 0..N/2, then -(N/2-1)..-1
+
+
+@pytest.mark.parametrize("activation,width,depth,n,smooth", [
+    ("gelu", 16, 1, 64, False), ("silu", 8, 2, 301, True), ("relu", 32, 0, 2, False),
+])
+def test_frequency_view_against_an_independent_fft(activation, width, depth, n, smooth):
+    seed = 5
+    view = frequency_view(activation, width, depth, n, seed, smooth)
+    N = 2 * n
+    assert view.N == N
+    omega = 2 * np.pi * np.arange(N // 2 + 1) / N
+    np.testing.assert_allclose(view.omega, omega, rtol=0, atol=1e-15)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        mlp = RpeMLP(width, 1, depth, activation).double()
+    with torch.no_grad():
+        real = mlp(torch.from_numpy(np.cos(omega) if smooth else omega))[:, 0].numpy()
+    np.testing.assert_allclose(view.real, real, rtol=0, atol=1e-12)
+    circular = causal_kernel_ref(real, N)
+    circular_lags = np.where(np.arange(N) <= N // 2, np.arange(N), np.arange(N) - N)
+    np.testing.assert_array_equal(view.lags, np.arange(-(N // 2 - 1), N // 2 + 1))
+    by_lag = dict(zip(circular_lags.tolist(), circular, strict=True))
+    np.testing.assert_allclose(view.kernel, [by_lag[k] for k in view.lags], atol=1e-12)
+    # the Hilbert pair: the kernel's spectrum is R + i·imag
+    spectrum = np.fft.rfft(circular)
+    np.testing.assert_allclose(view.real, spectrum.real, atol=1e-10)
+    np.testing.assert_allclose(view.imag, spectrum.imag, atol=1e-10)
+    assert view.max_negative == 0.0 and np.all(view.kernel[view.lags < 0] == 0.0)
+    assert view.negative_span == (float(view.lags[0]), -0.5)
+
+
+def test_frequency_decay_fit_and_curves():
+    n, width, depth, seed = 256, 16, 1, 2
+    view = frequency_view("silu", width, depth, n, seed, False)
+    N = 2 * n
+    head = np.abs(view.kernel[view.lags >= 0])  # (N/2 + 1,) lags 0..N/2
+    t = np.arange(N // 2 + 1)
+    keep = (t >= FIT_START) & (head > FIT_FLOOR * head.max())
+    slope, _ = np.polyfit(t[keep], np.log(head[keep]), 1)
+    power, _ = np.polyfit(np.log(t[keep]), np.log(head[keep]), 1)
+    assert view.fit.rate == pytest.approx(math.exp(slope), rel=1e-9)
+    assert view.fit.exponent == pytest.approx(-power, rel=1e-9)
+    assert view.fit.points == keep.sum()
+    assert (view.theorem, view.statement[:6]) == ("Theorem 3", "faster")
+    np.testing.assert_array_equal(view.decay_t, np.arange(1, N // 2 + 1))
+    assert [c.activation for c in view.decay_curves] == ["gelu", "silu", "relu"]
+    for curve in view.decay_curves:
+        other = frequency_view(curve.activation, width, depth, n, seed, False)
+        np.testing.assert_array_equal(curve.magnitude,
+                                      np.maximum(np.abs(other.kernel[other.lags >= 1]), LOG_FLOOR))

@@ -1,0 +1,120 @@
+"""The house: imports follow the architecture one way, with no cycles (README, Layout).
+
+    core <- operators <- models <- analysis, training, bench <- lab <- pages
+
+Read from the source with ``ast`` (imports inside functions count too), so a lazy import
+cannot hide a cycle or a layer skipped backwards.
+"""
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "tnn_core"
+
+# What each part of tnn_core may import from tnn_core (besides itself).
+ALLOWED = {
+    "checks": set(),
+    "allocator": set(),
+    "core": {"checks"},
+    "operators": {"checks", "core"},
+    "models": {"checks", "core", "operators"},
+    "analysis": {"checks", "core", "operators", "models"},
+    "training": {"checks", "core", "operators", "models", "allocator"},
+    "bench": {"checks", "core", "operators", "models", "analysis", "allocator"},
+    "lab": {"checks", "core", "operators", "models", "analysis", "training", "bench"},
+}
+SCREEN = {"streamlit", "plotly", "altair", "pandas"}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Absolute names of the modules ``path`` imports (relative imports resolved)."""
+    name = _module_name(path)
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            found.add(module)
+            found |= {f"{module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    return {name: {m for m in _imports(path) if m in modules and m != name}
+            for name, path in modules.items()}
+
+
+def _part(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else "__init__"
+
+
+def test_at_most_six_modules_beside_the_subpackages():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 6, top
+
+
+def test_each_part_imports_only_the_layers_below_it():
+    wrong = []
+    for module, deps in _graph().items():
+        part = _part(module)
+        if part in ("__init__", "__main__"):
+            continue
+        for dep in deps:
+            target = _part(dep)
+            if target not in (part, "__init__") and target not in ALLOWED[part]:
+                wrong.append(f"{module} imports {dep}")
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+def test_no_import_cycles():
+    graph = _graph()
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    cycles = []
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for dep in sorted(graph[module]):
+            # importing a package runs its __init__: an edge to it is real
+            if state.get(dep) == 1:
+                cycles.append(" -> ".join(path[path.index(dep):] + [dep]))
+            elif dep not in state:
+                visit(dep, path + [dep])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert not cycles, "\n".join(cycles)
+
+
+def test_tnn_core_knows_no_screen():
+    offenders = {_module_name(p): sorted({m.split(".")[0] for m in _imports(p)} & SCREEN)
+                 for p in PACKAGE.rglob("*.py")}
+    assert not {k: v for k, v in offenders.items() if v}
+
+
+def test_the_functional_core_imports_torch_and_the_standard_library_only():
+    for path in (PACKAGE / "core").glob("*.py"):
+        third_party = {m.split(".")[0] for m in _imports(path)} - set(sys.stdlib_module_names)
+        assert third_party <= {"torch", "tnn_core"}, (path.name, third_party)
+
+
+@pytest.mark.parametrize("page", sorted((ROOT / "pages").glob("*.py")), ids=lambda p: p.name)
+def test_a_page_imports_no_other_page(page):
+    pages = {m for m in _imports(page) if m.startswith("pages.")}
+    assert pages <= {"pages._ui"}, pages
