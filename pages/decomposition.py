@@ -1,13 +1,90 @@
 """Page "Decomposition": T ≈ band + W A Wᵀ, with exact errors, live."""
 
+from dataclasses import dataclass
+
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
 from pages import _ui
+from tnn_core.analysis.presets import OPERATOR_CHANNELS
 
 _ui.ensure_app_frame()
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """What the Source selector chose; ``kernel(n, decay, causal)`` gives its coefficients."""
+
+    name: str
+    channel: int = 0
+    text: str = ""  # custom coefficients t_{-(n-1)} .. t_{n-1}
+    checkpoint: str = ""  # checkpoint key (see _ui.checkpoint_choices)
+    layer: int = 0
+
+    @property
+    def is_operator(self) -> bool:
+        return self.name in ("tno", "ski", "fd")
+
+    def kernel(self, n: int, decay: float, causal: bool) -> tuple[np.ndarray, str]:
+        """(coeffs [2n-1], a one-line description). Custom coefficients fix their own n."""
+        if self.name == "custom":
+            coeffs = _ui.custom_kernel(self.text, causal)
+            return coeffs, f"your {len(coeffs)} coefficients (n = {(len(coeffs) + 1) // 2})"
+        if self.name == "checkpoint":
+            coeffs = _ui.checkpoint_kernel(self.checkpoint, n, self.layer, self.channel)
+            return coeffs, (f"checkpoint {self.checkpoint}, layer {self.layer}, channel "
+                            f"{self.channel} (λ does not apply: the kernel is learned)")
+        coeffs = _ui.preset_kernel(self.name, n, decay, causal, _ui.seed(), self.channel)
+        label = _ui.SOURCE_LABELS[self.name]
+        return coeffs, label + (f", channel {self.channel}" if self.is_operator else "")
+
+
+def kernel_source_picker() -> KernelSource:
+    """The Source selector: a synthetic preset, or one channel of a fresh operator.
+
+    New kinds of source (learned kernels from checkpoints) plug in here as
+    further options with their own KernelSource.
+    """
+    left, right = st.columns([3, 1])
+    name = left.selectbox("Source", list(_ui.SOURCE_LABELS), format_func=_ui.SOURCE_LABELS.get,
+                          key="source", bind="query-params",
+                          help="Which Toeplitz kernel to decompose: synthetic shapes, or one "
+                               "channel of a freshly initialised operator (seeded from the "
+                               "sidebar).")
+    if name == "checkpoint":
+        return checkpoint_source_picker(right)
+    channel = right.number_input("Channel", 0, OPERATOR_CHANNELS - 1, 0,
+                                 key="channel", bind="query-params",
+                                 disabled=name not in ("tno", "ski", "fd"),
+                                 help="Which channel of the operator (each channel has its "
+                                      "own Toeplitz matrix).")
+    text = ""
+    if name == "custom":
+        text = st.text_input("Coefficients t_{-(n-1)}, …, t_{n-1}",
+                             "0 0.1 0.2 0.4 3 0.4 0.2 0.1 0", key="coefficients",
+                             bind="query-params",
+                             help="An odd number 2n - 1 of numbers, comma or space separated: "
+                                  "the middle one is t_0. The length slider is ignored.")
+    return KernelSource(name, int(channel), text)
+
+
+def checkpoint_source_picker(column) -> KernelSource:
+    choices = _ui.checkpoint_choices()
+    if not choices:
+        raise ValueError("there are no checkpoints yet: train one on the Train page")
+    key = st.selectbox("Checkpoint", list(choices), format_func=choices.get, key="checkpoint",
+                       bind="query-params", help="Shipped examples, your saved runs, uploads.")
+    model, _ = _ui.load_checkpoint(key)
+    layers, channels = len(model.operators()), model.operators()[0].dim
+    a, b = column.columns(2)
+    layer = a.number_input("Layer", 0, layers - 1, 0, key="layer", bind="query-params",
+                           help=f"Which of the model's {layers} layers.")
+    channel = b.number_input("Channel", 0, channels - 1, 0, key="channel", bind="query-params",
+                             help=f"Which of the layer's {channels} channels.")
+    return KernelSource("checkpoint", int(channel), checkpoint=key, layer=int(layer))
+
 
 st.title("Decomposition: band + low rank")
 st.markdown(
@@ -21,7 +98,7 @@ st.latex(r"T \;\approx\; T_{\mathrm{sparse}} + W A W^\top, \qquad "
          r"A_{ij} = \tilde k(p_i - p_j), \qquad \text{cost } O(n + r\log r)")
 
 try:
-    source = _ui.kernel_source_picker()
+    source = kernel_source_picker()
 except ValueError as err:
     _ui.show_error(err)
     st.stop()

@@ -155,7 +155,8 @@ pareto_n = p1.select_slider("n", [1024, 2048, 4096, 8192], value=4096, key="pare
 if p1.button("Measure", key="pareto_run", icon=":material/scatter_plot:", disabled=busy,
               help="Disabled while the benchmark above runs: both would share the CPU."):
     with st.spinner("Decomposing and timing 20 SKI settings (about 10 s)…"):
-        st.session_state["pareto"] = _ui.ski_pareto(pareto_n, _ui.device())
+        st.session_state["pareto"] = speed.measure_pareto(pareto_n, speed.PARETO_SETTINGS,
+                                                          _ui.device())
 pareto: speed.ParetoView | None = st.session_state.get("pareto")
 if pareto:
     fig = go.Figure()

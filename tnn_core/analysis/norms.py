@@ -8,15 +8,12 @@ continues from a fresh random vector orthogonal to the basis, so repeated values
 found too. Ritz values are lower bounds. Singular values of Toeplitz and SKI matrices
 come from it through their symmetric Hankel forms M J (``persymmetric``).
 
-Threads. On the 2-core CPU this was built on, multithreaded BLAS next to
-torch's OpenMP pool was pathological: a torch FFT between numpy BLAS calls
-took 8 ms instead of 0.2 ms, and eigh of a 511 × 511 matrix 0.85-3.8 s instead
-of 29 ms single-threaded. So the bases live in numpy, the products use
-scipy.fft, and the analysis entry points run inside ``single_threaded_blas()``,
-which limits OpenBLAS to one thread for their duration and restores it after
-(through threadpoolctl when installed; otherwise it does nothing).
-We use this Lanczos instead of ARPACK (scipy.sparse.linalg.svds), which took
-0.26 s for the top 66 at n = 1024 and 0.7 s at n = 4096 here.
+Threads. Multithreaded BLAS next to torch's OpenMP pool is pathological on a small CPU
+(docs/benchmarks.md, "Analysis latency"): the bases live in numpy, the products use
+scipy.fft, and the analysis entry points run inside ``single_threaded_blas()``, which
+limits OpenBLAS to one thread for their duration and restores it after (through
+threadpoolctl when installed; otherwise it does nothing). This Lanczos replaces ARPACK
+(scipy.sparse.linalg.svds), slower here for the few values needed.
 
 Letters: n size of the (square) map, k values wanted, j Lanczos steps.
 """

@@ -103,10 +103,9 @@ NORM_MAX_STEPS = 300  # cap for a spectral norm; see ``capped_norm``
 def capped_norm(hankel: NumpyProduct, n: int, tol: float = 1e-10) -> LanczosResult:
     """Largest |λ| of a symmetric map by Lanczos, at most NORM_MAX_STEPS steps.
 
-    A top singular value inside a dense cluster converges only algebraically: for an
-    FD kernel at n = 4096 the Ritz value was within 1e-3 at 30 steps, 2e-5 at 300 and
-    1e-10 at 1500 (0.5 s vs 20 s with reorthogonalisation). The cap keeps the page
-    responsive; a warning reports the residual bound when it stops there."""
+    A top singular value inside a dense cluster converges only algebraically (an FD
+    kernel's, docs/benchmarks.md). The cap keeps the page responsive; a warning reports
+    the residual bound when it stops there."""
     result = symmetric_lanczos(hankel, n, 1, tol=tol, max_steps=NORM_MAX_STEPS)
     if not result.converged:
         logger.warning("spectral norm: Lanczos stopped at the %d-step cap (n=%d) before "
