@@ -41,6 +41,9 @@ CHARLM   = --task charlm --seq-len 256 --batch-size 16 --dim 64 --layers 2 --ste
 LISTOPS  = --task listops --seq-len 128 --max-depth 2 --batch-size 32 --dim 64 --layers 2 \
            --steps 2000 --lr 3e-3 --warmup 100 --eval-every 250 --eval-batches 8 \
            --eval-batch-size 64
+# TNN's Table 10: two charlm TNO models trained identically but for the decay λ.
+TABLE10  = --task charlm --seq-len 128 --batch-size 16 --dim 64 --layers 2 --steps 600 \
+           --lr 3e-3 --warmup 50 --eval-every 100 --eval-batches 8 --operator tno
 DIGITS   = --task digits --size 8 --batch-size 32 --dim 64 --layers 2 --steps 1500 \
            --lr 3e-3 --warmup 100 --eval-every 250 --eval-batches 12
 
@@ -53,6 +56,8 @@ checkpoints: $(VENV)/.app-installed
 	$(TRAIN) $(DIGITS) --operator tno --out checkpoints/digits-tno.safetensors
 	$(TRAIN) $(DIGITS) --operator ski --rank 16 --band 9 --out checkpoints/digits-ski.safetensors
 	$(TRAIN) $(DIGITS) --operator fd --out checkpoints/digits-fd.safetensors
+	$(TRAIN) $(TABLE10) --decay 0.99 --out checkpoints/charlm-tno-decay099.safetensors
+	$(TRAIN) $(TABLE10) --decay 1.0 --out checkpoints/charlm-tno-nodecay.safetensors
 
 clean:
 	rm -rf $(VENV) .pytest_cache tests/screenshots

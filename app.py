@@ -13,8 +13,7 @@ keep_freed_memory()  # glibc keeps freed memory: no page faults per large tensor
 st.set_page_config(page_title="Toeplitz Lab", page_icon=":material/grid_on:", layout="wide")
 
 PAGES = [
-    st.Page("pages/home.py", title="Welcome", icon=":material/home:", url_path="home",
-            default=True),
+    st.Page("pages/home.py", title="Welcome", icon=":material/home:", default=True),  # at /
     st.Page("pages/basics.py", title="Toeplitz basics", icon=":material/grid_on:",
             url_path="basics"),
     st.Page("pages/decomposition.py", title="Decomposition", icon=":material/splitscreen:",
@@ -31,10 +30,11 @@ PAGES = [
 with st.sidebar:
     st.markdown("**Toeplitz Lab**")
     devices = ["auto", "cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    st.selectbox("Device", devices, key="device",
+    st.selectbox("Device", devices, key="device", bind="query-params",
                  help="Where tensors live. 'auto' uses a GPU when one is available; "
                       "cuda is offered only when PyTorch can see one.")
     st.number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, step=1, key="seed",
+                    bind="query-params",
                     help="Seeds every random choice on the pages: initial weights of the "
                          "demo operators and the random inputs.")
 

@@ -9,6 +9,7 @@ their results.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from pathlib import Path
 
@@ -24,9 +25,9 @@ from tnn_core.checks import check_int
 from tnn_core.lab import decomposition as decomposition_lab
 from tnn_core.lab import frequency as frequency_lab
 from tnn_core.lab import inspect as inspect_lab
-from tnn_core.lab import speed as speed_lab
 from tnn_core.lab.basics import KernelView
 from tnn_core.training import checkpoint
+from tnn_core.training.tasks import Task, task_from_info
 
 
 def ensure_app_frame() -> None:
@@ -41,6 +42,26 @@ def ensure_app_frame() -> None:
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
         st.rerun()
+
+
+def open_page(page: str, values: dict) -> None:
+    """Switch to ``page`` with its widgets set to ``values`` (widget key -> value).
+
+    Widgets bound to the URL (``bind="query-params"``) cannot be set through
+    ``st.switch_page(query_params=...)``, so the values travel in session state and the
+    target page applies them with ``receive_values`` before it draws its widgets.
+    """
+    st.session_state["_handoff"] = (page, dict(values))
+    st.switch_page(page)
+
+
+def receive_values(page: str) -> None:
+    """Call on ``page`` before its widgets: apply the values ``open_page`` sent to it, once."""
+    handoff = st.session_state.get("_handoff")
+    if handoff is not None and handoff[0] == page:
+        del st.session_state["_handoff"]
+        for key, value in handoff[1].items():
+            st.session_state[key] = value
 
 
 def device() -> str:
@@ -99,6 +120,24 @@ def heatmap(view: KernelView, title: str, zrange: tuple[float, float] | None = N
     return fig
 
 
+def vline(fig: go.Figure, x: float, text: str, log_x: bool = False, **line) -> None:
+    """A vertical line at x (a data value) with ``text`` at its top.
+
+    On a log axis Plotly 7.1 draws a shape at the data value but places an annotation at
+    log10 of its x, so add_vline(annotation_text=...) would put the label at 10^x and
+    stretch the axis; the label is therefore added on its own, at log10(x)."""
+    fig.add_vline(x=x, **line)
+    fig.add_annotation(x=math.log10(x) if log_x else x, y=1, yref="paper", text=text,
+                       showarrow=False, xanchor="left", yanchor="top")
+
+
+def hline(fig: go.Figure, y: float, text: str, log_y: bool = False, **line) -> None:
+    """A horizontal line at y (a data value) with ``text`` above its right end (see vline)."""
+    fig.add_hline(y=y, **line)
+    fig.add_annotation(y=math.log10(y) if log_y else y, x=1, xref="paper", text=text,
+                       showarrow=False, xanchor="right", yanchor="bottom")
+
+
 def kernel_plot(view: KernelView, title: str = "Kernel t_k against lag k") -> go.Figure:
     fig = go.Figure(go.Scatter(x=view.lags, y=view.coeffs, name="t_k",
                                mode="lines+markers" if view.n <= 64 else "lines"))
@@ -108,9 +147,9 @@ def kernel_plot(view: KernelView, title: str = "Kernel t_k against lag k") -> go
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def frequency_view(activation: str, width: int, depth: int, n: int, seed: int,
-                   smooth_extension: bool) -> frequency_lab.FrequencyView:
-    return frequency_lab.frequency_view(activation, width, depth, n, seed, smooth_extension)
+def frequency_view(activation: str, width: int, depth: int, n: int, seed: int, fd_input: str,
+                   causal: bool) -> frequency_lab.FrequencyView:
+    return frequency_lab.frequency_view(activation, width, depth, n, seed, fd_input, causal)
 
 
 SOURCE_LABELS = {
@@ -210,17 +249,54 @@ def atlas(key: str, model_id: int, n: int, band: int, rank: int, channels: int,
     return inspect_lab.atlas_view(_model, n, band, rank, channels)
 
 
+@st.cache_resource(max_entries=8, show_spinner="Building the task's data…")
+def _checkpoint_task(key: str, model_id: int, _info) -> Task:
+    return task_from_info(_info.task)
+
+
+def checkpoint_task(key: str) -> Task:
+    """The task a checkpoint was trained on, with its validation data; ValueError when the
+    file's task cannot be rebuilt here. Shared between sessions: it is only read."""
+    model, info = load_checkpoint(key)
+    return _checkpoint_task(key, id(model), _info=info)
+
+
+@st.cache_data(max_entries=16, show_spinner="Restricting every layer to its band…")
+def band_ablation(key: str, model_id: int, band: int, _model,
+                  _task) -> inspect_lab.BandAblation:
+    return inspect_lab.band_ablation(_model, _task, band)
+
+
+@st.cache_data(max_entries=32, show_spinner="Reading the matrix the model applies…")
+def channel_matrix(key: str, model_id: int, n: int, layer: int, channel: int,
+                   _model) -> inspect_lab.ChannelMatrix:
+    return inspect_lab.channel_matrix(_model, n, layer, channel)
+
+
+@st.cache_data(max_entries=2, show_spinner="Scoring both models on the same windows…")
+def decay_pair(keys: tuple[str, str], model_ids: tuple[int, int], _models,
+               _task) -> inspect_lab.DecayPair:
+    return inspect_lab.decay_pair(_models, keys, _task)
+
+
 @st.cache_data(max_entries=16, show_spinner="Evaluating at 1×, 2× and 4× the length…")
 def length_sweep(key: str, model_id: int, _model, _task) -> inspect_lab.LengthSweep:
     return inspect_lab.length_sweep(_model, _task)
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
-def band_crossover(ns: tuple[int, ...], device: str) -> speed_lab.BandView:
-    return speed_lab.measure_band_crossover(ns, device)
+LIVE_SPEED_ENTRIES = 64  # settings remembered per session
 
 
-@st.cache_data(max_entries=64, show_spinner="Timing band + low rank…")
 def live_speed(n: int, rank: int, band: int, device: str) -> dict:
-    """The Decomposition page's speed readout, cached per setting (a measurement)."""
-    return bench.live_speed(n, rank, band, device=device)
+    """The Decomposition page's speed readout, measured once per setting in this session.
+
+    A timing is a measurement of this machine now, so it is not shared between sessions:
+    one noisy first measurement must not stick for everyone."""
+    measured = st.session_state.setdefault("live_speed", {})
+    setting = (n, rank, band, device)
+    if setting not in measured:
+        with st.spinner("Timing band + low rank…"):
+            measured[setting] = bench.live_speed(n, rank, band, device=device)
+        while len(measured) > LIVE_SPEED_ENTRIES:
+            del measured[next(iter(measured))]  # the oldest setting
+    return measured[setting]

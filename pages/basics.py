@@ -4,6 +4,7 @@ import streamlit as st
 
 from pages import _ui
 from tnn_core.analysis.presets import OPERATOR_CHANNELS
+from tnn_core.bench import timing
 from tnn_core.lab.basics import fft_check, kernel_view
 
 _ui.ensure_app_frame()
@@ -40,13 +41,13 @@ causal = right.toggle("Causal", key="causal", bind="query-params",
                       help="Causal kernels have t_k = 0 for k < 0: output i sees inputs "
                            "j ≤ i only, so T is lower triangular.")
 channel = right.number_input("Channel", 0, OPERATOR_CHANNELS - 1, 0, key="channel",
-                             disabled=preset not in ("tno", "ski", "fd"),
+                             bind="query-params", disabled=preset not in ("tno", "ski", "fd"),
                              help="Which of the operator's channels to show (operator kernels "
                                   "only); each channel has its own Toeplitz matrix.")
 text = ""
 if preset == "custom":
     text = st.text_input("Coefficients t_{-(n-1)}, …, t_{n-1}", "0.25, 0.5, 1, 0.5, 0.25",
-                         key="coefficients",
+                         key="coefficients", bind="query-params",
                          help="An odd number 2n - 1 of numbers, comma or space separated: "
                               "the middle one is t_0. The length n slider is ignored.")
 
@@ -70,14 +71,27 @@ if preset == "ski":
     c2.caption("For SKI this is the Toeplitz kernel band + k(t) that the operator's "
                "band + W A Wᵀ approximates.")
 
-st.subheader("The FFT product is exact, and fast")
+st.subheader("The FFT product is exact; it pays off at large n")
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("max |FFT − dense|", f"{check.max_abs_diff:.1e}",
           help="Largest difference between the two products on one random input (float64).")
-m2.metric("FFT product", f"{check.fft_ms:.3f} ms", help="Median of 15 runs, batch of 8.")
-m3.metric("Dense matmul", f"{check.dense_ms:.3f} ms",
-          help="Median of 15 runs, batch of 8, building the n × n matrix included.")
-m4.metric("Speed-up", f"{check.speedup:.1f}×")
+rounds = (f"Median of {check.repeats} interleaved rounds after {check.warmup} warm-up runs "
+          f"each, batch of {check.batch}")
+m2.metric("FFT product", timing.format_ms(check.fft_ms),
+          help=f"{rounds}; the kernel's FFT included.")
+m2.caption(f"IQR {timing.format_ms(check.fft_iqr[1] - check.fft_iqr[0])} · "
+           f"{timing.format_flops(check.fft_flops)}")
+m3.metric("Dense matmul", timing.format_ms(check.dense_ms),
+          help=f"{rounds}; building the n × n matrix included.")
+m3.caption(f"IQR {timing.format_ms(check.dense_iqr[1] - check.dense_iqr[0])} · "
+           f"{timing.format_flops(check.dense_flops)}")
+m4.metric("Dense time ÷ FFT time", timing.format_ratio(check.speedup),
+          help="Above 1: the FFT product was faster on this machine just now.")
+m4.caption(f"flops: dense ÷ FFT = {timing.format_ratio(check.flop_ratio)}")
+st.markdown(f"{check.flop_sentence} {check.time_sentence}")
+if check.n == 1:
+    st.info("At n = 1, T is the single number t₀ and both products are one multiplication "
+            "per input: the timings are per-call overhead, nothing else.")
 
 st.markdown("**Why it works: circulant embedding.** Put the $2n-1$ coefficients in the "
             "first column of a circulant matrix of size $N \\ge 2n$:")
@@ -89,4 +103,4 @@ st.latex(r"T x = \Big[\, \mathcal{F}^{-1}\big(\mathcal{F}(c) \odot \mathcal{F}"
          r"([x;\,0])\big) \Big]_{0:n} \quad\text{in } O(N \log N) = O(n \log n)")
 st.markdown("instead of $O(n^2)$ for the dense product. Nothing is approximated: the "
             "difference above is floating-point round-off. Try a large $n$ to see the gap in "
-            "time grow, and switch on *causal* to see the upper triangle vanish.")
+            "flops and time grow, and switch on *causal* to see the upper triangle vanish.")

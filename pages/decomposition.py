@@ -1,16 +1,22 @@
 """Page "Decomposition": T ≈ band + W A Wᵀ, with exact errors, live."""
 
+import math
 from dataclasses import dataclass
 
-import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
 from pages import _ui
 from tnn_core.analysis.presets import OPERATOR_CHANNELS
+from tnn_core.bench.timing import format_flops
+from tnn_core.lab import decomposition as lab
 
 _ui.ensure_app_frame()
+_ui.receive_values("pages/decomposition.py")
+
+TARGET = ("the Toeplitz target kernel(n) = band + k(t) of SKI; the operator applies band + "
+          "W A Wᵀ with its own A, which is not Toeplitz")
 
 
 @dataclass(frozen=True)
@@ -23,67 +29,79 @@ class KernelSource:
     checkpoint: str = ""  # checkpoint key (see _ui.checkpoint_choices)
     layer: int = 0
 
-    @property
-    def is_operator(self) -> bool:
-        return self.name in ("tno", "ski", "fd")
-
-    def kernel(self, n: int, decay: float, causal: bool) -> tuple[np.ndarray, str]:
-        """(coeffs [2n-1], a one-line description). Custom coefficients fix their own n."""
+    def kernel(self, n: int, decay: float, causal: bool) -> tuple:
+        """(coeffs [2n-1], a one-line description without n). Custom coefficients fix n."""
         if self.name == "custom":
-            coeffs = _ui.custom_kernel(self.text, causal)
-            return coeffs, f"your {len(coeffs)} coefficients (n = {(len(coeffs) + 1) // 2})"
+            return _ui.custom_kernel(self.text, causal), "your coefficients"
         if self.name == "checkpoint":
             coeffs = _ui.checkpoint_kernel(self.checkpoint, n, self.layer, self.channel)
+            operator = _ui.load_checkpoint(self.checkpoint)[0].config.operator
+            applied = ("; this bidirectional SKI layer applies band + W A Wᵀ, which is not "
+                       "Toeplitz, so T is its nearest Toeplitz matrix, the means of the applied "
+                       "matrix's diagonals" if operator.kind == "ski" and not operator.causal
+                       else "")
             return coeffs, (f"checkpoint {self.checkpoint}, layer {self.layer}, channel "
-                            f"{self.channel} (λ does not apply: the kernel is learned)")
+                            f"{self.channel} (λ does not apply: the kernel is learned{applied})")
         coeffs = _ui.preset_kernel(self.name, n, decay, causal, _ui.seed(), self.channel)
         label = _ui.SOURCE_LABELS[self.name]
-        return coeffs, label + (f", channel {self.channel}" if self.is_operator else "")
+        if self.name in ("tno", "ski", "fd"):
+            label += f", channel {self.channel}"
+        return coeffs, label + (f": {TARGET}" if self.name == "ski" else "")
+
+
+def bounded_input(column, label: str, top: int, key: str, help: str) -> int:
+    """A number input 0..top bound to the URL; a value carried in from elsewhere (another
+    source, a link, Inspect) is clamped first."""
+    if st.session_state.get(key, 0) > top:
+        st.session_state[key] = top
+    return int(column.number_input(label, 0, top, 0, key=key, bind="query-params", help=help))
 
 
 def kernel_source_picker() -> KernelSource:
-    """The Source selector: a synthetic preset, or one channel of a fresh operator.
-
-    New kinds of source (learned kernels from checkpoints) plug in here as
-    further options with their own KernelSource.
-    """
+    """The Source selector: a synthetic preset, one channel of a fresh operator, typed
+    coefficients, or a learned channel of a checkpoint."""
     left, right = st.columns([3, 1])
     name = left.selectbox("Source", list(_ui.SOURCE_LABELS), format_func=_ui.SOURCE_LABELS.get,
                           key="source", bind="query-params",
-                          help="Which Toeplitz kernel to decompose: synthetic shapes, or one "
+                          help="Which Toeplitz kernel to decompose: synthetic shapes, one "
                                "channel of a freshly initialised operator (seeded from the "
-                               "sidebar).")
+                               "sidebar), your numbers, or a learned channel.")
     if name == "checkpoint":
         return checkpoint_source_picker(right)
-    channel = right.number_input("Channel", 0, OPERATOR_CHANNELS - 1, 0,
-                                 key="channel", bind="query-params",
-                                 disabled=name not in ("tno", "ski", "fd"),
-                                 help="Which channel of the operator (each channel has its "
-                                      "own Toeplitz matrix).")
+    if name in ("tno", "ski", "fd"):
+        channel = bounded_input(right, "Channel", OPERATOR_CHANNELS - 1, "channel",
+                                "Which channel of the operator (each has its own Toeplitz "
+                                "matrix).")
+    else:
+        channel = 0
+        right.caption("One channel: this source has no others.")
     text = ""
     if name == "custom":
         text = st.text_input("Coefficients t_{-(n-1)}, …, t_{n-1}",
                              "0 0.1 0.2 0.4 3 0.4 0.2 0.1 0", key="coefficients",
                              bind="query-params",
                              help="An odd number 2n - 1 of numbers, comma or space separated: "
-                                  "the middle one is t_0. The length slider is ignored.")
-    return KernelSource(name, int(channel), text)
+                                  "the middle one is t_0. They fix n: the length slider "
+                                  "is ignored, and r and m are clamped to that n.")
+    return KernelSource(name, channel, text)
 
 
 def checkpoint_source_picker(column) -> KernelSource:
     choices = _ui.checkpoint_choices()
     if not choices:
         raise ValueError("there are no checkpoints yet: train one on the Train page")
+    if st.session_state.get("checkpoint", next(iter(choices))) not in choices:
+        st.session_state["checkpoint"] = next(iter(choices))  # e.g. another session's upload
     key = st.selectbox("Checkpoint", list(choices), format_func=choices.get, key="checkpoint",
                        bind="query-params", help="Shipped examples, your saved runs, uploads.")
     model, _ = _ui.load_checkpoint(key)
     layers, channels = len(model.operators()), model.operators()[0].dim
     a, b = column.columns(2)
-    layer = a.number_input("Layer", 0, layers - 1, 0, key="layer", bind="query-params",
-                           help=f"Which of the model's {layers} layers.")
-    channel = b.number_input("Channel", 0, channels - 1, 0, key="channel", bind="query-params",
-                             help=f"Which of the layer's {channels} channels.")
-    return KernelSource("checkpoint", int(channel), checkpoint=key, layer=int(layer))
+    layer = bounded_input(a, "Layer", layers - 1, "layer", f"Which of the model's {layers} "
+                          "layers.")
+    channel = bounded_input(b, "Channel", channels - 1, "channel",
+                            f"Which of the layer's {channels} channels.")
+    return KernelSource("checkpoint", channel, checkpoint=key, layer=layer)
 
 
 st.title("Decomposition: band + low rank")
@@ -104,80 +122,134 @@ except ValueError as err:
     st.stop()
 c1, c2, c3 = st.columns(3)
 n = c1.slider("Length n", 1, 4096, 512, key="n", bind="query-params",
+              disabled=source.name == "custom",
               help="T is n × n. Everything on this page is exact at this n; heatmaps show "
-                   "every k-th row and column when n is large.")
+                   "every k-th row and column when n is large. Typed coefficients fix n.")
 decay = c1.slider("Decay λ", 0.50, 1.00, 0.99, step=0.005, key="decay", bind="query-params",
                   help="The kernel's decay λ^|k| (synthetic kernels and TNN/SKI operators). "
                        "λ = 1: no decay.")
 band = c2.slider("Band m", 1, 512, 9, key="band", bind="query-params",
-                 help="Diagonals in the sparse part: lags |k| ≤ m//2 (causal: 0 ≤ k < m). "
-                      "Its taps are the best convolution given the low-rank part.")
+                 help="Diagonals in the sparse part: lags |k| ≤ m//2 (causal: 0 ≤ k < m), at "
+                      "most 2n − 2. Its taps are the best convolution given the low-rank part.")
 rank = c2.slider("Inducing points r", 2, 512, 32, key="rank", bind="query-params",
                  help="Rank of W A Wᵀ: r points evenly spaced on [0, n-1], spacing "
-                      "h = (n-1)/(r-1). Must be ≤ n.")
+                      "h = (n-1)/(r-1); at most n.")
 method = c3.radio("Low-rank A", ["sample", "fit"], key="method", bind="query-params",
                   horizontal=True,
                   help="sample: A_ij = k̃(p_i - p_j), the kernel continued across the band "
                        "(as SKI-TNN does). fit: the Toeplitz A that minimises the Frobenius "
-                       "error (least squares).")
+                       "error (least squares). fit is optimal in Frobenius norm only: in "
+                       "spectral norm it is worse than sample in about 13 % of settings "
+                       "(up to 1.10×).")
 causal = c3.toggle("Causal", key="causal", bind="query-params",
                    help="A causal kernel is zero at negative lags. Watch what that does to "
                         "the low-rank part.")
 try:
     coeffs, source_label = source.kernel(n, decay, causal)
+except ValueError as err:
+    _ui.show_error(err)
+    st.stop()
+length = (len(coeffs) + 1) // 2
+st.caption(f"Source: {source_label}; n = {length}.")
+if length < 2:
+    st.info(f"n = 1: T is the 1 × 1 matrix [t₀] = [{coeffs[0]:.4g}]. The band holds it "
+            "exactly and nothing is left for a low-rank part (r needs two inducing points). "
+            "Set n ≥ 2, or type three or more coefficients, to decompose.",
+            icon=":material/info:")
+    st.stop()
+settings = lab.fit_to_length(length, band, rank)
+if settings.note:
+    st.info(settings.note, icon=":material/info:")
+band, rank = settings.band, settings.rank
+try:
     view = _ui.decomposition_view(coeffs, band, rank, causal, method, decay)
 except ValueError as err:
     _ui.show_error(err)
     st.stop()
-
 if view.note:
     st.warning(view.note, icon=":material/info:")
+for warning in view.warnings:
+    st.warning(warning, icon=":material/warning:")
 
 # -- error metrics --------------------------------------------------------------------------
-m = st.columns(5)
+m = st.columns(3)
 m[0].metric("Relative spectral error", _ui.fmt(view.relative_spectral, ".2e"),
             delta=f"optimum {_ui.fmt(view.relative_optimal_spectral, '.2e')}", delta_color="off",
             help="‖T − approx‖₂ / ‖T‖₂. The optimum is σ_{r+1}(T − band)/‖T‖₂: no rank-r "
-                 "matrix does better (Eckart–Young).")
+                 "part with this band does better (Eckart–Young).")
 m[1].metric("Relative Frobenius error", _ui.fmt(view.relative_frobenius, ".2e"),
             delta=f"optimum {_ui.fmt(view.relative_optimal_frobenius, '.2e')}",
             delta_color="off",
-            help="‖T − approx‖_F / ‖T‖_F, and the best any rank-r matrix can do.")
-m[2].metric("Spectral gap to optimum", _ui.fmt(view.gap, ".2f"),
+            help="‖T − approx‖_F / ‖T‖_F, and the best any rank-r part with this band does.")
+m[2].metric("Spectral error / optimum", _ui.fmt(view.gap, ".2f"),
             help="SKI's spectral error divided by the Eckart–Young optimum (1 = optimal).")
-m[3].metric("Theorem 1 factor h²/8", _ui.fmt(view.theorem1_factor, ".3g"),
-            help="Linear interpolation's error factor in Theorem 1 of SKI to go Faster, "
-                 f"h = spacing of the inducing points = {view.spacing:.3g}.")
-m[4].metric("Causality leakage", _ui.fmt(view.leakage, ".2%"),
-            help="Σ_{k<0}|t_k| / Σ|t_k|: how much of the kernel looks into the future.")
+st.caption(f"The optima are for T minus **this method's band**: its taps are fitted given the "
+           f"low-rank part, so sample and fit have different optima. fit minimises the "
+           f"Frobenius error only; in spectral norm it is worse than sample in about 13 % of "
+           f"settings (up to 1.10×). Spectral norms by {view.spectral_method} (exact to 1e-3 "
+           f"or better).")
+
+# -- Theorem 1 ------------------------------------------------------------------------------
+th = view.theorem1.terms
+st.subheader("Theorem 1, term by term")
+st.latex(r"\|E_{SKI}\|_2 \le \sqrt{nr}\,\frac{h^2}{8}\,L\left(2\sqrt n + "
+         r"\frac{\min(\sigma_1(F), \sigma_1(B))}{\sigma_r(A)}\right) + \|E_{nyst}\|_2,"
+         r"\quad E_{SKI} = WAW^\top - T_{r,opt}")
+t = st.columns(4)
+t[0].metric("h²/8 · max|k̃''|", _ui.fmt(th.interpolation_error, ".3g"),
+            help=f"Theorem 1's interpolation error for one interpolated index: h = "
+                 f"{th.spacing:.3g}, L = max|k̃''| = {th.curvature:.3g}, by second differences "
+                 f"k̃(k+1) − 2k̃(k) + k̃(k−1) of the kernel continued across the band, over the "
+                 f"off-band lags (largest at lag {th.curvature_lag}).")
+t[1].metric("Max entry error off the band", _ui.fmt(th.entry_error, ".3g"),
+            delta=f"bound 2·h²/8·L = {2 * th.interpolation_error:.3g}", delta_color="off",
+            help="max |W A Wᵀ − T| over the entries whose lag is not in the band, with A "
+                 "sampled. W A Wᵀ interpolates rows and columns, so the per-index term counts "
+                 "twice.")
+t[2].metric("Theorem 1 right-hand side", _ui.fmt(th.right_hand_side, ".3g"),
+            help=f"The whole bound for the smooth part T_s = Toeplitz(k̃): σ_r(A) = "
+                 f"{th.a_extreme[1]:.3g}, ‖E_nyst‖₂ = {_ui.fmt(th.nystrom_error, '.3g')}.")
+t[3].metric("Measured ‖E_SKI‖₂", _ui.fmt(th.ski_error, ".3g"),
+            help="‖W A Wᵀ − T_{r,opt}‖₂, T_{r,opt} the best rank-r approximation of T_s (SVD).")
+st.caption(" ".join(view.theorem1.caveats))
+
+# -- live speed -----------------------------------------------------------------------------
 speed = _ui.live_speed(view.n, rank, band, _ui.device())
-s = st.columns(5)
-s[0].metric("SKI: band + W A Wᵀ", f"{speed['ski_ms']:.3f} ms",
+ski_span, fft_span, dense_span = (speed[f"{name}_quartiles_ms"] for name in ("ski", "fft", "dense"))
+
+
+s = st.columns(4)
+s[0].metric("SKI: band + W A Wᵀ", f"{speed['ski_ms']:.3g} ms",
             help=f"Forward time at this n, r and m: {speed['batch']} sequences × {speed['dim']} "
-                 f"channels, median of {speed['repeats']} interleaved runs on "
-                 f"{speed['device']}. Measured once per setting.")
-s[1].metric("FFT product (TNO)", f"{speed['fft_ms']:.3f} ms",
-            delta=f"SKI {speed['speedup_vs_fft']:.2f}× faster" if speed["speedup_vs_fft"] >= 1
-            else f"SKI {1 / speed['speedup_vs_fft']:.2f}× slower", delta_color="off",
+                 f"channels, median and interquartile range of {speed['repeats']} interleaved "
+                 f"runs on {speed['device']}, measured once per setting in this session.")
+s[1].metric("FFT product (TNO)", f"{speed['fft_ms']:.3g} ms",
+            delta=f"SKI {lab.speed_text(ski_span, fft_span, speed['speedup_vs_fft'])}",
+            delta_color="off",
             help="The exact Toeplitz product by FFT, O(n log n).")
 dense_note = ("not timed above n = 4096" if not speed["dense_channels"] else
               "all channels timed" if speed["dense_channels"] == speed["dim"] else
               f"timed on {speed['dense_channels']} of the {speed['dim']} channels (their n × n "
               f"matrices fit 64 MB), scaled to {speed['dim']}: the channels are equal, "
               f"independent products")
-s[2].metric("Dense product", f"{speed['dense_ms']:.3f} ms" if speed["dense_ms"] else "—",
-            delta=f"SKI {speed['speedup_vs_dense']:.1f}× faster" if speed["dense_ms"] else None,
-            delta_color="off", help=f"The n × n matrix times the input, O(n²); {dense_note}.")
+s[2].metric("Dense product", f"{speed['dense_ms']:.3g} ms" if speed["dense_ms"] else "—",
+            delta=f"SKI {lab.speed_text(ski_span, dense_span, speed['speedup_vs_dense'])}"
+            if speed["dense_ms"] else None, delta_color="off",
+            help=f"The n × n matrix times the input, O(n²); {dense_note}.")
+for column, name in zip(s[:3], ("ski", "fft", "dense"), strict=True):
+    quartiles = speed[name + "_quartiles_ms"]
+    spread = (f"quartiles {quartiles[0]:.3g}–{quartiles[1]:.3g} ms · " if quartiles else "")
+    column.caption(f"{spread}{format_flops(speed[name + '_flops'])} (from the formula)")
 s[3].caption("The trade-off: more inducing points or a wider band lower the error above "
              "and cost time here. The band's cost grows with m, the low-rank part's with "
-             "n, not with r; the FFT product grows as n log n (see the Speed page).")
-st.caption(f"Source: {source_label}. Spectral norms by {view.spectral_method} "
-           f"(exact to 1e-3 or better).")
+             "n, not with r; the FFT product grows as n log n (see the Speed page). Flop "
+             "counts are deterministic; times vary with the machine's load.")
 
 # -- the four matrices ----------------------------------------------------------------------
 maps = view.heatmaps
 parts = make_subplots(rows=1, cols=3, horizontal_spacing=0.05,
-                      subplot_titles=("T", "= band", "+ low rank W A Wᵀ"))
+                      subplot_titles=("T (SKI's target)" if source.name == "ski" else "T",
+                                      "= band", "+ low rank W A Wᵀ"))
 for col, matrix in enumerate((maps.T, maps.band, maps.low_rank), start=1):
     parts.add_trace(go.Heatmap(z=matrix, x=maps.idx, y=maps.idx, zmin=-maps.limit,
                                zmax=maps.limit, zmid=0, colorscale="RdBu", showscale=col == 3,
@@ -207,18 +279,30 @@ kfig.add_scatter(x=view.inducing_lags, y=view.inducing_values, mode="markers",
                  name="A's lags (p_i − p_j)", marker=dict(size=6, symbol="circle-open"))
 kfig.add_vrect(x0=view.band_span[0], x1=view.band_span[1], fillcolor="orange", opacity=0.25,
                line_width=0, annotation_text="band", annotation_position="top left")
-kfig.update_layout(title="Kernel against lag: band shaded, inducing lags marked", height=360,
+kfig.update_layout(title="Kernel against lag: band shaded, inducing lags marked"
+                   + (" (SKI's Toeplitz target)" if source.name == "ski" else ""), height=360,
                    xaxis_title="lag k", margin=dict(l=10, r=10, t=40, b=10),
                    legend=dict(orientation="h", y=-0.25))
 left.plotly_chart(kfig, key="chart-kernel")
 
-sfig = go.Figure(go.Scatter(x=view.singular_index, y=view.singular_values,
-                            mode="lines+markers", marker=dict(size=3), name="σ_i(T − band)"))
-sfig.add_vline(x=view.rank_marker, line_dash="dash", annotation_text=f"r = {rank}")
+sm = view.smooth
+sfig = go.Figure(go.Scatter(x=sm.index, y=sm.values, mode="lines+markers",
+                            marker=dict(size=3), name="σ_i(T_s)"))
+sfig.add_vline(x=view.rank, line_dash="dash", annotation_text=f"r = {view.rank}")
+if sm.next_value == sm.next_value:  # not nan: σ_{r+1} is drawn
+    sfig.add_scatter(x=[view.rank + 1], y=[sm.next_value], mode="markers", name="σ_{r+1}(T_s)",
+                     marker=dict(size=9, symbol="diamond"))
 sfig.update_yaxes(type="log", exponentformat="power")
-sfig.update_layout(title="Singular values of T − band (top ones for large n)", height=360,
-                   xaxis_title="i", margin=dict(l=10, r=10, t=40, b=10))
+sfig.update_layout(title="Singular values of the smooth part T_s (same for every r)",
+                   height=360, xaxis_title="i", margin=dict(l=10, r=10, t=40, b=10),
+                   legend=dict(orientation="h", y=-0.25))
 right.plotly_chart(sfig, key="chart-singular-values")
+right.caption("T_s = Toeplitz(k̃): the kernel with its band lags replaced by the straight line "
+              "across them (what sampled A interpolates); it does not depend on r. σ_{r+1}"
+              "(T_s) is the best spectral error of any rank-r approximation of T_s. "
+              + (f"{sm.dropped} values below {lab.ROUNDOFF_FLOOR:g} σ₁ (round-off) not drawn. "
+                 if sm.dropped else "")
+              + ("Top values only at this n." if view.n > 512 else ""))
 
 # -- error against r ----------------------------------------------------------------------------
 curve = _ui.rank_curve(coeffs, band, causal)
@@ -226,13 +310,18 @@ cfig = go.Figure()
 for errors, name in ((curve.sample, "SKI, sampled A"), (curve.fit, "SKI, fitted A"),
                      (curve.optimal, "optimal rank r (SVD)")):
     cfig.add_scatter(x=curve.ranks, y=errors, name=name, mode="lines+markers")
-cfig.add_vline(x=np.log10(rank), line_dash="dash",  # shapes on a log axis take log10
-               annotation_text="current r")
+if len(curve.exact):
+    cfig.add_scatter(x=curve.exact, y=[lab.CURVE_FLOOR] * len(curve.exact), mode="markers",
+                     name=f"below {lab.CURVE_FLOOR:g}: exact up to round-off",
+                     marker=dict(symbol="triangle-down", size=10, color="black"))
+_ui.vline(cfig, rank, f"current r = {rank}", log_x=True, line_dash="dash")
 cfig.update_xaxes(type="log", title="inducing points r")
 cfig.update_yaxes(type="log", title="relative Frobenius error", exponentformat="power")
 cfig.update_layout(title=f"Error against r at m = {band}", height=380,
                    margin=dict(l=10, r=10, t=40, b=10))
 st.plotly_chart(cfig, key="chart-rank-curve")
+st.caption(f"Errors below {lab.CURVE_FLOOR:g} are at the formula's round-off (an exact fit "
+           f"reads about 1e-8) and are marked ▼ at that floor, not drawn as values.")
 
 # -- decay and frequency ------------------------------------------------------------------------
 d, f = view.decay, view.frequency
@@ -249,21 +338,36 @@ dfig.update_yaxes(type="log", exponentformat="power")
 dfig.update_layout(title="Decay: |t_k| against |k|", height=360, xaxis_title="|k|",
                    margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
 left.plotly_chart(dfig, key="chart-decay")
+if d.dropped:
+    left.caption(f"{d.dropped} lags with |t_k| below {lab.ROUNDOFF_FLOOR:g} × max|t| (zeros "
+                 f"and round-off) are gaps; the λ lines stop at the smallest |t_k| drawn.")
 
 ffig = make_subplots(specs=[[{"secondary_y": True}]])
 ffig.add_scatter(x=f.omega, y=f.magnitude, name="magnitude", secondary_y=False)
 ffig.add_scatter(x=f.omega, y=f.phase, name="phase (rad)", secondary_y=True,
                  line=dict(dash="dot"))
-ffig.update_layout(title="Frequency response of the kernel", height=360, xaxis_title="ω",
+ffig.update_yaxes(title_text="magnitude |k̂(ω)|", secondary_y=False)
+ffig.update_yaxes(title_text="phase (rad)", range=[-math.pi, math.pi], secondary_y=True,
+                  tickvals=[-math.pi, -math.pi / 2, 0, math.pi / 2, math.pi],
+                  ticktext=["−π", "−π/2", "0", "π/2", "π"], showgrid=False)
+ffig.update_layout(title="Frequency response of the kernel", height=360,
+                   xaxis_title="ω (radians, 0 … π)",
                    margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
 right.plotly_chart(ffig, key="chart-frequency")
+right.caption("Dominant period of the smooth part: "
+              + ("none (largest at ω = 0)" if view.dominant_period == float("inf") else
+                 f"{view.dominant_period:.3g} lags; SKI needs h = {view.spacing:.3g} below half "
+                 f"of it"))
 
 st.markdown(
     "**What to notice.** Move *r* and watch the error curve: SKI tracks the optimum "
     "while the inducing points are dense enough to follow the smooth part, and Theorem 1's "
-    "factor $h^2/8$ shrinks as $1/r^2$. Shrink the band to $m = 1$ on *spike plus smooth* "
-    "and the low-rank part must swallow the spike: the error jumps. Switch on *causal*: "
-    "the jump at the diagonal is not smooth, no interpolation can follow it, and the error "
-    "stays high. That is why FD-TNN, not SKI, handles causal models. With $\\lambda$ near 1 "
-    "the kernel decays slowly and the smooth part carries more of the matrix."
+    "interpolation term $h^2/8 \\cdot \\max|\\tilde k''|$ shrinks as $1/r^2$. Shrink the band "
+    "to $m = 1$ on *spike plus smooth* and the low-rank part must swallow the spike: the "
+    "error jumps. Switch on *causal*: the kernel jumps from 0 to $t_0$ at the diagonal, the "
+    "band's straight line turns that jump into a ramp no wider than the band, and "
+    "interpolation over $h$ wider than the ramp cannot follow it: the error, and even the "
+    "optimum, stay about ten times higher. That is why FD-TNN, not SKI, handles causal "
+    "models. With $\\lambda$ near 1 the kernel decays slowly and the smooth "
+    "part carries more of the matrix."
 )

@@ -5,91 +5,152 @@ import streamlit as st
 
 from pages import _ui
 from tnn_core.analysis.fd_response import THEOREMS
+from tnn_core.lab import frequency as frequency_lab
 
 _ui.ensure_app_frame()
 
 st.title("Frequency and causality")
 st.markdown(
-    "FD-TNN (Algorithm 2 of *SKI to go Faster*) never writes down the kernel in time. "
-    "An MLP gives the **real part** $R(\\omega)$ of its frequency response; the "
-    "**imaginary part** is fixed by the discrete Hilbert transform, and the result is a "
-    "kernel that is **exactly causal**: zero at every negative lag."
+    "FD-TNN (*SKI to go Faster*) never writes down the kernel in time: an RPE MLP gives "
+    "its frequency response, and the inverse FFT gives the kernel. **Causal** (Algorithm 2): "
+    "the MLP gives the **real part** $R(\\omega)$, the discrete Hilbert transform the "
+    "**imaginary part**, and the kernel is zero at every negative lag. **Bidirectional** "
+    "(§3.3.2): the MLP gives both parts, the imaginary one forced to 0 at $\\omega = 0$ "
+    "and $\\pi$. Everything below is read from one channel of the library's FD operator "
+    "(`tnn_core.operators.FD`), on the grid it uses."
 )
-st.latex(r"\hat k_{\mathrm{causal}}(\omega) = R(\omega) - i\,\mathcal{H}\{R\}(\omega), "
-         r"\qquad \omega_j = \tfrac{2\pi j}{N},\ j = 0,\dots,N/2,\ N = 2n")
 
 c1, c2, c3, c4 = st.columns(4)
 activation = c1.selectbox("Activation", list(THEOREMS), key="activation", bind="query-params",
                           help="The MLP's activation. Theorems 2-4 tie its smoothness to how "
                                "fast the kernel decays in time.")
 width = c2.slider("MLP width", 1, 128, 32, key="width", bind="query-params",
-                  help="Hidden units per layer of the RPE MLP.")
+                  help="Hidden units per layer of the RPE MLP (OperatorConfig.rpe_dim).")
 depth = c2.slider("MLP depth", 0, 4, 1, key="depth", bind="query-params",
-                  help="Hidden layers between the input and output layers.")
+                  help="Hidden layers between the input and output layers "
+                       "(OperatorConfig.rpe_layers).")
 n = c3.slider("Sequence length n", 1, 4096, 512, key="n", bind="query-params",
-              help="The kernel is built on the grid N = 2n, so it covers lags 0 .. n.")
+              help="The operator builds the response on N = fft_size(n) frequencies, the "
+                   "smallest even 5-smooth FFT size ≥ 2n, and applies lags −(n−1) … n−1.")
+causal = c4.toggle("Causal", value=True, key="causal", bind="query-params",
+                   help="On: Algorithm 2, real part from the MLP, imaginary part from the "
+                        "Hilbert transform. Off: §3.3.2, the MLP gives both parts.")
 smooth = c4.toggle("Feed the MLP cos ω", key="smooth", bind="query-params",
-                   help="The MLP sees ω in [0, π] and the response is extended evenly; a "
-                        "nonzero slope at ω = 0 or π is a kink, and a kink limits the decay "
-                        "to about 1/t². Feeding cos ω makes the extension smooth.")
+                   help="OperatorConfig(fd_input='cosine'). Off (fd_input='omega', Algorithm "
+                        "2): the MLP reads ω in [0, π]; on the circle the response then has "
+                        "kinks (causal) or jumps (bidirectional) at ω = 0 and π. On: it reads "
+                        "cos ω, and the imaginary part is weighted by sin ω, so the response "
+                        "is as smooth as the MLP.")
+fd_input = "cosine" if smooth else "omega"
 
 try:
-    view = _ui.frequency_view(activation, width, depth, n, _ui.seed(), smooth)
+    view = _ui.frequency_view(activation, width, depth, n, _ui.seed(), fd_input, causal)
 except ValueError as err:
     _ui.show_error(err)
     st.stop()
 
+mlp_input = "cos ω" if smooth else "ω"
+x = r"\cos\omega_j" if smooth else r"\omega_j"
+grid = rf"\qquad \omega_j = \tfrac{{2\pi j}}{{N}},\ j = 0,\dots,N/2,\ N = {view.N}"
+if causal:
+    st.latex(rf"\hat k(\omega_j) = R(\omega_j) - i\,\mathcal{{H}}\{{R\}}(\omega_j), \quad "
+             rf"R(\omega_j) = \mathrm{{MLP}}({x}), " + grid)
+else:
+    weight = r"\sin\omega_j\," if smooth else ""
+    st.latex(rf"\hat k(\omega_j) = \mathrm{{MLP}}_{{\mathrm{{re}}}}({x}) + i\,{weight}"
+             rf"\mathrm{{MLP}}_{{\mathrm{{im}}}}({x}), " + grid)
+st.caption(f"N = {view.N} = fft_size({n}), the smallest even 5-smooth FFT size ≥ 2n = {2 * n}: "
+           f"the grid the operator uses at this length. The MLP reads {mlp_input} "
+           f"(fd_input = \"{fd_input}\")."
+           + ("" if causal else " The imaginary part is set to 0 at ω = 0 and π, where the "
+                                "response of a real kernel is real."))
+
 left, right = st.columns(2)
 pair = go.Figure()
-pair.add_scatter(x=view.omega, y=view.real, name="R(ω), from the MLP")
-pair.add_scatter(x=view.omega, y=view.imag, name="−H{R}(ω), from the Hilbert transform")
-pair.update_layout(title="The Hilbert pair: real and imaginary parts of the response",
-                   xaxis_title="ω (0 … π)", height=360, margin=dict(l=10, r=10, t=40, b=10),
-                   legend=dict(orientation="h", y=-0.25))
+if causal:
+    pair.add_scatter(x=view.omega, y=view.real, name=f"R(ω), the MLP of {mlp_input}")
+    pair.add_scatter(x=view.omega, y=view.imag, name="−H{R}(ω), from the Hilbert transform")
+    pair_title = "The Hilbert pair: real and imaginary parts of the response"
+else:
+    pair.add_scatter(x=view.omega, y=view.real, name=f"real part, the MLP of {mlp_input}")
+    pair.add_scatter(x=view.omega, y=view.imag,
+                     name=f"imaginary part, {'sin ω · ' if smooth else ''}the MLP of "
+                          f"{mlp_input}; 0 at 0 and π")
+    pair_title = "Real and imaginary parts of the response, both from the MLP"
+pair.update_layout(title=pair_title, xaxis_title="ω (radians, 0 … π)", height=360,
+                   margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
 left.plotly_chart(pair, key="chart-pair")
 
 time_plot = go.Figure(go.Scatter(x=view.lags, y=view.kernel, mode="lines", name="k[t]"))
-time_plot.add_vrect(x0=view.negative_span[0], x1=view.negative_span[1], fillcolor="gray",
-                    opacity=0.12, line_width=0, annotation_text="negative lags: exactly 0",
-                    annotation_position="top left")
-time_plot.update_layout(title="The causal kernel k[t] in time", xaxis_title="lag t",
-                        height=360, margin=dict(l=10, r=10, t=40, b=10))
+if causal and n > 1:
+    time_plot.add_vrect(x0=-(n - 1), x1=-0.5, fillcolor="gray", opacity=0.12, line_width=0,
+                        annotation_text="negative lags: exactly 0",
+                        annotation_position="top left")
+time_plot.update_layout(
+    title=f"The operator's kernel k[t] = FD.kernel({n}), {'causal' if causal else 'two-sided'}",
+    xaxis_title="lag t", height=360, margin=dict(l=10, r=10, t=40, b=10))
 right.plotly_chart(time_plot, key="chart-kernel")
 
 fit = view.fit
-m1, m2, m3, m4 = st.columns(4)
-m1.metric("max |k[t]| at t < 0", f"{view.max_negative:.1e}",
-          help="The largest kernel value at a negative lag: causality, measured.")
-m2.metric("Effective λ (exponential fit)", _ui.fmt(fit.rate, ".3f"),
-          help="ρ in |k[t]| ≈ c ρ^t, fitted on the tail above round-off.")
-m3.metric("Power-law exponent", _ui.fmt(fit.exponent, ".2f"),
-          help="p in |k[t]| ≈ c t^(-p), fitted on the same lags.")
-m4.metric("Better fit", fit.better_law or "—",
-          help="Which of the two laws leaves the smaller residual in log|k|.")
+metrics = st.columns(4 if causal else 3)
+if causal:
+    metrics[0].metric(
+        "max |k[t]| at t < 0", f"{view.max_negative:.1e}",
+        help="The largest value of FD.kernel(n) at a negative lag: causality, measured. Its "
+             "lags 0 … n−1 are computed in time and the negative lags are zeros. The forward "
+             "pass under no_grad applies the spectrum instead; its inverse FFT leaves "
+             f"{view.spectral_leak:.0e} × max|k| there, round-off.")
+metrics[-3].metric("Effective λ (exponential fit)", _ui.fmt(fit.rate, ".3f"),
+                   help=f"ρ in |k[t]| ≈ c ρ^t, fitted on lags {frequency_lab.FIT_START} … "
+                        f"{view.fit_end} (t ≤ N/{frequency_lab.FIT_SHARE}) above "
+                        f"{frequency_lab.FIT_FLOOR:.0e} × max|k|.")
+metrics[-2].metric("Power-law exponent p", _ui.fmt(fit.exponent, ".2f"),
+                   help="p in |k[t]| ≈ c t^(−p), fitted on the same lags: 2 for a kink of "
+                        "the response, 1 for a jump.")
+metrics[-1].metric("Better fit", fit.better_law or "—",
+                   help="Which of the two laws leaves the smaller residual in log|k| "
+                        "(— with fewer than three lags to fit).")
 
 st.subheader("Decay against the theorems")
-st.info(f"**{view.theorem}** ({activation}): {view.statement}.", icon=":material/functions:")
+roundoff = {curve.activation: curve.roundoff_from for curve in view.decay_curves}
+if roundoff[activation] is not None:
+    measured = (f"Measured: |k[t]| is below {frequency_lab.FIT_FLOOR:.0e} × max|k|, "
+                f"round-off, from lag {roundoff[activation]} on.")
+elif fit.better_law is not None:
+    measured = (f"Measured on lags {frequency_lab.FIT_START} … {view.fit_end}: "
+                f"|k[t]| ≈ c t^−{fit.exponent:.2f} ({fit.better_law} fits better).")
+else:
+    measured = "Measured: too few lags to fit at this n."
+st.info(f"**{view.theorem}** ({activation}): {view.conclusion}.  \n"
+        f"**Premise:** {view.premise}.  \n"
+        f"**This setting:** {view.regime}. {measured}", icon=":material/functions:")
 semilog, loglog = st.columns(2)
 for column, log_x, title in ((semilog, False, "semilog: straight line = exponential"),
                              (loglog, True, "log-log: straight line = power law")):
     fig = go.Figure()
     for curve in view.decay_curves:
-        fig.add_scatter(x=view.decay_t, y=curve.magnitude, name=curve.activation, mode="lines",
+        fig.add_scatter(x=curve.t, y=curve.magnitude, name=curve.activation, mode="lines",
                         line=dict(width=3 if curve.activation == activation else 1))
-    fig.update_layout(title=f"|k[t]|, {title}", height=380, xaxis_title="lag t",
+    if view.fit_end >= frequency_lab.FIT_START:
+        _ui.vline(fig, view.fit_end, f"fit ends, t = {view.fit_end}", log_x=log_x,
+                  line_dash="dot", line_color="gray")
+    label = "|k[t]|" if causal else "max(|k[t]|, |k[−t]|)"
+    fig.update_layout(title=f"{label}, {title}", height=380, xaxis_title="lag t",
                       margin=dict(l=10, r=10, t=40, b=10))
     fig.update_yaxes(type="log", exponentformat="power")
     if log_x:
         fig.update_xaxes(type="log")
     column.plotly_chart(fig, key=f"chart-decay-{log_x}")
+st.caption(f"Each curve stops where it falls below {frequency_lab.FIT_FLOOR:.0e} × its own "
+           "max|k|: below that, float64 FFT round-off, not decay. Same MLP shape and seed for "
+           "the three activations.")
 
 st.markdown(
-    "**What to notice.** The negative lags are zero to round-off for every activation: "
-    "causality comes from the construction, not from training. With $\\omega$ fed "
-    "directly, all three activations decay like about $1/t^2$: the even extension of "
-    "$R$ has kinks at $\\omega = 0$ and $\\pi$. Switch on *Feed the MLP cos ω* and SiLU "
-    "and GeLU fall to round-off within a few dozen lags (faster than any polynomial), "
-    "while ReLU, piecewise linear, keeps its kinks and its $1/t^2$ tail: square "
-    "summable, as Theorem 4 says, but no more. Values below about $10^{-16}$ are "
-    "floating-point round-off."
+    "**What to notice.** Fed $\\omega$ (Algorithm 2, as the operator does by default), all "
+    "three activations decay like a power of $t$: the response, extended to the whole "
+    "circle, has kinks at $\\omega = 0$ and $\\pi$ (causal, about $1/t^2$) or jumps there "
+    "(bidirectional, about $1/t$). Theorems 2 and 3 do not apply. Switch on *Feed the MLP "
+    "cos ω*: SiLU and GeLU then fall to round-off (the box above says from which lag), "
+    "faster than any power, while ReLU, piecewise linear, keeps a $1/t^2$ tail: square "
+    "summable, as Theorem 4 says, but no more. Train with `--fd-input cosine` to get this operator."
 )

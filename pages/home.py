@@ -32,4 +32,12 @@ st.page_link("pages/decomposition.py", label="Decomposition: split a kernel into
 st.page_link("pages/frequency.py", label="Frequency and causality: FD-TNN's kernel from its "
              "frequency response, exact causality by the Hilbert transform, decay vs the theorems",
              icon=":material/waves:")
-st.caption("The sidebar's device and seed apply to every page.")
+st.page_link("pages/speed.py", label="Speed: time every operator on this machine, with the "
+             "spread of the timings and the flops behind them", icon=":material/speed:")
+st.page_link("pages/train.py", label="Train: train a small TNN, SKI-TNN or FD-TNN model on a "
+             "real task and watch it learn", icon=":material/model_training:")
+st.page_link("pages/inspect.py", label="Inspect checkpoint: what a trained model learned, "
+             "layer by layer, and how it does beyond its training length",
+             icon=":material/search:")
+st.caption("The sidebar's device and seed apply to every page, and every page's address "
+           "holds its settings: copy it to share exactly what you see.")

@@ -1,23 +1,36 @@
 """Page "Inspect checkpoint": what a trained model learned, layer by layer, channel by channel."""
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
 from pages import _ui
-from tnn_core.lab.inspect import extrapolation, summary
+from tnn_core.analysis.atlas import BAND_ONLY_MASS
+from tnn_core.lab import inspect as inspect_lab
+from tnn_core.lab.inspect import band_description, extrapolation, summary
 from tnn_core.training.checkpoint import CheckpointError
-from tnn_core.training.tasks import task_from_info
 
 _ui.ensure_app_frame()
+_ui.receive_values("pages/inspect.py")
 
 GRID_CELLS = 64  # rows/columns of each small heatmap in the atlas grid
+DEFAULT_BAND = 9  # the atlas band m for operators without one of their own (|k| <= 4)
+
+
+def fmt_metric(value: float, name: str) -> str:
+    """An accuracy as a percentage, other metrics with their unit; NaN as a dash."""
+    if not np.isfinite(value):
+        return "—"
+    return f"{100 * value:.1f} %" if name == "accuracy" else f"{value:.3f} {name}"
+
 
 st.title("Inspect checkpoint")
-st.markdown("Open a trained model and look at the Toeplitz kernels it learned: which "
-            "channels decay fast, which are spiky near the diagonal, which are low rank, and "
-            "how the model does beyond the length it was trained on.")
+st.markdown("Open a trained model and look at the Toeplitz kernels it learned: how much of "
+            "each channel's mass sits in a narrow band around the diagonal, how fast the rest "
+            "decays, how well SKI's low-rank part would hold it, whether the model needs it, "
+            "and how the model does beyond the length it was trained on.")
 
 # -- choose ---------------------------------------------------------------------------------
 with st.expander("Upload a checkpoint (.safetensors)", icon=":material/upload:"):
@@ -40,20 +53,39 @@ if not choices:
     st.info("No checkpoints yet: train one on the Train page, or upload one above.",
             icon=":material/info:")
     st.stop()
+if st.session_state.get("checkpoint", next(iter(choices))) not in choices:
+    st.session_state["checkpoint"] = next(iter(choices))  # e.g. another session's upload
 key = st.selectbox("Checkpoint", list(choices), format_func=choices.get, key="checkpoint",
-                   bind="query-params", help="Shipped examples, your saved runs, and uploads.")
+                   bind="query-params",
+                   help="Shipped examples in the order they teach most (each says what it "
+                        "shows), your saved runs, and uploads. Links carry shipped ones only.")
 try:
     model, info = _ui.load_checkpoint(key)
 except (CheckpointError, ValueError) as err:
     _ui.show_error(err)
     st.stop()
+try:
+    task, task_error = _ui.checkpoint_task(key), None
+except ValueError as err:
+    task, task_error = None, err
+operator_config = model.config.operator
+about = summary(info, task)
 
-about = summary(info)
+# Every checkpoint opens at its own training length (and SKI at its own band m).
+if st.session_state.get("_inspect_opened") != key or "atlas_n" not in st.session_state:
+    st.session_state["_inspect_opened"] = key
+    st.session_state["atlas_n"] = min(about.train_n, 1024)
+    st.session_state["atlas_band"] = (operator_config.band if operator_config.kind == "ski"
+                                      else DEFAULT_BAND)
+
+chance = f"chance {fmt_metric(about.chance, about.metric_name)}"
 m = st.columns(5)
-m[0].metric("Task", about.task)
-m[1].metric("Operator", about.operator)
+m[0].metric("Task", about.task, help=f"Trained at length n = {about.train_n}.")
+m[1].metric("Operator, causal" if operator_config.causal else "Operator, bidirectional",
+            operator_config.kind)
 m[2].metric("Width × layers", about.size)
-m[3].metric(f"Validation {about.metric_name}", _ui.fmt(about.final_metric, ".3f"))
+m[3].metric(f"Validation {about.metric_name}", fmt_metric(about.final_metric, about.metric_name),
+            help=f"The last evaluation during training; {chance} (a uniform guess).")
 m[4].metric("Trained steps", about.steps,
             help=f"{about.wall_s:.0f} s on {about.device}. Command: {about.command}")
 
@@ -63,97 +95,260 @@ with left:
     st.json(about.config, expanded=False)
 with right:
     if len(about.eval_steps):
-        fig = make_subplots(specs=[[{"secondary_y": True}]])
-        fig.add_scatter(x=about.eval_steps, y=about.eval_loss, name="validation loss")
-        fig.add_scatter(x=about.eval_steps, y=about.eval_metric,
-                        name=f"validation {about.metric_name}", secondary_y=True,
-                        line=dict(dash="dot"))
-        fig.update_layout(title="Training history", height=300, xaxis_title="step",
+        scale = 100.0 if about.metric_name == "accuracy" else 1.0
+        unit = "%" if about.metric_name == "accuracy" else about.metric_name
+        low, high = about.metric_axis()
+        fig = go.Figure(go.Scatter(x=about.eval_steps, y=scale * about.eval_metric,
+                                   mode="lines+markers", name=f"validation {about.metric_name}"))
+        if np.isfinite(about.chance):
+            fig.add_hline(y=scale * about.chance, line_dash="dash", line_color="grey",
+                          annotation_text=f"chance {scale * about.chance:.3g} {unit}",
+                          annotation_position="top right")
+        better = "higher" if about.higher_is_better else "lower"
+        fig.update_layout(title=f"Validation {about.metric_name} during training ({better} is "
+                                "better)", height=300, xaxis_title="step",
+                          yaxis_title=f"{about.metric_name} ({unit})",
                           margin=dict(l=10, r=10, t=40, b=10))
-        fig.update_yaxes(type="log", title="validation loss", secondary_y=False)
+        fig.update_yaxes(range=[scale * low, scale * high])
         st.plotly_chart(fig, key="chart-history")
+        hidden = about.off_axis()
+        if hidden:
+            st.caption("Above the axis (an untrained model): " + ", ".join(
+                f"step {step}: {value:.3g} {unit}" for step, value in hidden) + ".")
     else:
         st.caption("This checkpoint has no training history.")
 
 # -- kernel atlas ---------------------------------------------------------------------------
 st.subheader("Kernel atlas")
 c = st.columns(4)
-n = c[0].slider("Length n", 2, 1024, min(about.train_n, 1024), key="atlas_n",
-                help="Kernels are evaluated at this length; the model was trained at "
-                     f"n = {about.train_n}.")
-band = c[1].slider("Band m", 1, 63, 9, key="atlas_band",
-                   help="Spikiness is the share of energy inside this band.")
+n = c[0].slider("Length n", 2, 1024, key="atlas_n",
+                help="Kernels are evaluated at this length; each checkpoint opens at its "
+                     f"training length (this one: n = {about.train_n}).")
+band = c[1].slider("Band m", 1, 63, key="atlas_band",
+                   help="The band: |k| ≤ m//2, or lags 0..m-1 for a causal model. SKI "
+                        "checkpoints open at their own m.")
 rank = c[2].slider("Rank r", 2, 128, 32, key="atlas_rank",
-                   help="Low-rankness is SKI's relative error at this rank (and the optimum).")
+                   help="SKI's inducing points for the low-rank error (at most n).")
 channels = c[3].slider("Channels per layer", 4, 192, 16, step=4, key="atlas_channels",
                        help="How many channels of each layer to measure (the first ones).")
+causal = operator_config.causal
+in_band = band_description(band, causal)
 try:
     atlas = _ui.atlas(key, id(model), n, band, rank, channels, _model=model)
 except ValueError as err:
     _ui.show_error(err)
     st.stop()
-st.markdown("**Per layer** (medians over the measured channels): which layers are low rank?")
+what = ("the nearest Toeplitz kernel (the diagonal means) of the band + W A Wᵀ each channel "
+        "applies, not the Toeplitz target kernel(n)"
+        if operator_config.kind == "ski" and not causal else "each channel's Toeplitz kernel")
+st.markdown(
+    f"Every statistic describes {what}, at n = {n}, with the band {in_band}. "
+    f"**Mass in band**: the share of Σ|t_k| on the band lags. **Fitted λ**: the decay of "
+    f"|t_k|. **SKI error**: ‖T − band − W A Wᵀ‖_F at r = {min(rank, n)} over ‖T − band‖_F, "
+    "the off-band part W A Wᵀ must hold (1: no better than the band alone). "
+    f"A channel with less than {100 * BAND_ONLY_MASS:.0f} % of its mass off the "
+    "band shows — for λ and the errors: there is no tail to fit or approximate.")
+LABELS = {"locality": f"mass in band ({in_band})", "decay": "fitted λ of |t_k|",
+          "low_rank": f"SKI error / ‖T − band‖ (r = {min(rank, n)})",
+          "optimal": f"optimal error / ‖T − band‖ (r = {min(rank, n)})"}
+st.markdown("**Per layer** (medians over the measured channels)")
 st.dataframe(pd.DataFrame(atlas.layers.columns(),
                           index=pd.Index(atlas.layers.layer, name="layer")),
-             column_config={"decay": "fitted λ", "spikiness": "energy in band",
-                            "low_rank": f"SKI error at r={rank}",
-                            "optimal": f"optimal error at r={rank}"})
+             column_config={name: st.column_config.NumberColumn(label, format="%.3f")
+                            for name, label in LABELS.items()})
 
-SORTS = {"low_rank": "low-rankness (SKI error at r, lowest first)",
-         "spikiness": "spikiness (energy in the band, highest first)",
-         "decay": "decay (fitted λ, fastest first)"}
+# -- band ablation --------------------------------------------------------------------------
+st.markdown("**Band ablation: does the model need the tails?**")
+if task is None:
+    st.caption(f"This checkpoint's task cannot be rebuilt here, so it cannot be evaluated: "
+               f"{task_error}")
+elif st.toggle(f"Measure the task {about.metric_name} with every layer restricted to its band "
+               f"({in_band})", key="atlas_ablation",
+               help="Zeroes everything off the band in the matrix each layer applies and "
+                    "evaluates on the same validation sequences. Takes seconds to a minute."):
+    try:
+        ablation = _ui.band_ablation(key, id(model), band, _model=model, _task=task)
+    except ValueError as err:
+        _ui.show_error(err)
+    else:
+        batches, size = inspect_lab.ABLATION_BATCHES
+        a = st.columns(2 + len(ablation.per_layer))
+        a[0].metric(f"Full kernels, n = {ablation.length}",
+                    fmt_metric(ablation.full, ablation.metric_name))
+        a[1].metric(f"Every layer {ablation.band}",
+                    fmt_metric(ablation.restricted, ablation.metric_name))
+        for layer, value in enumerate(ablation.per_layer):
+            a[2 + layer].metric(f"Only layer {layer} {ablation.band}",
+                                fmt_metric(value, ablation.metric_name))
+        lost = ablation.margin_lost
+        verdict = ("the tails beyond the band carry most of what the model learned"
+                   if lost > 0.5 else "the tails beyond the band matter"
+                   if lost > 0.1 else "the band carries almost everything the model uses")
+        st.caption(
+            f"On {batches} × {size} validation sequences (the header's figure used the "
+            f"training run's own evaluation batches); {chance}. Restricted to the band, "
+            f"the model keeps {100 * (1 - lost):.0f} % of its margin over chance: "
+            f"{verdict}." if np.isfinite(lost) else
+            f"On {batches} × {size} validation sequences; {chance}. The model is no "
+            "better than chance with full kernels, so the ablation says nothing here.")
+
+# -- the atlas grid and the channel table ---------------------------------------------------
+SORTS = {"locality": "mass in band (most local first)",
+         "decay": "fitted λ (fastest decay first)",
+         "low_rank": "SKI error over ‖T − band‖ (lowest first)"}
 sort = st.radio("Sort channels by", list(SORTS), format_func=SORTS.get, horizontal=True,
                 key="atlas_sort")
+t1, t2 = st.columns(2)
+off_band = t1.toggle("Show T − band (tails only)", key="atlas_off_band",
+                     help="Zero the band lags so the tails are not swamped by the diagonal.")
+shared = t2.toggle("One colour scale for all tiles", key="atlas_shared_scale",
+                   help="Off: each tile spans its own ±max|t_k|. On: one ±max over the 12 "
+                        "tiles, so tiles compare with each other.")
 table = atlas.channels.sorted_by(sort)
 shown = list(zip(table.layer[:12], table.channel[:12], strict=True))
+limit = atlas.shared_limit(shown, off_band) if shared else None
 fig = make_subplots(rows=2, cols=6, horizontal_spacing=0.02, vertical_spacing=0.12,
                     subplot_titles=[f"L{layer} c{channel}" for layer, channel in shown])
 for i, (layer, channel) in enumerate(shown):
-    small = atlas.channel_view(layer, channel, GRID_CELLS)  # zmid 0: colours ±max |drawn|
-    fig.add_trace(go.Heatmap(z=small.matrix, zmid=0.0, colorscale="RdBu", showscale=False,
+    small = atlas.channel_view(layer, channel, GRID_CELLS, off_band)
+    zlimit = limit or small.limit
+    fig.add_trace(go.Heatmap(z=small.matrix, zmin=-zlimit, zmax=zlimit, colorscale="RdBu",
+                             showscale=shared and i == 0,
                              hovertemplate="%{z:.3g}<extra></extra>"),
                   row=i // 6 + 1, col=i % 6 + 1)
 fig.update_yaxes(autorange="reversed", showticklabels=False)
 fig.update_xaxes(showticklabels=False)
+scale_note = "one colour scale" if shared else "each on its own colour scale"
+part = "T − band" if off_band else "T"
 fig.update_layout(height=380, margin=dict(l=10, r=10, t=40, b=10),
-                  title="The first 12 channels in this order (each on its own colour scale)")
+                  title=f"The first 12 channels in this order: {part} ({scale_note})")
 st.plotly_chart(fig, key="chart-atlas")
 
-st.markdown("**All measured channels.** Select a row to drill into that channel.")
+st.markdown("**All measured channels.** Select a row to drill into that channel, or set the "
+            "layer and channel below.")
 event = st.dataframe(pd.DataFrame(table.columns()), key="atlas_table", on_select="rerun",
-                     selection_mode="single-row", hide_index=True, height=240)
-selected = event.selection.rows[0] if event.selection.rows else 0
-layer, channel = int(table.layer[selected]), int(table.channel[selected])
+                     selection_mode="single-row", hide_index=True, height=240,
+                     column_config={name: st.column_config.NumberColumn(label, format="%.3f")
+                                    for name, label in LABELS.items()})
+picked = tuple(event.selection.rows)
+if picked != st.session_state.get("_atlas_picked", ()):  # a new row selected: follow it
+    st.session_state["_atlas_picked"] = picked
+    if picked:
+        st.session_state["layer"] = int(table.layer[picked[0]])
+        st.session_state["channel"] = int(table.channel[picked[0]])
 
+# -- one channel ----------------------------------------------------------------------------
+operators = model.operators()
+d = st.columns(4)
+layer = int(d[0].number_input("Layer", 0, len(operators) - 1, key="layer", bind="query-params",
+                              help="Which layer to drill into (in the link)."))
+channel = int(d[1].number_input("Channel", 0, operators[0].dim - 1, key="channel",
+                                bind="query-params",
+                                help="Which channel (any of the layer's "
+                                     f"{operators[0].dim}, measured or not; in the link)."))
 st.subheader(f"Layer {layer}, channel {channel}")
+try:
+    drill = _ui.channel_matrix(key, id(model), n, layer, channel, _model=model)
+except ValueError as err:
+    _ui.show_error(err)
+    st.stop()
 left, right = st.columns(2)
-view = atlas.channel_view(layer, channel)
-left.plotly_chart(_ui.heatmap(view, f"T at n = {n} (row 0 on top)"),
+applied = ("band + W A Wᵀ, the matrix this channel applies" if drill.target is not None
+           else "T, the matrix this channel applies")
+left.plotly_chart(_ui.heatmap(drill.view, f"{applied} at n = {n} (row 0 on top)"),
                   key="chart-channel-matrix")
-right.plotly_chart(_ui.kernel_plot(view), key="chart-channel-kernel")
+kfig = _ui.kernel_plot(drill.view, "Kernel t_k against lag k" if drill.target is None else
+                       "Diagonal means of the applied matrix, and the Toeplitz target")
+if drill.target is not None:
+    kfig.data[0].name = "diagonal means (applied)"
+    kfig.add_scatter(x=drill.view.lags, y=drill.target, name="Toeplitz target kernel(n)",
+                     mode="lines", line=dict(dash="dot"))
+right.plotly_chart(kfig, key="chart-channel-kernel")
+if drill.target is not None:
+    st.metric("Applied matrix against its Toeplitz target",
+              f"{100 * drill.target_gap:.1f} %",
+              help="‖band + W A Wᵀ − T(kernel(n))‖_F / ‖T(kernel(n))‖_F: how far what the "
+                   "model computes is from the Toeplitz kernel SKI interpolates.")
 if st.button("Open this kernel in Decomposition", icon=":material/splitscreen:",
              key="open_decomposition"):
-    st.switch_page("pages/decomposition.py",
-                   query_params={"source": _ui.SOURCE_LABELS["checkpoint"], "checkpoint": key,
-                                 "layer": str(layer), "channel": str(channel), "n": str(n)})
+    _ui.open_page("pages/decomposition.py", {"source": "checkpoint", "checkpoint": key,
+                                             "layer": layer, "channel": channel, "n": n,
+                                             "causal": operator_config.causal})
 
 # -- extrapolation --------------------------------------------------------------------------
 st.subheader("Beyond the training length")
-st.markdown("TNN's Table 10: with a decay bias the model keeps working on sequences longer "
-            "than it was trained on. Here is this model at 1×, 2× and 4× its length.")
+sweep = None
 try:
-    task = task_from_info(info.task)
+    if task is None:
+        raise task_error
     sweep = _ui.length_sweep(key, id(model), _model=model, _task=task)
 except ValueError as err:
     st.warning(f"Cannot evaluate this checkpoint here: {err}", icon=":material/info:")
-else:
+measured = np.array([]) if sweep is None else sweep.metric[np.isfinite(sweep.metric)]
+if sweep is not None and len(measured) < 2:
+    st.markdown(f"{about.task} exists at its training length n = {about.train_n} only, so "
+                "this model cannot be run longer; the Table 10 pair below shows what decay "
+                "does for a language model.")
+elif sweep is not None:
+    at_one = measured[0]
+    worst = measured.max() if not about.higher_is_better else measured.min()
+    held = (abs(worst - at_one) <= 0.1 * abs(about.chance - at_one)
+            if np.isfinite(about.chance) else False)
+    st.markdown(
+        f"This model at 1×, 2× and 4× its training length n = {about.train_n} (each length "
+        "on its own validation windows). "
+        + ("It keeps its quality: the worst length loses under a tenth of its margin over "
+           "chance." if held else
+           f"It does not keep its quality: from {fmt_metric(at_one, about.metric_name)} at 1× "
+           f"to {fmt_metric(worst, about.metric_name)} at worst ({chance})."))
     left, right = st.columns(2)
-    left.dataframe(pd.DataFrame(sweep.columns()), hide_index=True)
+    left.dataframe(pd.DataFrame({
+        "× training length": sweep.factor, "length n": sweep.length,
+        f"validation {about.metric_name}": [fmt_metric(v, about.metric_name)
+                                            for v in sweep.metric],
+        "loss (nats)": sweep.loss}), hide_index=True,
+        column_config={"loss (nats)": st.column_config.NumberColumn(format="%.3f")})
     longer = extrapolation(model, about.train_n, layer, channel)
-    kfig = go.Figure()
-    for length, lags, kernel in zip(longer.lengths, longer.lags, longer.kernels,
-                                    strict=True):
-        kfig.add_scatter(x=lags, y=kernel, name=f"n = {length}", mode="lines")
-    kfig.update_layout(title=f"Kernel of layer {layer}, channel {channel} at 1×, 2×, 4× n",
-                       xaxis_title="lag k", height=320, margin=dict(l=10, r=10, t=40, b=10))
-    right.plotly_chart(kfig, key="chart-extrapolation")
+    efig = go.Figure()
+    styles = (dict(width=4), dict(width=2, dash="dash"), dict(width=1.5, dash="dot"))
+    for length, lags, kernel, style in zip(longer.lengths, longer.lags, longer.kernels,
+                                           styles, strict=True):
+        efig.add_scatter(x=lags, y=kernel, name=f"n = {length}", mode="lines", line=style)
+    efig.update_layout(title=f"Kernel of layer {layer}, channel {channel} at 1×, 2×, 4× n"
+                       + (" (diagonal means of what it applies)" if drill.target is not None
+                          else ""), xaxis_title="lag k", yaxis_title="t_k", height=320,
+                       margin=dict(l=10, r=10, t=40, b=10))
+    right.plotly_chart(efig, key="chart-extrapolation")
+
+# -- TNN's Table 10 -------------------------------------------------------------------------
+if all(name in choices for name in inspect_lab.DECAY_PAIR):
+    st.markdown("**TNN's Table 10: the same language model with and without decay**")
+    if st.toggle("Measure both on the same windows at 1× to 16× their training length",
+                 key="decay_pair",
+                 help=f"{' and '.join(inspect_lab.DECAY_PAIR)} were trained identically "
+                      "except for λ. Every length scores windows ending at the same text "
+                      "positions. Takes a few seconds to a minute."):
+        try:
+            loaded = [_ui.load_checkpoint(name) for name in inspect_lab.DECAY_PAIR]
+            pair = _ui.decay_pair(inspect_lab.DECAY_PAIR, tuple(id(m) for m, _ in loaded),
+                                  _models=tuple(m for m, _ in loaded),
+                                  _task=_ui.checkpoint_task(inspect_lab.DECAY_PAIR[0]))
+        except (CheckpointError, ValueError) as err:
+            _ui.show_error(err)
+        else:
+            pfig = go.Figure()
+            for i, (name, lam) in enumerate(zip(pair.names, pair.decays, strict=True)):
+                pfig.add_scatter(x=pair.factor, y=pair.metric_last[i], mode="lines+markers",
+                                 name=f"{name} (λ = {lam:g}), last {pair.train_n} positions")
+                pfig.add_scatter(x=pair.factor, y=pair.metric_all[i], mode="lines+markers",
+                                 line=dict(dash="dot"),
+                                 name=f"{name} (λ = {lam:g}), all positions")
+            pfig.add_hline(y=pair.chance, line_dash="dash", line_color="grey",
+                           annotation_text=f"chance {pair.chance:.3g} {pair.metric_name}")
+            pfig.update_xaxes(type="log", tickvals=pair.factor.tolist(),
+                              title=f"× training length n = {pair.train_n}")
+            pfig.update_layout(height=360, yaxis_title=pair.metric_name,
+                               title=f"Validation {pair.metric_name} on the same windows",
+                               margin=dict(l=10, r=10, t=40, b=10))
+            st.plotly_chart(pfig, key="chart-decay-pair")
+            st.markdown(pair.sentence())

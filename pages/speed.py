@@ -17,8 +17,9 @@ NS = [256, 512, 1024, 2048, 4096, 8192, 16384]
 
 st.title("Speed")
 st.markdown("The point of SKI-TNN and FD-TNN is speed. Time every operator **on this "
-            "machine**, side by side (interleaved rounds, medians), and see how each grows "
-            "with $n$ and where one overtakes another.")
+            "machine**, side by side (interleaved rounds after warm-up; each point is the "
+            "median, its error bar the interquartile range of the rounds), and see how each "
+            "grows with $n$ and where one overtakes another.")
 
 job: BackgroundJob | None = st.session_state.get("bench_job")
 busy = job is not None and not job.snapshot()[2]
@@ -39,7 +40,8 @@ with st.form("bench-form"):
     batch = c2.select_slider("Batch B", [1, 2, 4, 8, 16, 32], value=8, key="bench_batch",
                              help="Sequences per call.")
     dim = c2.select_slider("Channels D", [8, 16, 32, 64, 128, 256], value=64, key="bench_dim",
-                           help="Channels of the operator (D must divide into the heads).")
+                           help="Channels of the operator; attention and togeipi split them into 8 "
+                                "heads.")
     rank = c3.select_slider("SKI rank r", [8, 16, 32, 64, 128, 256], value=64,
                             key="bench_rank", help="Inducing points of SKI's low-rank part.")
     band = c3.select_slider("SKI band m", [1, 4, 8, 16, 32, 64], value=8, key="bench_band",
@@ -47,7 +49,9 @@ with st.form("bench-form"):
                                  "costs grow with m while TNO's do not: raise m and watch "
                                  "where SKI's line meets TNO's.")
     repeats = c3.slider("Timed rounds", 3, 41, 9, step=2, key="bench_repeats",
-                        help="Median over this many interleaved rounds (21+ for a report).")
+                        help="Each point is the median of this many interleaved rounds after 3 "
+                             "warm-up runs, its error bar their interquartile range (21+ "
+                             "for a report; slopes need 5 or more).")
     run = st.form_submit_button("Run benchmark", type="primary", disabled=busy,
                                 icon=":material/timer:")
 
@@ -95,7 +99,13 @@ elif job is not None and st.session_state.get("bench_job_key") not in cache:
                        icon=":material/cancel:")
 
 
-def line(fig: go.Figure, series: speed.Series, **style) -> None:
+def line(fig: go.Figure, series: speed.Series, axis: str = "y", **style) -> None:
+    """One series; its quartiles (if timed) as asymmetric error bars along ``axis``."""
+    if series.low is not None:
+        value = series.x if axis == "x" else series.y
+        bars = dict(type="data", symmetric=False, array=series.high - value,
+                    arrayminus=value - series.low, thickness=1, width=3)
+        style[f"error_{axis}"] = bars
     fig.add_scatter(x=series.x, y=series.y, name=series.name, **style)
 
 
@@ -123,14 +133,17 @@ def show_results(records: list[dict]) -> None:
 
     left, right = st.columns(2)
     if view.slopes:
-        left.markdown("**Measured growth**: the log-log slope of time against n (1 = linear, "
-                      "about 1.1 = n log n over this range, 2 = quadratic).")
+        left.markdown("**Measured growth**: the least-squares slope of log time against log n "
+                      "± its standard error (1 = linear, about 1.1 = n log n over 256…16384, "
+                      "2 = quadratic). *trust* says when the fit cannot be read as growth.")
         left.dataframe(view.slopes, hide_index=True)
-    right.markdown("**Crossovers**: the length where one operator overtakes another.")
+    right.markdown("**Crossovers**: the length where one operator overtakes another, called "
+                   "only where their interquartile ranges separate on both sides (*between*).")
     if view.crossovers:
         right.dataframe(view.crossovers, hide_index=True)
     else:
-        right.caption("No crossover in this range: the order of the operators does not change.")
+        right.caption("No crossover beyond the noise in this range: wherever two operators' "
+                      "ranges separate, their order is the same.")
     if view.missing:
         st.caption("Missing points were skipped: O(n²) operators above their length limit.")
 
@@ -147,8 +160,9 @@ elif not busy:
 st.subheader("SKI: error against speed")
 st.markdown("Each point is one (r, m) setting on the *spike plus smooth* kernel: its "
             "approximation error (relative Frobenius, from the decomposition analysis) "
-            "against its speed-up over TNO's FFT product on the same kernel. Up and to the "
-            "left is better: fast and accurate.")
+            "against its speed-up over TNO's FFT product on the same kernel (horizontal bars: "
+            "the range the quartiles of the rounds allow). Down and to the right is better: "
+            "fast and accurate. Hover a point for its speed-up counted in flops.")
 p1, p2 = st.columns([1, 3])
 pareto_n = p1.select_slider("n", [1024, 2048, 4096, 8192], value=4096, key="pareto_n",
                             help="Length of the kernel and of the timed input.")
@@ -160,10 +174,13 @@ if p1.button("Measure", key="pareto_run", icon=":material/scatter_plot:", disabl
 pareto: speed.ParetoView | None = st.session_state.get("pareto")
 if pareto:
     fig = go.Figure()
-    for series, ranks in zip(pareto.by_band, pareto.ranks, strict=True):
-        line(fig, series, mode="markers+text", text=[f"r={r}" for r in ranks],
-             textposition="top center")
-    fig.add_vline(x=1.0, line_dash="dot", annotation_text="as fast as TNO")
+    for series, ranks, flop_speedups in zip(pareto.by_band, pareto.ranks,
+                                            pareto.flop_speedups, strict=True):
+        line(fig, series, axis="x", mode="markers+text", text=[f"r={r}" for r in ranks],
+             textposition="top center", customdata=flop_speedups,
+             hovertemplate="speed-up %{x:.2g}× (flops: %{customdata:.2g}×)<br>"
+                           "error %{y:.2g}<extra>%{fullData.name}, %{text}</extra>")
+    _ui.vline(fig, 1.0, "as fast as TNO", log_x=True, line_dash="dot")
     fig.update_xaxes(title="speed-up over the FFT product (×)", type="log")
     fig.update_yaxes(title="relative Frobenius error", type="log")
     fig.update_layout(height=420, margin=dict(l=10, r=10, t=30, b=10),
@@ -179,27 +196,31 @@ st.subheader("SKI against TNO over the band m")
 st.markdown("SKI's band is a depthwise convolution with m taps, so its cost grows with m; "
             "TNO's FFT product does not depend on m. Each line is one length n: TNO's time "
             "over SKI's for a training step (forward+backward, 8 sequences × 64 channels, "
-            "r = 64). Above 1 SKI is faster; where a line crosses 1, SKI stops paying off "
-            "on this machine.")
+            "r = 64), with the range its quartiles allow; the dotted lines are the same ratio "
+            "counted in flops for the forward product. Above 1 SKI is faster. A crossing is "
+            "called only where the two operators' quartile ranges separate on both sides.")
 b1, b2 = st.columns([1, 3])
 band_max_n = b1.select_slider("Longest n", [1024, 4096, 16384], value=4096, key="band_max_n",
-                              help="Lengths timed: 1024 up to this one (×4 steps). 16384 "
-                                   "takes about a minute on a 2-core CPU.")
+                              help="Lengths timed: 1024 up to this one (×4 steps), 7 rounds "
+                                   "each. 16384 takes over a minute on a 2-core CPU.")
 if b1.button("Measure", key="band_run", icon=":material/stacked_line_chart:", disabled=busy,
              help="Disabled while the benchmark above runs: both would share the CPU."):
     ns = tuple(n for n in (1024, 4096, 16384) if n <= band_max_n)
     with st.spinner(f"Timing TNO and SKI at m = 4…64 for n = {', '.join(map(str, ns))}…"):
-        st.session_state["band_cross"] = _ui.band_crossover(ns, _ui.device())
+        st.session_state["band_cross"] = speed.measure_band_crossover(ns, _ui.device())
 measured: speed.BandView | None = st.session_state.get("band_cross")
 if measured:
     fig = go.Figure()
     for series in measured.lines:
         line(fig, series, mode="lines+markers")
-    fig.add_hline(y=1.0, line_dash="dot", annotation_text="as fast as TNO")
-    fig.update_xaxes(title="band taps m", type="log", tickvals=[4, 8, 16, 32, 64])
+    for series in measured.flop_lines:
+        line(fig, series, mode="lines", line=dict(dash="dot", width=1))
+    _ui.hline(fig, 1.0, "as fast as TNO", log_y=True, line_dash="dot")
+    fig.update_xaxes(title="band taps m", type="log", tickvals=list(speed.BANDS))
     fig.update_yaxes(title="TNO time / SKI time (×)", type="log")
     fig.update_layout(height=380, margin=dict(l=10, r=10, t=30, b=10))
     b2.plotly_chart(fig, key="chart-band-crossover")
     b2.dataframe(measured.crossings, hide_index=True)
 else:
-    b2.caption("Press **Measure** to time TNO and SKI (m = 4, 8, 16, 32, 64) at each length.")
+    b2.caption(f"Press **Measure** to time TNO and SKI (m = "
+               f"{', '.join(map(str, speed.BANDS))}) at each length.")

@@ -8,6 +8,7 @@ import streamlit as st
 from pages import _ui
 from tnn_core.lab.train import SIZES, app_config, app_task, progress_view
 from tnn_core.training.background import BackgroundRun
+from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
 
 _ui.ensure_app_frame()
 
@@ -24,8 +25,15 @@ st.markdown("Train a small model on a real task, on this machine, and watch the 
             "validation metric as it learns. The run goes on in the background: the other "
             "pages keep working, and the run stops when you press Stop or close the tab.")
 
+FORM_KEYS = ("task", "operator", "size", "steps", "lr", "train_decay", "train_rank",
+             "train_band")
+
 run: BackgroundRun | None = st.session_state.get("train_run")
 running = run is not None and not run.snapshot().finished
+# Streamlit forgets a widget's value when its page is left. While a run exists, the form
+# shows the settings it was started with, also after the person visits another page.
+for form_key, value in st.session_state.get("train_form", {}).items():
+    st.session_state.setdefault(form_key, value)
 
 with st.form("train-form", border=True):
     c1, c2, c3 = st.columns(3)
@@ -49,8 +57,9 @@ with st.form("train-form", border=True):
     band = c3.slider("Band m", 1, 64, 9, key="train_band", help="SKI only: taps of the band.")
     text = None
     if task_name == "charlm":
-        text = st.file_uploader("Your own text (optional, UTF-8, ≤ 20 MB)", type=["txt", "md",
+        text = st.file_uploader("Your own text (optional, UTF-8)", type=["txt", "md",
                                 "py", "csv", "json", "rst"], key="train_text",
+                                max_upload_size=MAX_TEXT_BYTES // 2**20,
                                 help="Train on this text instead of Python's source. It is "
                                      "split 90/10 into training and validation.")
     start = st.form_submit_button("Start", type="primary", disabled=running,
@@ -70,7 +79,7 @@ if start:
         run.stop_when_collected(token)
         run.start()
         st.session_state["train_run"] = run
-        st.session_state.pop("train_saved", None)
+        st.session_state["train_form"] = {k: st.session_state[k] for k in FORM_KEYS}
         running = True
 
 if run is None:
@@ -141,5 +150,4 @@ else:
                 except ValueError as err:
                     _ui.show_error(err)
                 else:
-                    st.session_state["train_saved"] = key
-                    st.switch_page("pages/inspect.py", query_params={"checkpoint": key})
+                    _ui.open_page("pages/inspect.py", {"checkpoint": key})

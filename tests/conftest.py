@@ -2,6 +2,9 @@
 
 import pytest
 import torch
+from streamlit.runtime.pages_manager import PagesManager
+
+from tnn_core.analysis.norms import single_threaded_blas
 
 
 @pytest.fixture
@@ -11,3 +14,28 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def one_blas_thread():
+    """Dense reference SVDs single-threaded (see test_analysis.py)."""
+    with single_threaded_blas():
+        yield
+
+
+@pytest.fixture(autouse=True)
+def navigation_mode(monkeypatch):
+    """Run every AppTest run as the server runs after its first page view.
+
+    Streamlit treats a `pages/` folder as "MPA v1" until app.py first calls
+    st.navigation; a real server does so once, and `_ui.ensure_app_frame` reruns that
+    first view through app.py. AppTest resets the flag before every run, which would
+    make every run a first view and drop button clicks in the rerun. The first view of
+    a deep link is covered by the browser test instead."""
+    init = PagesManager.__init__
+
+    def patched(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", patched)

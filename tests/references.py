@@ -25,3 +25,16 @@ def interp_ref(n: int, r: int) -> np.ndarray:
 def band_lags_ref(n: int, band: int, causal: bool) -> list[int]:
     lags = range(0, band) if causal else range(-(band // 2), band // 2 + 1)
     return [k for k in lags if abs(k) < n]
+
+
+def lopsided(n: int, causal: bool = False) -> np.ndarray:
+    """A test kernel [2n-1]: spikes near lag 0 on a smooth bump that decays faster on one
+    side (the spike-plus-smooth shape, without symmetry); causal: zero at negative lags."""
+    k = np.arange(-(n - 1), n)
+    t = np.where(k >= 0, 0.97, 0.9) ** np.abs(k) * (1 + 0.3 * np.sin(k / 7))
+    for lag, value in {0: 1.5, 1: -0.8, -1: 0.6, 2: 0.4, -2: -0.3}.items():
+        if abs(lag) < n:
+            t[n - 1 + lag] += value
+    if causal:
+        t[: n - 1] = 0
+    return t

@@ -2,33 +2,18 @@
 
 from __future__ import annotations
 
+import base64
 import itertools
+import json
 from pathlib import Path
 
+import numpy as np
 import pytest
-from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 PRESETS = ["exponential", "spike_smooth", "oscillating", "tno", "ski", "fd"]
 
-
-@pytest.fixture(autouse=True)
-def navigation_mode(monkeypatch):
-    """Run every AppTest run as the server runs after its first page view.
-
-    Streamlit treats a `pages/` folder as "MPA v1" until app.py first calls
-    st.navigation; a real server does so once, and `_ui.ensure_app_frame` reruns that
-    first view through app.py. AppTest resets the flag before every run, which would
-    make every run a first view and drop button clicks in the rerun. The first view of
-    a deep link is covered by the browser test instead."""
-    init = PagesManager.__init__
-
-    def patched(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", patched)
 
 
 def open_page(page: str | None = None) -> AppTest:
@@ -77,8 +62,6 @@ def test_basics_operator_channel_extremes_and_cpu_device():
 
 
 def test_basics_heatmap_has_row_zero_on_top_and_is_subsampled_for_large_n():
-    import json
-
     at = open_page("pages/basics.py")
     at.slider(key="n").set_value(1024).run()
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
@@ -86,6 +69,65 @@ def test_basics_heatmap_has_row_zero_on_top_and_is_subsampled_for_large_n():
     z = spec["data"][0]["z"]  # plotly encodes arrays as {"dtype", "bdata", "shape"}
     assert z["shape"] == "171, 171"  # 1024 rows drawn as every ⌈1024/192⌉ = 6th
     assert spec["layout"]["title"]["text"].endswith("(1 row/column in 6 shown)")
+
+
+def url_params(at: AppTest, keys: list[str]) -> dict[str, str]:
+    """The query string a browser shows for these bound widgets, written as Streamlit writes
+    it (AppTest does not see the frontend's URL): a select box's displayed label, numbers
+    without a trailing .0, booleans in lower case."""
+    params = {}
+    for key in keys:
+        widget = next(w for kind in ("selectbox", "slider", "number_input", "toggle",
+                                     "text_input") for w in getattr(at, kind) if w.key == key)
+        value = widget.value
+        if widget.type == "selectbox":
+            value = widget.options[widget.index]
+        elif isinstance(value, bool):
+            value = str(value).lower()
+        elif isinstance(value, float) and value == int(value):
+            value = int(value)
+        params[key] = str(value)
+    return params
+
+
+def open_link(page: str, params: dict[str, str]) -> AppTest:
+    """A fresh session opened on ``page`` from a shared link with these query params."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update(params)
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception
+    return at
+
+
+def kernel_y(at: AppTest) -> list:
+    return list(plotly_array(json.loads(at.get("plotly_chart")[1].proto.spec)["data"][0]["y"]))
+
+
+@pytest.mark.parametrize("settings", [
+    dict(preset="tno", channel=3, n=100, decay=0.8, causal=True, seed=7),
+    dict(preset="custom", coefficients="1, -2, 3.5, 0.25, 0", causal=True, seed=3),
+])
+def test_basics_share_link_opens_the_same_kernel(settings):
+    """Every control of Basics and the sidebar seed travel in the link: a fresh session
+    opened from it shows the same kernel."""
+    at = open_page("pages/basics.py")
+    at.number_input(key="seed").set_value(settings["seed"]).run()
+    at.selectbox(key="preset").set_value(settings["preset"]).run()
+    for key, value in settings.items():
+        if key in ("preset", "seed"):
+            continue
+        widget = next(w for kind in ("slider", "number_input", "toggle", "text_input")
+                      for w in getattr(at, kind) if w.key == key)
+        widget.set_value(value).run()
+    assert not at.exception and not at.error
+    keys = ["preset", "n", "decay", "causal", "channel", "seed"]
+    keys += ["coefficients"] if settings["preset"] == "custom" else []
+    params = url_params(at, keys)
+    shared = open_link("pages/basics.py", params)
+    assert url_params(shared, keys) == params
+    assert kernel_y(shared) == kernel_y(at)
+    assert not shared.error
 
 
 @pytest.mark.parametrize(
@@ -113,15 +155,82 @@ def test_basics_bad_custom_kernel_shows_error_and_recovers(text, message):
 def test_frequency_page_extremes(activation):
     at = open_page("pages/frequency.py")
     at.selectbox(key="activation").set_value(activation).run()
-    for n, width, depth, smooth in [(1, 1, 0, False), (4096, 128, 4, True), (2, 1, 4, True)]:
+    for n, width, depth, smooth, causal in [(1, 1, 0, False, True), (4096, 128, 4, True, False),
+                                            (2, 1, 4, True, True), (3, 128, 0, False, False)]:
         at.slider(key="n").set_value(n)
         at.slider(key="width").set_value(width)
         at.slider(key="depth").set_value(depth)
         at.toggle(key="smooth").set_value(smooth)
+        at.toggle(key="causal").set_value(causal)
         at.run()
         assert not at.exception and not at.error, (activation, n, width, depth, smooth)
-        # Causality on the page: the negative lags are exactly zero.
-        assert metric(at, "max |k[t]| at t < 0") == "0.0e+00"
+        labels = [m.label for m in at.metric]
+        if causal:  # causality on the page: kernel(n) is exactly zero at negative lags
+            assert metric(at, "max |k[t]| at t < 0") == "0.0e+00"
+        else:  # a two-sided kernel has no causality to measure
+            assert "max |k[t]| at t < 0" not in labels
+
+
+FREQUENCY_CONTROLS = {"activation": "selectbox", "width": "slider", "depth": "slider",
+                      "n": "slider", "causal": "toggle", "smooth": "toggle"}
+
+
+def frequency_shown(at: AppTest) -> dict:
+    """What the Frequency page shows: metrics, texts, and every chart's data and shapes."""
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return {"metrics": [(m.label, m.value) for m in at.metric],
+            "info": [i.value for i in at.info], "latex": [x.value for x in at.latex],
+            "captions": [c.value for c in at.caption],
+            "charts": [(c["data"], c["layout"].get("shapes"), c["layout"]["title"])
+                       for c in charts]}
+
+
+def test_frequency_share_link_round_trip():
+    """Set every control, open a fresh session on the URL those values make: the same
+    controls and the same page."""
+    at = open_page("pages/frequency.py")
+    settings = {"activation": "silu", "width": 8, "depth": 2, "n": 301, "causal": False,
+                "smooth": True}
+    for key, value in settings.items():
+        getattr(at, FREQUENCY_CONTROLS[key])(key=key).set_value(value)
+    at.run()
+    assert not at.exception and not at.error
+    fresh = open_link("pages/frequency.py", url_params(at, list(FREQUENCY_CONTROLS)))
+    assert {key: getattr(fresh, kind)(key=key).value
+            for key, kind in FREQUENCY_CONTROLS.items()} == settings
+    assert frequency_shown(fresh) == frequency_shown(at)
+
+
+def plotly_array(value) -> np.ndarray:
+    """A Plotly JSON array: a list, or {"dtype", "bdata"} with the bytes in base64."""
+    if isinstance(value, dict):
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+    return np.asarray(value, dtype=float)
+
+
+@pytest.mark.parametrize(("smooth", "causal"), [(True, True), (False, False)])
+def test_frequency_page_draws_the_operators_grid_and_keeps_log_axes_on_data(smooth, causal):
+    from tnn_core.core.toeplitz import fft_size
+    from tnn_core.lab.frequency import FIT_FLOOR, FIT_SHARE
+
+    at = open_page("pages/frequency.py")
+    at.slider(key="n").set_value(301)
+    at.toggle(key="smooth").set_value(smooth)
+    at.toggle(key="causal").set_value(causal)
+    at.run()
+    N = fft_size(301)
+    assert N == 640  # not 2n = 602: the page shows the operator's grid
+    assert any(f"N = {N}" in x.value for x in at.latex)
+    assert any(f"N = {N} = fft_size(301)" in c.value for c in at.caption)
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert len(plotly_array(specs[0]["data"][0]["x"])) == N // 2 + 1  # ω_j, j = 0..N/2
+    for spec in specs[2:]:  # the two decay charts
+        for trace in spec["data"]:  # each curve stops at the stated round-off floor
+            y = plotly_array(trace["y"])
+            assert y.min() > FIT_FLOOR * y.max()
+        # the fit's end is marked at its data value on the (possibly log) x axis
+        (shape,) = spec["layout"]["shapes"]
+        assert shape["x0"] == shape["x1"] == min(N // FIT_SHARE, 300)
 
 
 def decomposition(**settings) -> AppTest:
@@ -166,14 +275,20 @@ def test_decomposition_large_n_runs():
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"n": 1}, "n"),  # nothing to decompose at n = 1
-        ({"n": 16, "rank": 17}, "rank"),  # r > n
-        ({"n": 16, "rank": 4, "band": 31}, "band"),  # m >= 2n - 1
+        ({"n": 1}, "n = 1: T is the 1 × 1 matrix"),  # nothing to decompose at n = 1
+        ({"n": 16, "rank": 17}, "r = 16 (not 17)"),  # r > n
+        ({"n": 16, "rank": 4, "band": 31}, "m = 30 (not 31)"),  # m > 2n - 2
+        ({"source": "custom"}, "r = 5 (not 32) and m = 8 (not 9)"),  # the typed default, n = 5
     ],
 )
-def test_decomposition_bad_settings_show_an_error(settings, message):
+def test_decomposition_clamps_settings_to_n_and_says_so(settings, message):
     at = decomposition(**settings)
-    assert len(at.error) == 1 and message in at.error[0].value
+    assert not at.error, [e.value for e in at.error]
+    assert any(message in i.value for i in at.info), [i.value for i in at.info]
+    if "n = 1" not in message:
+        assert metric(at, "Relative Frobenius error") != "—"
+    if "source" in settings:  # typed coefficients fix n: the length slider is disabled
+        return
     at.slider(key="n").set_value(64).run()  # the session keeps working
     at.slider(key="rank").set_value(8).run()
     at.slider(key="band").set_value(5).run()
@@ -185,6 +300,96 @@ def test_decomposition_all_zero_kernel_says_relative_errors_are_undefined():
     assert not at.error
     assert any("zero" in w.value for w in at.warning)
     assert metric(at, "Relative Frobenius error") == "—"
+
+
+def decomposition_shown(at: AppTest) -> dict:
+    """What the Decomposition page shows, less the timings (they differ run to run)."""
+    timed = ("SKI: band + W A Wᵀ", "FFT product (TNO)", "Dense product")
+    return {"metrics": [(m.label, m.value, m.proto.delta) for m in at.metric
+                        if m.label not in timed],
+            "captions": [c.value for c in at.caption if "quartiles" not in c.value],
+            "info": [i.value for i in at.info],
+            "warnings": [w.value for w in at.warning],
+            "charts": [json.loads(c.proto.spec) for c in at.get("plotly_chart")]}
+
+
+@pytest.mark.parametrize("settings", [
+    dict(source="tno", channel=3, n=200, decay=0.9, band=7, rank=24, method="fit",
+         causal=True, seed=5),
+    dict(source="custom", coefficients="1 0.5 -2 3 0.25 0.1 0", band=3, rank=3),
+    dict(source="checkpoint", layer=1, channel=7, n=96),
+])
+def test_decomposition_share_link_round_trip(settings):
+    """Set the controls, write the URL the browser shows for the bound widgets, open a fresh
+    session on it: the same controls, the same numbers, captions and charts."""
+    at = open_page("pages/decomposition.py")
+    if "seed" in settings:
+        at.number_input(key="seed").set_value(settings.pop("seed")).run()
+    at.selectbox(key="source").set_value(settings.pop("source")).run()
+    for key, value in settings.items():
+        widget = {"method": at.radio, "causal": at.toggle, "coefficients": at.text_input,
+                  "channel": at.number_input, "layer": at.number_input}.get(key, at.slider)
+        widget(key=key).set_value(value)
+    at.run()
+    assert not at.exception and not at.error
+    keys = ["source", "n", "decay", "band", "rank", "causal", "seed"] + [
+        key for key in ("channel", "layer", "checkpoint", "coefficients")
+        if any(w.key == key for kind in ("number_input", "selectbox", "text_input")
+               for w in getattr(at, kind))]
+    params = url_params(at, keys) | {"method": at.radio(key="method").value}
+    shared = open_link("pages/decomposition.py", params)
+    assert url_params(shared, keys) | {"method": shared.radio(key="method").value} == params
+    assert decomposition_shown(shared) == decomposition_shown(at)
+
+
+def test_decomposition_receives_a_kernel_from_inspect():
+    """Inspect's "Open this kernel in Decomposition" sends its values with _ui.open_page:
+    the page applies them before drawing its widgets and shows that kernel."""
+    at = open_page()
+    at.session_state["_handoff"] = ("pages/decomposition.py", {
+        "source": "checkpoint", "checkpoint": "digits-tno", "layer": 1, "channel": 40, "n": 64})
+    at.switch_page("pages/decomposition.py").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.selectbox(key="source").value == "checkpoint"
+    assert at.selectbox(key="checkpoint").value == "digits-tno"
+    assert any(c.value.startswith("Source: checkpoint digits-tno, layer 1, channel 40 ")
+               and c.value.endswith("; n = 64.") for c in at.caption)
+    assert "_handoff" not in at.session_state  # applied once
+    at.slider(key="rank").set_value(8).run()  # and the widgets stay the person's
+    assert at.number_input(key="channel").value == 40
+
+
+def test_decomposition_markers_sit_at_their_data_and_log_axes_stay_on_data():
+    from tnn_core.lab.decomposition import CURVE_FLOOR, ROUNDOFF_FLOOR
+
+    at = decomposition(source="exponential", n=64, rank=24, band=9)
+    specs = {s["layout"].get("title", {}).get("text", "").split(":")[0]: s
+             for s in (json.loads(c.proto.spec) for c in at.get("plotly_chart"))}
+    curve = specs["Error against r at m = 9"]
+    (line,) = curve["layout"]["shapes"]  # Plotly 7.1 takes the data value on a log axis
+    assert line["x0"] == line["x1"] == 24
+    (note,) = curve["layout"]["annotations"]  # and an annotation there takes log10
+    assert note["x"] == pytest.approx(np.log10(24)) and "r = 24" in note["text"]
+    below = next(t for t in curve["data"] if t["name"].startswith("below"))
+    assert list(plotly_array(below["x"])) == [64]  # r = n: exact, marked at the floor
+    for trace in curve["data"]:
+        assert np.nanmin(plotly_array(trace["y"])) >= CURVE_FLOOR
+    spectrum = specs["Singular values of the smooth part T_s (same for every r)"]
+    (line,) = spectrum["layout"]["shapes"]
+    assert line["x0"] == line["x1"] == 24
+    sigma = plotly_array(spectrum["data"][0]["y"])
+    assert sigma.min() >= ROUNDOFF_FLOOR * sigma.max()
+    decay = specs["Decay"]
+    top = np.nanmax(plotly_array(decay["data"][0]["y"]))
+    for trace in decay["data"]:
+        assert np.nanmin(plotly_array(trace["y"])) >= ROUNDOFF_FLOOR * top
+
+
+def test_decomposition_warns_about_aliasing_and_errors_above_one():
+    at = decomposition(source="oscillating", n=512, rank=32, band=9)
+    assert any(w.value.startswith("Aliasing: the inducing points are h = 16.5") for w in at.warning)
+    assert any("> 1" in w.value for w in at.warning)
+    assert not any(m.label == "Causality leakage" for m in at.metric)
 
 
 def test_train_page_starts_and_stops_a_tiny_run():
@@ -266,7 +471,8 @@ def test_inspect_page_draws_one_subsampling_rule():
     at.slider(key="atlas_n").set_value(1024).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
-    channel = next(s for s in specs if s["layout"]["title"]["text"].startswith("T at n = 1024"))
+    channel = next(s for s in specs
+                   if "applies at n = 1024 (row 0 on top)" in s["layout"]["title"]["text"])
     assert channel["layout"]["title"]["text"].endswith("(1 row/column in 6 shown)")
     assert channel["data"][0]["z"]["shape"] == "171, 171"
     grid = next(s for s in specs if s["layout"]["title"]["text"].startswith("The first 12"))
@@ -306,6 +512,17 @@ def test_speed_page_runs_a_tiny_grid_and_offers_csv():
     assert {r["op"] for r in items} == {"tno", "ski", "fd"}
     assert all(r["median_ms"] > 0 for r in items)
     assert at.get("download_button"), "results are downloadable as CSV"
+    # Every timed point carries its quartiles as error bars, drawn at the data values.
+    time_chart = json.loads(at.get("plotly_chart")[0].proto.spec)
+    for trace in time_chart["data"][:3]:
+        rows = sorted((r for r in items if r["op"] == trace["name"]), key=lambda r: r["n"])
+        assert list(plotly_array(trace["x"])) == [r["n"] for r in rows]
+        assert list(plotly_array(trace["y"])) == [r["median_ms"] for r in rows]
+        assert list(plotly_array(trace["error_y"]["array"])) == pytest.approx(
+            [r["p75_ms"] - r["median_ms"] for r in rows])
+    # Two lengths and three rounds: the slopes say they cannot be read as growth.
+    slopes = at.dataframe[0].value
+    assert all("2 lengths" in t and "3 rounds" in t for t in slopes["trust"])
 
 
 def test_speed_page_cancel_stops_the_grid():
@@ -322,6 +539,26 @@ def test_speed_page_cancel_stops_the_grid():
     assert done and error is None and fraction < 1.0
 
 
+def test_speed_page_pareto_caption_and_markers_match_the_data():
+    at = open_page("pages/speed.py")
+    assert any("Down and to the right is better" in m.value for m in at.markdown)
+    at.select_slider(key="pareto_n").set_value(1024)
+    at.button(key="pareto_run").click()
+    at.run(timeout=300)
+    assert not at.exception and not at.error
+    view = at.session_state["pareto"]
+    spec = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    assert spec["layout"]["xaxis"]["type"] == "log"
+    (vline,) = spec["layout"]["shapes"]
+    assert vline["x0"] == vline["x1"] == 1.0  # "as fast as TNO" at speed-up 1 (a data value)
+    for trace, series in zip(spec["data"], view.by_band, strict=True):
+        assert list(plotly_array(trace["x"])) == pytest.approx(list(series.x))
+        assert list(plotly_array(trace["error_x"]["arrayminus"])) == pytest.approx(
+            list(series.x - series.low))
+        assert all(lo <= x <= hi for lo, x, hi in zip(series.low, series.x, series.high,
+                                                        strict=True))
+
+
 def test_speed_page_measures_the_band_crossover():
     """The SKI-vs-TNO-over-m section measures without a grid run and plots one line per n."""
     at = open_page("pages/speed.py")
@@ -335,3 +572,7 @@ def test_speed_page_measures_the_band_crossover():
     assert all(r["ski_ms"] > 0 and r["tno_ms"] > 0 for r in view.records)
     assert [s.name for s in view.lines] == ["n = 1024"]
     assert at.get("plotly_chart") and at.dataframe
+    spec = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    (hline,) = spec["layout"]["shapes"]
+    assert hline["y0"] == hline["y1"] == 1.0  # speed-up 1 on the log axis, a data value
+    assert [t["name"] for t in spec["data"]] == ["n = 1024", "n = 1024, flops"]

@@ -11,15 +11,14 @@ from tnn_core.analysis.atlas import channel_stats, kernel_atlas
 from tnn_core.analysis.presets import synthetic_kernel
 
 
-def test_spikiness_is_the_energy_share_inside_the_band():
+def test_locality_is_the_mass_share_on_the_band_lags():
     n, band = 50, 5
     T = synthetic_kernel("spike_smooth", n, 0.9)
     t = T.numpy()
-    dense = np.array([[t[n - 1 + i - j] for j in range(n)] for i in range(n)])
-    mask = np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= band // 2
-    expected = (dense[mask] ** 2).sum() / (dense**2).sum()
+    inside = np.abs(np.arange(-(n - 1), n)) <= band // 2
     stats = channel_stats(T, band, 8, causal=False)
-    assert stats["spikiness"] == pytest.approx(expected, rel=1e-12)
+    assert stats["locality"] == pytest.approx(np.abs(t[inside]).sum() / np.abs(t).sum(),
+                                              rel=1e-12)
 
 
 def test_decay_and_low_rank_match_the_analysis():
@@ -27,7 +26,12 @@ def test_decay_and_low_rank_match_the_analysis():
     stats = channel_stats(t, 5, 16, causal=False)
     assert stats["decay"] == pytest.approx(0.8, abs=1e-3)
     dec = decompose(t, 5, 16, method="sample")
-    assert stats["low_rank"] == pytest.approx(dec.errors.relative_frobenius, rel=1e-6)
+    n, k = 64, np.arange(-63, 64)
+    copies, coeffs = n - np.abs(k), t.numpy()
+    off_band = np.sqrt((copies * coeffs**2)[np.abs(k) > 2].sum())  # ||T - band||_F
+    total = np.sqrt((copies * coeffs**2).sum())  # ||T||_F
+    assert stats["low_rank"] == pytest.approx(dec.errors.relative_frobenius * total / off_band,
+                                              rel=1e-6)
     assert stats["optimal"] <= stats["low_rank"] + 1e-12
 
 
@@ -44,7 +48,7 @@ def test_atlas_rows():
 
 def test_zero_kernel_gives_undefined_statistics_not_an_error():
     stats = channel_stats(torch.zeros(31, dtype=torch.float64), 3, 4, causal=False)
-    assert math.isnan(stats["spikiness"]) and math.isnan(stats["low_rank"])
+    assert math.isnan(stats["locality"]) and math.isnan(stats["low_rank"])
 
 
 def test_atlas_rejects_bad_shapes():

@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "tests" / "screenshots"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 REQUIRED = os.environ.get("TOEPLITZ_LAB_REQUIRE_BROWSER") == "1" or os.environ.get("CI") == "true"
-URL_PATHS = re.findall(r'url_path="([^"]+)"', (ROOT / "app.py").read_text())
+URL_PATHS = [""] + re.findall(r'url_path="([^"]+)"', (ROOT / "app.py").read_text())  # "": home
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 
 pytestmark = pytest.mark.browser
@@ -45,7 +46,9 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def server():
     port = _free_port()
-    env = dict(os.environ, STREAMLIT_SERVER_FILE_WATCHER_TYPE="none")
+    user_dir = tempfile.mkdtemp(prefix="toeplitz-lab-user-")  # Train's saves go here
+    env = dict(os.environ, STREAMLIT_SERVER_FILE_WATCHER_TYPE="none",
+               TOEPLITZ_LAB_USER_CHECKPOINTS=user_dir)
     SHOTS.mkdir(parents=True, exist_ok=True)
     log = open(SHOTS / "streamlit-server.log", "w")  # noqa: SIM115
     proc = subprocess.Popen(
@@ -69,6 +72,7 @@ def server():
         proc.terminate()
         proc.wait(timeout=20)
         log.close()
+        shutil.rmtree(user_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -116,9 +120,12 @@ def test_shared_link_opens_exactly_that_view(browser_page, server):
     First in this file on purpose: the server's first view is a deep link, which
     Streamlit would run without app.py's frame (see _ui.ensure_app_frame)."""
     # Streamlit puts a bound selectbox's displayed label in the URL.
-    browser_page.goto(f"{server}/basics?preset=Spike+plus+smooth&n=200&decay=0.95&causal=true")
+    browser_page.goto(f"{server}/basics?preset=Spike+plus+smooth&n=200&decay=0.95&causal=true"
+                      "&seed=7")
     wait_idle(browser_page)
     assert_clean(browser_page, "basics-shared-link")
+    sidebar = browser_page.locator("[data-testid='stSidebar']")
+    assert sidebar.get_by_role("spinbutton", name="Seed").input_value() == "7"
     main = browser_page.locator("[data-testid='stMain']")
     assert main.get_by_role("slider", name="Sequence length n").input_value() == "200"
     assert main.get_by_role("slider", name="Decay λ").input_value() == "0.95"
@@ -127,7 +134,7 @@ def test_shared_link_opens_exactly_that_view(browser_page, server):
 
 
 def test_app_lists_pages():
-    assert {"home", "basics"} <= set(URL_PATHS)
+    assert {"", "basics", "inspect"} <= set(URL_PATHS)
 
 
 @pytest.mark.parametrize("url_path", URL_PATHS)
@@ -135,7 +142,8 @@ def test_every_page_renders_without_exception(browser_page, server, url_path):
     browser_page.goto(f"{server}/{url_path}")
     wait_idle(browser_page)
     assert browser_page.locator("h1").count() >= 1
-    assert_clean(browser_page, url_path)
+    assert browser_page.locator("[role='dialog']").count() == 0  # e.g. "Page not found"
+    assert_clean(browser_page, url_path or "home")
 
 
 def test_speed_page_runs_and_cancels_a_benchmark(browser_page, server):
@@ -161,3 +169,42 @@ def test_speed_page_runs_and_cancels_a_benchmark(browser_page, server):
     wait_idle(page)
     assert page.locator("[data-testid='stPlotlyChart']").count() == charts + 1
     assert_clean(page, "speed-band-crossover")
+
+
+def test_inspect_opens_a_channel_in_decomposition(browser_page, server):
+    """Inspect's button carries checkpoint, layer, channel and n to the Decomposition page."""
+    page = browser_page
+    page.goto(f"{server}/inspect")
+    wait_idle(page)
+    page.get_by_role("button", name="Open this kernel in Decomposition").click()
+    page.wait_for_url(re.compile(r"/decomposition"), timeout=60_000)
+    wait_idle(page)
+    assert_clean(page, "inspect-to-decomposition")
+    main = page.locator("[data-testid='stMain']")
+    assert "Learned kernel from a checkpoint" in main.locator(
+        "[data-testid='stSelectbox']").first.inner_html()
+    assert main.get_by_text(re.compile(r"Source: checkpoint")).count() >= 1
+
+
+def test_train_save_and_inspect_opens_the_saved_model(browser_page, server):
+    """A ten-step run, saved under a name: Inspect opens that model, not a shipped one."""
+    page = browser_page
+    page.goto(f"{server}/train")
+    wait_idle(page)
+    main = page.locator("[data-testid='stMain']")
+    main.get_by_text("tiny", exact=True).click()
+    steps = main.get_by_role("slider", name="Steps")
+    steps.focus()
+    steps.press("Home")  # the fewest steps, 10
+    main.get_by_role("button", name="Start").click()
+    save = main.get_by_role("button", name="Save and inspect")
+    save.wait_for(timeout=240_000)
+    wait_idle(page)
+    assert_clean(page, "train-finished")
+    main.get_by_role("textbox", name="Save as").fill("browser-run")
+    save.click()
+    page.wait_for_url(re.compile(r"/inspect"), timeout=60_000)
+    wait_idle(page)
+    assert_clean(page, "train-save-and-inspect")
+    assert "browser-run (saved by you)" in main.locator(
+        "[data-testid='stSelectbox']").first.inner_html()

@@ -5,24 +5,27 @@ import pytest
 import scipy.signal
 
 from tnn_core.analysis.fd_response import THEOREMS, fd_response
+from tnn_core.core.toeplitz import fft_size
 
 
 @pytest.mark.parametrize("activation", list(THEOREMS))
 @pytest.mark.parametrize("n", [1, 2, 7, 100])
-@pytest.mark.parametrize("smooth", [False, True])
-def test_response_gives_exactly_causal_kernel_and_hilbert_pair(activation, n, smooth):
-    res = fd_response(activation, width=8, depth=1, n=n, seed=3, smooth_extension=smooth)
+@pytest.mark.parametrize("fd_input", ["omega", "cosine"])
+def test_response_gives_exactly_causal_kernel_and_hilbert_pair(activation, n, fd_input):
+    res = fd_response(activation, width=8, depth=1, n=n, seed=3, fd_input=fd_input)
     N = res.N
-    assert N == 2 * n
+    assert N == fft_size(n)  # the operator's grid, not 2n
     assert np.all(res.kernel[res.lags < 0] == 0.0)  # exactly zero, not small
-    # The real part of the kernel's spectrum is the MLP response ...
-    spectrum = np.fft.rfft(res.kernel)
-    np.testing.assert_allclose(spectrum.real, res.real, atol=1e-12)
-    # ... and the imaginary part is -Hilbert{R}: scipy's analytic signal of the
-    # two-sided response is R + i H{R}, so -imag(hilbert) on bins 0..N/2.
+    # The lags the kernel shows are those of the circular kernel irfft(R - iH{R}) ...
     full = np.concatenate([res.real, res.real[-2:0:-1]])  # even, length N
+    # ... scipy's analytic signal of the two-sided response is R + i H{R}, so the causal
+    # spectrum is its conjugate on bins 0..N/2.
     expected = -np.imag(scipy.signal.hilbert(full))[: N // 2 + 1]
     np.testing.assert_allclose(res.imag, expected, atol=1e-10)
+    circular = np.fft.irfft(res.real + 1j * expected, n=N)
+    np.testing.assert_allclose(res.kernel, circular[res.lags % N], atol=1e-12)
+    # the FFT path leaves round-off at the negative lags where kernel(n) has zeros
+    assert np.abs(res.spectral_kernel[res.lags < 0]).max(initial=0.0) < 1e-14
 
 
 def test_response_is_seeded_and_leaves_global_rng_alone():
@@ -40,10 +43,11 @@ def test_response_is_seeded_and_leaves_global_rng_alone():
     assert not np.allclose(a.kernel, c.kernel)
 
 
-def test_smooth_extension_shows_the_theorems():
+@pytest.mark.parametrize("causal", [True, False])
+def test_cosine_input_shows_the_theorems(causal):
     """Fed cos ω, GeLU and SiLU kernels fall far below ReLU's 1/t² tail."""
-    tails = {a: np.abs(fd_response(a, 32, 1, 512, seed=0, smooth_extension=True).kernel[200:256])
-             .max() for a in THEOREMS}
+    tails = {a: np.abs(fd_response(a, 32, 1, 512, seed=0, fd_input="cosine", causal=causal)
+                       .kernel[np.abs(np.arange(-511, 512)) >= 200]).max() for a in THEOREMS}
     assert tails["gelu"] < 1e-12 and tails["silu"] < 1e-12
     assert tails["relu"] > 1e-8
 
@@ -51,7 +55,8 @@ def test_smooth_extension_shows_the_theorems():
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [({"activation": "tanh"}, "activation"), ({"width": 0}, "width"),
-     ({"depth": -1}, "depth"), ({"n": 0}, "n")],
+     ({"depth": -1}, "depth"), ({"n": 0}, "n"), ({"fd_input": "sin"}, "fd_input"),
+     ({"causal": 1}, "causal")],
 )
 def test_bad_input_names_the_field(kwargs, field):
     args = {"activation": "relu", "width": 4, "depth": 1, "n": 8} | kwargs

@@ -59,12 +59,20 @@ def test_kernel_view_small_multiples_use_the_same_rule():
     assert view.step == 4 and np.array_equal(view.indices, np.arange(0, 256, 4))
 
 
-def test_fft_check_is_exact_and_reports_its_speedup():
-    check = fft_check(synthetic_kernel("spike_smooth", 100, 0.9).numpy(), seed=0,
-                      device="cpu")
-    assert check.max_abs_diff < 1e-12
+@pytest.mark.parametrize("n", [1, 2, 100])
+def test_fft_check_is_exact_and_reports_its_speedup_spread_and_flops(n):
+    check = fft_check(synthetic_kernel("spike_smooth", n, 0.9).numpy(), seed=0, device="cpu")
+    assert check.max_abs_diff < 1e-12 and check.n == n
     assert check.fft_ms > 0 and check.dense_ms > 0
+    assert check.fft_iqr[0] <= check.fft_ms <= check.fft_iqr[1]
+    assert check.dense_iqr[0] <= check.dense_ms <= check.dense_iqr[1]
     assert check.speedup == pytest.approx(check.dense_ms / check.fft_ms)
+    assert check.dense_flops == 2 * n * n * check.batch
+    assert check.flop_ratio == pytest.approx(check.dense_flops / check.fft_flops)
+    assert check.flop_crossover_n is not None
+    assert (check.flop_ratio > 1) == (n >= check.flop_crossover_n)
+    assert f"from n = {check.flop_crossover_n} on" in check.flop_sentence
+    assert ("overlap within their spread" in check.time_sentence) != check.times_separate
 
 
 # -- Inspect: the atlas ----------------------------------------------------------------------
@@ -78,7 +86,8 @@ def stub_model(n_lambdas=LAMBDAS):
         def kernel(n):
             return torch.stack([synthetic_kernel("exponential", n, lam) if lam else
                                 torch.zeros(2 * n - 1) for lam in lambdas])
-        return SimpleNamespace(kernel=kernel)
+        return SimpleNamespace(kernel=kernel, dim=len(lambdas),
+                               config=SimpleNamespace(kind="tno", causal=False))
 
     ops = [operator(lams) for lams in n_lambdas]
     return SimpleNamespace(operators=lambda: ops,
@@ -93,11 +102,11 @@ def test_atlas_rows_measure_each_channel():
     fitted = np.array([lam for lams in LAMBDAS for lam in lams[:3]])
     alive = fitted > 0
     assert np.allclose(ch.decay[alive], fitted[alive], atol=1e-3)
-    assert np.all(np.isnan(ch.spikiness[~alive]))  # the zero channel: undefined, not an error
-    # spikiness: share of T's energy in |i - j| <= m // 2, summed over the dense matrix
-    T = toeplitz_by_loops(synthetic_kernel("exponential", n, 0.7).numpy(), np.arange(n))
-    inside = np.abs(np.subtract.outer(np.arange(n), np.arange(n))) <= band // 2
-    assert ch.spikiness[1] == pytest.approx((T[inside] ** 2).sum() / (T**2).sum(), rel=1e-5)
+    assert np.all(np.isnan(ch.locality[~alive]))  # the zero channel: undefined, not an error
+    # locality: share of the mass Σ|t_k| on the lags |k| <= m // 2
+    t = synthetic_kernel("exponential", n, 0.7).numpy()
+    inside = np.abs(np.arange(-(n - 1), n)) <= band // 2
+    assert ch.locality[1] == pytest.approx(np.abs(t[inside]).sum() / np.abs(t).sum(), rel=1e-5)
     assert np.all(ch.optimal[alive] <= ch.low_rank[alive] + 1e-9)
     assert atlas.kernels.shape == (2, 3, 2 * n - 1)
 
@@ -106,12 +115,12 @@ def test_layer_medians_are_the_medians_of_the_rows_ignoring_undefined_ones():
     atlas = atlas_view(stub_model(), 32, 3, rank=8, channels=4)
     ch, layers = atlas.channels, atlas.layers
     assert layers.layer.tolist() == [0, 1]
-    for statistic in ("decay", "spikiness", "low_rank", "optimal"):
+    for statistic in ("locality", "decay", "low_rank", "optimal"):
         for i, layer in enumerate(layers.layer):
             values = getattr(ch, statistic)[ch.layer == layer]
             assert getattr(layers, statistic)[i] == pytest.approx(np.nanmedian(values))
     assert layers.decay[0] == pytest.approx(np.median([0.5, 0.7, 0.9]), abs=1e-3)
-    assert list(layers.columns()) == ["decay", "spikiness", "low_rank", "optimal"]
+    assert list(layers.columns()) == ["locality", "decay", "low_rank", "optimal"]
 
 
 def test_layer_median_of_only_undefined_values_is_nan():
@@ -119,13 +128,13 @@ def test_layer_median_of_only_undefined_values_is_nan():
     assert np.isnan(atlas.layers.decay[0]) and not np.isnan(atlas.layers.decay[1])
 
 
-@pytest.mark.parametrize("statistic", ["decay", "spikiness", "low_rank"])
+@pytest.mark.parametrize("statistic", ["decay", "locality", "low_rank"])
 def test_sorting_puts_the_chosen_extreme_first_and_undefined_last(statistic):
     atlas = atlas_view(stub_model(), 32, 3, rank=8, channels=4)
     table = atlas.channels.sorted_by(statistic)
     values = getattr(table, statistic)
     finite = values[~np.isnan(values)]
-    expected = np.sort(finite)[::-1] if statistic == "spikiness" else np.sort(finite)
+    expected = np.sort(finite)[::-1] if statistic == "locality" else np.sort(finite)
     assert np.array_equal(finite, expected)
     assert np.all(np.isnan(values[len(finite):]))  # NaN rows at the end
     # Rows move whole: every (layer, channel) keeps its own statistics.
@@ -173,10 +182,9 @@ def test_summary_reads_the_checkpoints_own_record():
     about = summary(info)
     evals = info.history["evals"]
     assert about.task == info.task["name"] == "listops"
-    assert about.operator == "ski" + (" (causal)" if info.model_config.operator.causal else "")
     assert about.final_metric == evals[-1]["metric"]
     assert about.eval_steps.tolist() == [e["step"] for e in evals]
-    assert about.eval_loss.tolist() == [e["loss"] for e in evals]
+    assert about.eval_metric.tolist() == [e["metric"] for e in evals]
     assert about.train_n == info.task["settings"]["seq_len"]
     assert about.size == f"{info.model_config.dim} × {info.model_config.layers}"
     assert "vocab" not in about.config["task"]
@@ -214,7 +222,7 @@ def test_saved_runs_join_the_choices_and_load_again(tmp_path):
     assert save_run(result, "mine", folder) == "user/mine"
     choices = saved_checkpoints(folder)
     assert choices["user/mine"] == "mine (saved by you)"
-    assert choices["digits-tno"] == "digits-tno (shipped)"
+    assert choices["digits-tno"].startswith("digits-tno · spike plus smooth")
     loaded, _ = checkpoint.load(checkpoint_path("user/mine", folder))
     assert all(torch.equal(a, b) for a, b in zip(loaded.state_dict().values(),
                                                  model.state_dict().values(), strict=True))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 
 import pytest
@@ -185,3 +186,18 @@ def test_config_round_trip(config):
     data = config.to_dict()
     assert isinstance(data["operator"], dict)
     assert ModelConfig.from_dict(data) == config
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_untrained_language_model_starts_near_a_uniform_guess(kind):
+    """Embedding at N(0, 0.02²): the first loss is about ln V, not tens of nats."""
+    torch.manual_seed(0)
+    operator = OperatorConfig(kind=kind, causal=True, rank=8, band=5)
+    model = build_model(ModelConfig(task="lm", operator=operator, vocab_size=VOCAB, dim=64,
+                                    layers=2))
+    tokens = random_tokens(4, 64)
+    with torch.no_grad():
+        logits = model(tokens[:, :-1])  # (4, 63, V)
+    loss = F.cross_entropy(logits.reshape(-1, VOCAB), tokens[:, 1:].reshape(-1)).item()
+    assert abs(loss - math.log(VOCAB)) < 0.5, loss
+    assert logits.std().item() < 1.0

@@ -243,7 +243,7 @@ def test_charlm_maps_unseen_characters_to_unk():
     (b"text\x00with NULs " * 200, "looks binary .*NUL bytes"),
     (bytes(range(1, 32)) * 100, "looks binary: .* control characters"),
     (b"short", "at least 1,000 bytes; got 5"),
-    (b"a" * 20_000_001, "at most 20,000,000 bytes; got 20,000,001"),
+    (b"a" * (20 * 2**20 + 1), "at most 20,971,520 bytes; got 20,971,521"),
 ])
 def test_from_bytes_rejects_binary_and_non_utf8(data, message):
     with pytest.raises(ValueError, match=message):

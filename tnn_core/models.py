@@ -145,7 +145,17 @@ class _Backbone(nn.Module):
 
 
 class CausalLM(_Backbone):
-    """Next-token language model with a head tied to the embedding."""
+    """Next-token language model with a head tied to the embedding.
+
+    The embedding starts at N(0, 0.02²) entries, as in GPT-2 and nanoGPT. With PyTorch's
+    N(0, 1) the tied head sees each token's own embedding through the residual stream and
+    gives it a logit of about d, so an untrained model's loss is tens of nats; at 0.02 the
+    logits start near 0 and the first loss is close to ln V, a uniform guess.
+    """
+
+    def __init__(self, config: ModelConfig):
+        super().__init__(config)
+        nn.init.normal_(self.embed.weight, std=0.02)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:  # (B, n) -> (B, n, V)
         return self.features(tokens) @ self.embed.weight.T

@@ -13,8 +13,9 @@ For T ≈ B + W A Wᵀ (``decompose``) with residual R = T - B - W A Wᵀ:
   With only the top r values, Σ_{i>r} σ_i² = ||T - B||²_F - Σ_{i<=r} σ_i², and
   ||T - B||²_F = Σ_k (n - |k|) (t_k - β_k)² is exact from coefficients.
 
-Theorem 1 of "SKI to go Faster" bounds ||W A Wᵀ - T_{r,opt}||_2 with the
-linear-interpolation factor h²/8; these are the two sides of that comparison.
+Theorem 1 of "SKI to go Faster" bounds ||E_SKI||_2 = ||W A Wᵀ - T_{r,opt}||_2 for the
+smooth part; ``theorem1_terms`` evaluates both sides and the per-entry interpolation term
+h²/8 · max|k''| for one kernel (see its docstring).
 
 Everything here takes plain arrays: the lags of T [2n-1] and of the band B [2n-1],
 the interpolation and A's lags [2r-1]. Letters: n length, r rank, m band lags.
@@ -29,7 +30,12 @@ import numpy as np
 
 from tnn_core.analysis.dense import dense_toeplitz
 from tnn_core.analysis.gram import SkiGram, inducing_projection, residual_frobenius_sq
-from tnn_core.analysis.low_rank import low_rank_product, residual_matrix
+from tnn_core.analysis.low_rank import (
+    interpolation_weights,
+    low_rank_matrix,
+    low_rank_product,
+    residual_matrix,
+)
 from tnn_core.analysis.persymmetric import (
     capped_norm,
     kernel_rfft,
@@ -41,10 +47,13 @@ from tnn_core.core.interpolation import Interpolation
 from tnn_core.core.toeplitz import fft_size
 
 __all__ = ["DecompositionErrors", "frobenius_sq", "optimal_errors", "decomposition_errors",
-           "ZERO_KERNEL_NOTE"]
+           "ZERO_KERNEL_NOTE", "THEOREM1_DENSE_MAX_N", "Theorem1Terms", "theorem1_terms"]
 
 DENSE_FROBENIUS_MAX_N = 512  # form R densely for its Frobenius norm up to this n
 LANCZOS_TOL = 1e-10  # relative Ritz residual for the spectral norms
+THEOREM1_DENSE_MAX_N = 512  # Theorem 1's two sides need dense SVDs: up to this n
+SINGULAR_RTOL = 1e-12  # A counts as singular when σ_r(A) <= this × σ_1(A)
+ENTRY_ROWS_PER_CHUNK = 256  # rows of W A Wᵀ formed at once for the max entry error
 ZERO_KERNEL_NOTE = "relative errors are undefined for an all-zero kernel (||T|| = 0)"
 
 
@@ -159,3 +168,89 @@ def decomposition_errors(*, coeffs: np.ndarray, band_coeffs: np.ndarray, interp:
         norm_frobenius=math.sqrt(norm_sq), optimal_spectral=optimal_spectral,
         optimal_frobenius=optimal_frobenius, spectral_method=spectral_method,
         singular_values_method=singular_values_method)
+
+
+@dataclass(frozen=True)
+class Theorem1Terms:
+    """Theorem 1 of "SKI to go Faster" for linear interpolation (N = 1), term by term.
+
+    k is the smooth part k̃ (the kernel continued across the band by a straight line),
+    T_s = Toeplitz(k̃), A_ij = k̃(p_i - p_j) sampled as SKI does, F_ij = k̃(i - p_j),
+    B_ij = k̃(p_i - j), and
+        ||E_SKI||_2 <= √(n r) (h²/8) L (2√n + min(σ_1(F), σ_1(B)) / σ_r(A)) + ||E_nyst||_2,
+    E_SKI = W A Wᵀ - T_{r,opt}, E_nyst = F A⁻¹ B - T_{r,opt}, T_{r,opt} the best rank-r
+    approximation of T_s, L >= max|k''| estimated here by second differences of k̃.
+    """
+
+    spacing: float  # h = (n-1)/(r-1)
+    curvature: float  # L = max |k̃(k+1) - 2 k̃(k) + k̃(k-1)| over the off-band lags k
+    curvature_lag: int  # the lag k where that maximum sits
+    interpolation_error: float  # h²/8 · L: Theorem 1's bound on one interpolated index
+    entry_error: float  # max |W A Wᵀ - T| over the entries off the band, measured
+    a_extreme: tuple[float, float]  # (σ_1(A), σ_r(A))
+    right_hand_side: float  # the whole bound (nan above THEOREM1_DENSE_MAX_N; inf: A singular,
+    # σ_r(A) <= SINGULAR_RTOL σ_1(A))
+    nystrom_error: float  # ||E_nyst||_2 (nan above THEOREM1_DENSE_MAX_N or A singular)
+    ski_error: float  # ||E_SKI||_2, measured (nan above THEOREM1_DENSE_MAX_N)
+
+
+def _off_band_entry_error(continued: np.ndarray, band_lags: np.ndarray, interp: Interpolation,
+                          A_coeffs: np.ndarray) -> float:
+    """max |W A Wᵀ - Toeplitz(k̃)| over entries whose lag i - j is off the band, by row blocks
+    (never n × n at once). Off the band Toeplitz(k̃) is T itself."""
+    n = interp.n
+    W = interpolation_weights(interp)  # (n, r) sparse
+    WA = np.asarray(W @ dense_toeplitz(A_coeffs))  # (n, r)
+    columns = np.arange(n)
+    worst = 0.0
+    for start in range(0, n, ENTRY_ROWS_PER_CHUNK):
+        rows = np.arange(start, min(start + ENTRY_ROWS_PER_CHUNK, n))
+        low_rank = np.asarray(W @ WA[rows].T).T  # (s, r) (r, n) -> (s, n)
+        lag = rows[:, None] - columns[None, :]  # (s, n) i - j
+        error = np.abs(low_rank - continued[n - 1 + lag])
+        error[np.isin(lag, band_lags)] = 0.0
+        worst = max(worst, float(error.max(initial=0.0)))
+    return worst
+
+
+def theorem1_terms(continued: np.ndarray, band_lags: np.ndarray, interp: Interpolation,
+                   A_coeffs: np.ndarray) -> Theorem1Terms:
+    """Both sides of Theorem 1 (``Theorem1Terms``) for the smooth part k̃ = continued [2n-1]
+    (``decompose.smooth_continuation``), the band's lags [m] and sampled A's lags [2r-1]
+    (``decompose.sample_inducing_coeffs``). The two sides need dense SVDs of n × n
+    matrices, so they are nan above THEOREM1_DENSE_MAX_N; the per-entry terms are exact
+    at every n, O(n² + n r)."""
+    n, r = interp.n, interp.r
+    h = interp.spacing
+    lags = np.arange(-(n - 2), n - 1)  # lags with both neighbours on the grid
+    second = continued[2:] - 2 * continued[1:-1] + continued[:-2]  # (2n-3,) Δ²k̃ at lags
+    off = ~np.isin(lags, band_lags)
+    curvature, curvature_lag = 0.0, 0
+    if off.any():
+        where = int(np.argmax(np.abs(second[off])))
+        curvature, curvature_lag = float(abs(second[off][where])), int(lags[off][where])
+    A = dense_toeplitz(A_coeffs)  # (r, r) A_ij = k̃(p_i - p_j)
+    a_sigma = np.linalg.svd(A, compute_uv=False)
+    a_extreme = (float(a_sigma[0]), float(a_sigma[-1]))
+    entry = _off_band_entry_error(continued, band_lags, interp, A_coeffs)
+    nan = math.nan
+    rhs = nystrom = ski = nan
+    if n <= THEOREM1_DENSE_MAX_N:
+        grid = np.arange(-(n - 1), n)
+        p = np.linspace(0, n - 1, r)  # (r,) the inducing points
+        positions = np.arange(n)
+        F = np.interp(positions[:, None] - p[None, :], grid, continued)  # (n, r)
+        B = np.interp(p[:, None] - positions[None, :], grid, continued)  # (r, n)
+        U, sigma, Vt = np.linalg.svd(dense_toeplitz(continued))
+        best = (U[:, :r] * sigma[:r]) @ Vt[:r]  # (n, n) T_{r,opt}
+        ski = float(np.linalg.norm(low_rank_matrix(interp, A_coeffs) - best, 2))
+        if a_extreme[1] <= SINGULAR_RTOL * a_extreme[0]:
+            rhs = math.inf
+        else:
+            nystrom = float(np.linalg.norm(F @ np.linalg.solve(A, B) - best, 2))
+            ratio = min(np.linalg.norm(F, 2), np.linalg.norm(B, 2)) / a_extreme[1]
+            rhs = math.sqrt(n * r) * h * h / 8 * curvature * (2 * math.sqrt(n) + ratio) + nystrom
+    return Theorem1Terms(spacing=h, curvature=curvature, curvature_lag=curvature_lag,
+                         interpolation_error=h * h / 8 * curvature, entry_error=entry,
+                         a_extreme=a_extreme, right_hand_side=float(rhs),
+                         nystrom_error=nystrom, ski_error=ski)

@@ -10,7 +10,8 @@
     fd_study        where FD's time goes against TNO's
     togeipi_table   the Togeipi course project's table against attention
     analysis_latency  the Decomposition page's compute path, per stage
-    timing          median_ms, fft_vs_dense (the Basics page)
+    timing          median_ms, fft_vs_dense (the Basics page), the shared number formats
+    flops           deterministic flop counts of the dense, FFT and SKI products
 
 ``python -m tnn_core.bench --help`` is the command line. Results for the 2-core CPU:
 docs/benchmarks.md.

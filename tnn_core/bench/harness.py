@@ -38,8 +38,8 @@ from tnn_core.bench.cases import MODES, OPS, make_case
 from tnn_core.bench.memory import MEMORY_METHODS, peak_memory_mb
 from tnn_core.checks import check_choice, check_fields, check_int
 
-__all__ = ["BenchConfig", "run_grid", "slopes", "crossovers", "markdown_tables",
-           "ratio", "interleaved_ms"]
+__all__ = ["BenchConfig", "run_grid", "slopes", "order", "separated_crossings", "crossovers",
+           "markdown_tables", "ratio", "interleaved_ms", "interleaved_times", "quartiles"]
 
 log = logging.getLogger(__name__)
 
@@ -119,11 +119,12 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def interleaved_ms(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1,
-                   device: torch.device | str = "cpu", no_grad: bool = False,
-                   resets: dict[str, Callable[[], None]] | None = None) -> dict[str, float]:
-    """Median ms of each function over ``repeats`` interleaved rounds (rotating order) after
-    ``warmup`` runs each; ``resets[key]()`` runs untimed before each run of ``key``."""
+def interleaved_times(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1,
+                      device: torch.device | str = "cpu", no_grad: bool = False,
+                      resets: dict[str, Callable[[], None]] | None = None
+                      ) -> dict[str, list[float]]:
+    """The ms of each function in each of ``repeats`` interleaved rounds (rotating order)
+    after ``warmup`` runs each; ``resets[key]()`` runs untimed before each run of ``key``."""
     device = torch.device(device)
     keys = list(fns)
     resets = resets or {}
@@ -142,6 +143,14 @@ def interleaved_ms(fns: dict[str, Callable[[], object]], repeats: int, warmup: i
                 fns[key]()
                 _sync(device)
                 times[key].append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+def interleaved_ms(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1,
+                   device: torch.device | str = "cpu", no_grad: bool = False,
+                   resets: dict[str, Callable[[], None]] | None = None) -> dict[str, float]:
+    """Median ms of each function over ``interleaved_times``' rounds."""
+    times = interleaved_times(fns, repeats, warmup, device, no_grad, resets)
     return {k: statistics.median(v) for k, v in times.items()}
 
 
@@ -149,10 +158,15 @@ def _nothing() -> None:
     pass
 
 
-def _quartiles(times: list[float]) -> tuple[float, float]:
+def quartiles(times: list[float]) -> tuple[float, float]:
+    """The first and third quartiles of the timings (both the one value if only one);
+    their difference is the interquartile range (IQR), the spread shown beside a median.
+    Interpolated within the data (numpy's default "linear"), never beyond its range."""
+    if not times:
+        raise ValueError("times must hold at least one timing; got []")
     if len(times) < 2:
         return times[0], times[0]
-    q = statistics.quantiles(times, n=4)
+    q = statistics.quantiles(times, n=4, method="inclusive")
     return q[0], q[2]
 
 
@@ -208,7 +222,7 @@ def run_grid(config: BenchConfig,
                 run, reset = cases[op]
                 reset()
                 mem, mem_method = peak_memory_mb(run, device, config.memory, specs[op])
-                p25, p75 = _quartiles(times[op])
+                p25, p75 = quartiles(times[op])
                 spec = specs[op]
                 record = dict(op=op, causal=causal, n=n, mode=mode,
                               median_ms=statistics.median(times[op]), p25_ms=p25, p75_ms=p75,
@@ -236,35 +250,96 @@ def _series(records: Iterable[dict]) -> dict[tuple, dict[int, float]]:
     return series
 
 
+def _intervals(records: Iterable[dict]) -> dict[tuple, dict[int, tuple[float, float, float]]]:
+    """(p25, median, p75) ms per (op, causal, mode) and n; a record without quartiles is
+    the single value of its median."""
+    series: dict[tuple, dict[int, tuple[float, float, float]]] = {}
+    for rec in records:
+        t = rec["median_ms"]
+        series.setdefault((rec["op"], rec["causal"], rec["mode"]), {})[rec["n"]] = (
+            rec.get("p25_ms", t), t, rec.get("p75_ms", t))
+    return series
+
+
 def slopes(records: Iterable[dict], n_min: int = 1) -> list[dict]:
     """Least-squares slope of log(time) against log(n) per (op, causal, mode), over n >= n_min.
 
-    Returns dicts: op, causal, mode, slope, n_min, n_max, points (those with >= 2 lengths).
-    A slope near 1 is linear time, near 2 quadratic; n log n reads as about 1.1 here."""
+    Returns dicts: op, causal, mode, slope, slope_se (its standard error from the fit's
+    residuals; None with 2 lengths, where a line always fits), n_min, n_max, points,
+    repeats (the fewest rounds behind a point; None if the records do not say) and
+    max_rel_iqr (the largest IQR / median over the points; 0 without quartiles), for the
+    series with >= 2 lengths. A slope near 1 is linear time, near 2 quadratic; n log n
+    reads as about 1.1 over 256..16384."""
     out = []
-    for (op, causal, mode), by_n in _series(records).items():
-        points = sorted((n, t) for n, t in by_n.items() if n >= n_min and t > 0)
+    rounds: dict[tuple, list[int]] = {}
+    for rec in records:
+        if rec.get("repeats") is not None:
+            rounds.setdefault((rec["op"], rec["causal"], rec["mode"]), []).append(rec["repeats"])
+    for key, by_n in _intervals(records).items():
+        op, causal, mode = key
+        points = sorted((n, q) for n, q in by_n.items() if n >= n_min and q[1] > 0)
         if len(points) < 2:
             continue
         xs = [math.log(n) for n, _ in points]
-        ys = [math.log(t) for _, t in points]
+        ys = [math.log(q[1]) for _, q in points]
         mx, my = statistics.fmean(xs), statistics.fmean(ys)
         sxx = sum((x - mx) ** 2 for x in xs)
         slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
-        out.append(dict(op=op, causal=causal, mode=mode, slope=slope, n_min=points[0][0],
-                        n_max=points[-1][0], points=len(points)))
+        slope_se = None
+        if len(points) > 2:
+            residual = sum((y - my - slope * (x - mx)) ** 2 for x, y in zip(xs, ys, strict=True))
+            slope_se = math.sqrt(residual / (len(points) - 2) / sxx)
+        out.append(dict(op=op, causal=causal, mode=mode, slope=slope, slope_se=slope_se,
+                        n_min=points[0][0], n_max=points[-1][0], points=len(points),
+                        repeats=min(rounds[key]) if key in rounds else None,
+                        max_rel_iqr=max((q[2] - q[0]) / q[1] for _, q in points)))
+    return out
+
+
+def order(a: tuple[float, float, float], b: tuple[float, float, float]) -> int:
+    """Which of two timings (p25, median, p75) is faster beyond their spread: -1 if a
+    (a's third quartile below b's first), 1 if b, 0 where the quartile ranges overlap."""
+    if a[2] < b[0]:
+        return -1
+    if b[2] < a[0]:
+        return 1
+    return 0
+
+
+def separated_crossings(xs: list[float], a: list[tuple[float, float, float]],
+                        b: list[tuple[float, float, float]]) -> list[dict]:
+    """Every place along ascending ``xs`` where the faster of a and b changes, called only
+    where the two are separated (``order`` != 0) on both sides of the change; points in
+    between where their ranges overlap are skipped (within noise, not a crossing).
+
+    a, b: (p25, median, p75) at each x. Returns dicts: x (where the medians' log ratio
+    crosses 0, interpolated in log-log between the two separated points), between (those
+    two xs), a_faster_above (True when a is the faster one beyond x)."""
+    out = []
+    last = None  # (x, order, log ratio of medians) at the last separated point
+    for x, qa, qb in zip(xs, a, b, strict=True):
+        side = order(qa, qb)
+        if side == 0:
+            continue
+        log_ratio = math.log(qa[1] / qb[1])
+        if last is not None and side != last[1]:
+            x0, _, l0 = last
+            frac = l0 / (l0 - log_ratio)
+            x_cross = math.exp(math.log(x0) + frac * (math.log(x) - math.log(x0)))
+            out.append(dict(x=x_cross, between=(x0, x), a_faster_above=side < 0))
+        last = (x, side, log_ratio)
     return out
 
 
 def crossovers(records: Iterable[dict], pairs: Iterable[tuple[str, str]] | None = None
                ) -> list[dict]:
-    """Lengths where one operator overtakes another, per (causal, mode).
+    """Lengths where one operator overtakes another, per (causal, mode), called only where
+    the quartile ranges of the two separate on both sides (``separated_crossings``).
 
-    For each pair (a, b) (default: every pair present) the ratio t_a / t_b is followed
-    along the common n; where it crosses 1 between two lengths, the crossing is
-    interpolated in log-log. Returns dicts: causal, mode, n (float), faster_above (the op
-    faster beyond n), faster_below, between (the two grid lengths)."""
-    series = _series(records)
+    For each pair (a, b) (default: every pair present), along the common n. Returns dicts:
+    causal, mode, n (float, interpolated in log-log), faster_above (the op faster beyond
+    n), faster_below, between (the two separated grid lengths)."""
+    series = _intervals(records)
     keys = {(causal, mode) for _, causal, mode in series}
     ops = sorted({op for op, _, _ in series})
     if pairs is None:
@@ -275,17 +350,13 @@ def crossovers(records: Iterable[dict], pairs: Iterable[tuple[str, str]] | None 
             sa, sb = series.get((a, causal, mode)), series.get((b, causal, mode))
             if not sa or not sb:
                 continue
-            common = sorted(set(sa) & set(sb))
-            logs = [(n, math.log(sa[n] / sb[n])) for n in common if sa[n] > 0 and sb[n] > 0]
-            for (n0, l0), (n1, l1) in zip(logs, logs[1:], strict=False):
-                if l0 == 0 or (l0 > 0) == (l1 > 0) or l1 == 0:
-                    continue
-                frac = l0 / (l0 - l1)
-                n_cross = math.exp(math.log(n0) + frac * (math.log(n1) - math.log(n0)))
-                faster_above = a if l1 < 0 else b
-                faster_below = b if faster_above == a else a
-                out.append(dict(causal=causal, mode=mode, n=n_cross, faster_above=faster_above,
-                                faster_below=faster_below, between=(n0, n1)))
+            common = [n for n in sorted(set(sa) & set(sb)) if sa[n][1] > 0 and sb[n][1] > 0]
+            for c in separated_crossings(common, [sa[n] for n in common],
+                                         [sb[n] for n in common]):
+                faster_above = a if c["a_faster_above"] else b
+                out.append(dict(causal=causal, mode=mode, n=c["x"], faster_above=faster_above,
+                                faster_below=b if faster_above == a else a,
+                                between=c["between"]))
     return out
 
 

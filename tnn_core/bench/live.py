@@ -12,13 +12,15 @@ Letters: B batch, n length, D channels, r rank, m band taps, N FFT size.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Iterable
 from functools import partial
 
 import numpy as np
 import torch
 
-from tnn_core.bench.harness import interleaved_ms
+import tnn_core.bench.flops as flops
+from tnn_core.bench.harness import interleaved_times, quartiles
 from tnn_core.checks import check_int
 from tnn_core.core.toeplitz import circulant_column, dense, fft_size
 from tnn_core.operators import OperatorConfig, build_operator
@@ -34,29 +36,36 @@ def _ski(rank: int, band: int, dim: int, device: torch.device) -> torch.nn.Modul
     return build_operator(config, dim).to(device).eval()
 
 
-def live_speed(n: int, rank: int, band: int, batch: int = 8, dim: int = 64, repeats: int = 5,
-               device: str = "cpu", seed: int = 0, dense_max_n: int = 4096,
+def live_speed(n: int, rank: int, band: int, batch: int = 8, dim: int = 64, repeats: int = 7,
+               warmup: int = 2, device: str = "cpu", seed: int = 0, dense_max_n: int = 4096,
                dense_budget_mb: float = 64.0) -> dict:
     """Time SKI (band + low rank) against the FFT and dense Toeplitz products at one setting.
 
-    Forward only, under no_grad, medians of ``repeats`` interleaved rounds after one
-    warm-up, on [batch, n, dim] (default 8 × 64 channels: a layer of the benchmarks and
-    of the shipped models; at 4 channels fixed per-call costs decide and SKI looks slower
-    than it is). SKI is the operator itself (``_ski``); the Toeplitz kernel of the FFT
-    and dense products is random (timing does not depend on the values).
+    Forward only, under no_grad, on [batch, n, dim] (default 8 × 64 channels: a layer of
+    the benchmarks and of the shipped models; at 4 channels fixed per-call costs decide
+    and SKI looks slower than it is): ``warmup`` untimed runs of each, then ``repeats``
+    interleaved rounds; the median and the interquartile range (IQR, third minus first
+    quartile: the spread of the rounds) of each. SKI is the operator itself (``_ski``);
+    the Toeplitz kernel of the FFT and dense products is random (timing does not depend
+    on the values).
 
     The dense product needs one n × n matrix per channel; those are built for at most
     ``dense_budget_mb`` MB of channels (all 64 up to n = 512, 16 at 1024, 1 at 4096)
     and the time is scaled to ``dim`` channels (the channels are independent products of
     equal cost); ``dense_channels`` says how many were timed. None above ``dense_max_n``.
-    Returns ms: ``ski_ms``, ``fft_ms``, ``dense_ms``; speed-ups ``speedup_vs_fft`` =
-    fft/ski and ``speedup_vs_dense`` = dense/ski; and n, rank, band, batch, dim,
-    repeats, dense_channels, interp_method, device, threads.
+
+    Returns ms: ``ski_ms``, ``fft_ms``, ``dense_ms``, their ``*_iqr_ms`` and
+    ``*_quartiles_ms`` (first and third quartile); speed-ups
+    ``speedup_vs_fft`` = fft/ski and ``speedup_vs_dense`` = dense/ski; the flops of each
+    product on the whole [batch, n, dim] (``ski_flops``, ``fft_flops``, ``dense_flops``,
+    from ``tnn_core.bench.flops``; the dense count whether timed or not); and n, rank,
+    band, batch, dim, repeats, warmup, dense_channels, interp_method, device, threads.
     """
     check_int("n", n, 2)
     check_int("rank", rank, 2, n, span="[2, n]")
     for name, value in (("band", band), ("batch", batch), ("dim", dim), ("repeats", repeats)):
         check_int(name, value, 1)
+    check_int("warmup", warmup, 0)
     dev = torch.device(device)
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(batch, n, dim, generator=g).to(dev)  # (B, n, D)
@@ -74,10 +83,22 @@ def live_speed(n: int, rank: int, band: int, batch: int = 8, dim: int = 64, repe
         M = dense(coeffs[:dense_channels])  # (k, n, n)
         xt = x[..., :dense_channels].permute(2, 1, 0)  # (k, n, B)
         fns["dense"] = lambda: torch.matmul(M, xt)
-    ms = interleaved_ms(fns, repeats, 1, dev, no_grad=True)
-    dense_ms = ms["dense"] * dim / dense_channels if "dense" in ms else None
+    times = interleaved_times(fns, repeats, warmup, dev, no_grad=True)
+    ms, iqr, spans = {}, {}, {}
+    for key, values in times.items():
+        scale = dim / dense_channels if key == "dense" else 1.0  # dense: to all D channels
+        low, high = quartiles(values)
+        ms[key], iqr[key] = statistics.median(values) * scale, (high - low) * scale
+        spans[key] = (low * scale, high * scale)
+    dense_ms = ms.get("dense")
     return dict(n=n, rank=rank, band=band, batch=batch, dim=dim, repeats=repeats,
-                ski_ms=ms["ski"], fft_ms=ms["fft"], dense_ms=dense_ms,
+                warmup=warmup, ski_ms=ms["ski"], fft_ms=ms["fft"], dense_ms=dense_ms,
+                ski_iqr_ms=iqr["ski"], fft_iqr_ms=iqr["fft"], dense_iqr_ms=iqr.get("dense"),
+                ski_quartiles_ms=spans["ski"], fft_quartiles_ms=spans["fft"],
+                dense_quartiles_ms=spans.get("dense"),
+                ski_flops=flops.ski_flops(n, rank, band, batch, dim),
+                fft_flops=flops.fft_product_flops(n, batch, dim),
+                dense_flops=flops.dense_flops(n, batch, dim),
                 dense_channels=dense_channels, speedup_vs_fft=ms["fft"] / ms["ski"],
                 speedup_vs_dense=None if dense_ms is None else dense_ms / ms["ski"],
                 interp_method=INTERP_METHOD, device=str(dev), threads=torch.get_num_threads())
@@ -93,7 +114,9 @@ def ski_pareto(kernel_coeffs, settings: Iterable[tuple[int, int]], batch: int = 
     method).errors.relative_frobenius`` and the forward time of SKI at (r, m) against
     the FFT product with this kernel on D = ``dim`` channels, a layer's width (all timed
     in the same interleaved rounds; at D = 4 fixed per-call costs would decide instead).
-    Returns dicts: rank, band, error, ski_ms, fft_ms, speedup (fft/ski), n.
+    Returns dicts: rank, band, n, error, ski_ms, fft_ms (medians) with their quartiles
+    ``*_p25_ms``, ``*_p75_ms``, speedup (fft/ski of the medians), and the flops of each
+    product on [batch, n, dim] (``ski_flops``, ``fft_flops``).
     """
     from tnn_core.analysis.decompose import decompose  # scipy: only when a pareto is asked for
 
@@ -117,6 +140,13 @@ def ski_pareto(kernel_coeffs, settings: Iterable[tuple[int, int]], batch: int = 
         "fft": lambda: spectral_product(x.transpose(1, 2), spectrum, N)}
     for r, m in settings:
         fns[f"{r},{m}"] = partial(_ski(r, m, dim, dev), x)
-    ms = interleaved_ms(fns, repeats, 1, dev, no_grad=True)
+    times = interleaved_times(fns, repeats, 1, dev, no_grad=True)
+    ms = {key: statistics.median(values) for key, values in times.items()}
+    q = {key: quartiles(values) for key, values in times.items()}
+    fft_flops = flops.fft_product_flops(n, batch, dim)
     return [dict(rank=r, band=m, n=n, error=errors[(r, m)], ski_ms=ms[f"{r},{m}"],
-                 fft_ms=ms["fft"], speedup=ms["fft"] / ms[f"{r},{m}"]) for r, m in settings]
+                 ski_p25_ms=q[f"{r},{m}"][0], ski_p75_ms=q[f"{r},{m}"][1],
+                 fft_ms=ms["fft"], fft_p25_ms=q["fft"][0], fft_p75_ms=q["fft"][1],
+                 speedup=ms["fft"] / ms[f"{r},{m}"],
+                 ski_flops=flops.ski_flops(n, r, m, batch, dim), fft_flops=fft_flops)
+            for r, m in settings]

@@ -43,18 +43,61 @@ def kernel_view(coeffs: np.ndarray, max_cells: int = HEATMAP_CELLS) -> KernelVie
 
 @dataclass(frozen=True)
 class FftCheck:
-    """The FFT product against the dense matmul on one random input (float64, batch 8)."""
+    """The FFT product against the dense matmul on one random input (float64), both from
+    the coefficients: the FFT product transforms the kernel, the dense one builds T."""
 
+    n: int
+    batch: int  # B columns pushed through both products
+    repeats: int  # timed rounds, interleaved
+    warmup: int  # untimed runs of each product before them
     max_abs_diff: float  # max |FFT − dense| over the outputs
-    fft_ms: float  # median of 15 runs
-    dense_ms: float  # median of 15 runs, building the n × n matrix included
-    speedup: float  # dense_ms / fft_ms
+    fft_ms: float  # median over the rounds
+    fft_iqr: tuple[float, float]  # (first, third) quartile of the rounds, ms
+    dense_ms: float
+    dense_iqr: tuple[float, float]
+    fft_flops: float  # tnn_core.bench.flops, kernel transform included
+    dense_flops: float  # 2 n² B
+    flop_crossover_n: int | None  # the FFT product needs fewer flops from this n on
+    speedup: float  # dense_ms / fft_ms: > 1 means the FFT product was faster here
+    flop_ratio: float  # dense_flops / fft_flops: > 1 means the FFT product needs fewer flops
+    times_separate: bool  # the two IQRs do not overlap: the ordering is outside the noise
+    flop_sentence: str  # where the FFT product wins in flops, and how it stands at this n
+    time_sentence: str  # what the timings say, or that they are within each other's spread
 
 
 def fft_check(coeffs: np.ndarray, seed: int, device: str) -> FftCheck:
     """Time both products now, on this machine (a measurement: do not cache it)."""
-    result = timing.fft_vs_dense(torch.from_numpy(np.asarray(coeffs)), seed=seed,
-                                 device=device)
-    return FftCheck(max_abs_diff=result["max_abs_diff"], fft_ms=result["fft_ms"],
-                    dense_ms=result["dense_ms"],
-                    speedup=result["dense_ms"] / max(result["fft_ms"], 1e-9))
+    r = timing.fft_vs_dense(torch.from_numpy(np.asarray(coeffs)), seed=seed, device=device)
+    n, batch = r["n"], r["batch"]
+    fft_iqr, dense_iqr = (r["fft_p25_ms"], r["fft_p75_ms"]), (r["dense_p25_ms"],
+                                                               r["dense_p75_ms"])
+    separate = fft_iqr[1] < dense_iqr[0] or dense_iqr[1] < fft_iqr[0]
+    speedup = r["dense_ms"] / r["fft_ms"]
+    flop_ratio = r["dense_flops"] / r["fft_flops"]
+    cross = r["flop_crossover_n"]
+    cheaper = "the FFT product" if flop_ratio > 1 else "the dense product"
+    flop_sentence = (
+        f"Counted in flops (batch of {batch}, the kernel's transform included), the FFT "
+        f"product needs fewer than the dense one from n = {cross} on. At n = {n} "
+        f"{cheaper} needs fewer: {timing.format_flops(r['fft_flops'])} (FFT) against "
+        f"{timing.format_flops(r['dense_flops'])} (dense).")
+    if not separate:
+        time_sentence = (
+            f"Measured here, the two times overlap within their spread (IQR over "
+            f"{r['repeats']} rounds): at n = {n} neither product is faster beyond the noise.")
+    else:
+        faster = "FFT product" if speedup > 1 else "dense product"
+        factor = speedup if speedup > 1 else 1 / speedup
+        time_sentence = (f"Measured here, the {faster} is {timing.format_ratio(factor)} "
+                         f"faster, outside the spread of {r['repeats']} rounds.")
+        if (speedup > 1) != (flop_ratio > 1):
+            time_sentence += (" The measurement and the flop count disagree at this n: fixed "
+                              "per-call costs (Python, allocation, FFT set-up) outweigh the "
+                              "arithmetic.")
+    return FftCheck(n=n, batch=batch, repeats=r["repeats"], warmup=r["warmup"],
+                    max_abs_diff=r["max_abs_diff"],
+                    fft_ms=r["fft_ms"], fft_iqr=fft_iqr, dense_ms=r["dense_ms"],
+                    dense_iqr=dense_iqr, fft_flops=r["fft_flops"], dense_flops=r["dense_flops"],
+                    flop_crossover_n=cross, speedup=speedup, flop_ratio=flop_ratio,
+                    times_separate=separate, flop_sentence=flop_sentence,
+                    time_sentence=time_sentence)

@@ -2,8 +2,13 @@
 
 ``decomposition_view`` and ``rank_curve`` take plain values (the kernel's lags and the
 sliders) and return frozen dataclasses of numpy arrays and numbers, so the page only
-lays them out. Heatmaps are evaluated at ``dense.display_indices`` only: never n × n
-for large n. Values drawn on a log axis are clipped at LOG_FLOOR (log 0 is -inf).
+lays them out; ``fit_to_length`` clamps the sliders to what n allows. Heatmaps are
+evaluated at ``dense.display_indices`` only: never n × n for large n.
+
+Log axes: values below a stated floor are round-off (or exact zeros) and carry no
+information, so they are NaN (a gap in the line), never clipped to a tiny number that
+would stretch the axis: ROUNDOFF_FLOOR × the largest value of a chart, and CURVE_FLOOR
+for the error-against-r curve (its Gram formula is a difference of squares).
 
 Letters: n length, r rank (inducing points), s rows and columns drawn, k singular values.
 """
@@ -16,19 +21,78 @@ from dataclasses import dataclass
 import numpy as np
 
 from tnn_core.analysis.curves import CURVE_RANKS, error_curve
-from tnn_core.analysis.decompose import decompose
-from tnn_core.analysis.dense import dense_toeplitz, display_indices
-from tnn_core.analysis.profiles import (
-    FrequencyResponse,
-    causality_leakage,
-    decay_profile,
-    frequency_response,
+from tnn_core.analysis.decompose import (
+    DENSE_MAX_N,
+    decompose,
+    sample_inducing_coeffs,
+    smooth_continuation,
 )
+from tnn_core.analysis.dense import dense_toeplitz, display_indices
+from tnn_core.analysis.errors import (
+    SINGULAR_RTOL,
+    THEOREM1_DENSE_MAX_N,
+    Theorem1Terms,
+    theorem1_terms,
+)
+from tnn_core.analysis.norms import single_threaded_blas
+from tnn_core.analysis.persymmetric import kernel_rfft, toeplitz_singular_values
+from tnn_core.analysis.profiles import FrequencyResponse, decay_profile, frequency_response
+from tnn_core.core.toeplitz import fft_size
 
-__all__ = ["LOG_FLOOR", "Heatmaps", "DecayPanel", "DecompositionView", "decomposition_view",
-           "RankCurve", "rank_curve"]
+__all__ = ["ROUNDOFF_FLOOR", "CURVE_FLOOR", "ratio_text", "Settings", "fit_to_length", "Heatmaps",
+           "DecayPanel", "SmoothSpectrum", "Theorem1Panel", "DecompositionView",
+           "decomposition_view", "RankCurve", "rank_curve"]
 
-LOG_FLOOR = 1e-300  # smallest value drawn on a log axis
+ROUNDOFF_FLOOR = 1e-13  # relative to a chart's largest value: below it is float64 round-off
+CURVE_FLOOR = 1e-7  # relative Frobenius error: the Gram formula reads an exact fit as ~1e-8
+
+
+def above_floor(values: np.ndarray, floor: float) -> np.ndarray:
+    """values as float64 with NaN where they are below floor (not drawn on a log axis)."""
+    values = np.asarray(values, dtype=np.float64)
+    return np.where(values >= floor, values, np.nan)
+
+
+def ratio_text(ratio: float) -> str:
+    """"2.3× faster" or "1.7× slower" (SKI against another product), two significant
+    figures, so a ratio never reads "0.0×"."""
+    if not np.isfinite(ratio) or ratio <= 0:
+        return "—"
+    factor = ratio if ratio >= 1 else 1 / ratio
+    decimals = max(0, 1 - math.floor(math.log10(factor)))
+    return f"{factor:.{decimals}f}× {'faster' if ratio >= 1 else 'slower'}"
+
+
+def speed_text(ski: tuple[float, float], other: tuple[float, float], ratio: float) -> str:
+    """SKI against another product: "2.3× faster", or "same within noise" when the two
+    interquartile ranges ``ski`` and ``other`` (ms, first and third quartile) overlap."""
+    if ski[0] <= other[1] and other[0] <= ski[1]:
+        return "same within noise (quartiles overlap)"
+    return ratio_text(ratio)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The sliders' band and rank clamped to a kernel of length n."""
+
+    band: int  # in [1, 2n-2]
+    rank: int  # in [2, n]
+    note: str  # what was clamped and why, or ""
+
+
+def fit_to_length(n: int, band: int, rank: int) -> Settings:
+    """Clamp band m to [1, 2n-2] and rank r to [2, n] (n >= 2), saying so in ``note``."""
+    if n < 2:
+        raise ValueError(f"n must be >= 2 to decompose; got n = {n}")
+    changed = []
+    if rank > n:
+        changed.append(f"r = {n} (not {rank})")
+    if band > 2 * n - 2:
+        changed.append(f"m = {2 * n - 2} (not {band})")
+    note = (f"n = {n} allows at most r = {n} inducing points and a band of m = {2 * n - 2} "
+            f"lags (one lag a side is left for the low-rank part), so the page uses "
+            f"{' and '.join(changed)}." if changed else "")
+    return Settings(band=min(band, 2 * n - 2), rank=min(rank, n), note=note)
 
 
 @dataclass(frozen=True)
@@ -47,14 +111,36 @@ class Heatmaps:
 
 @dataclass(frozen=True)
 class DecayPanel:
-    """|t_k| against |k| with the slider's λ^|k| envelope and the fitted line."""
+    """|t_k| against |k| with the slider's λ^|k| envelope and the fitted line; NaN where
+    not drawn (|t_k| below ROUNDOFF_FLOOR · max|t|; the two lines below the smallest
+    |t_k| drawn, so the axis stays on the kernel)."""
 
     lags: np.ndarray  # [n] |k| = 0..n-1
-    magnitude: np.ndarray  # [n] max(|t_k|, |t_-k|) (|t_k| when causal), clipped at LOG_FLOOR
-    envelope: np.ndarray  # [n] max|t| λ^|k| for the slider's λ, clipped at LOG_FLOOR
+    magnitude: np.ndarray  # [n] max(|t_k|, |t_-k|) (|t_k| when causal)
+    envelope: np.ndarray  # [n] max|t| λ^|k| for the slider's λ
     fitted_decay: float  # λ_eff of the least-squares fit of log|t_k| (nan: undefined)
     fit_line: np.ndarray | None  # [n] e^c λ_eff^|k|; None when the fit is undefined
     receptive_field: int  # smallest L holding 99% of Σ|t_k| within |k| <= L
+    dropped: int  # lags whose |t_k| is below the floor (exact zeros included)
+
+
+@dataclass(frozen=True)
+class SmoothSpectrum:
+    """Singular values of the smooth part T_s = Toeplitz(k̃): the kernel with its band lags
+    bridged by a straight line (what sampled A interpolates). It does not depend on r."""
+
+    index: np.ndarray  # [k] i = 1..k
+    values: np.ndarray  # [k] σ_i(T_s), descending, those >= ROUNDOFF_FLOOR σ_1
+    dropped: int  # of the values computed, how many were below the floor
+    next_value: float  # σ_{r+1}(T_s): the best rank-r spectral error of T_s (nan: not drawn)
+
+
+@dataclass(frozen=True)
+class Theorem1Panel:
+    """Theorem 1's terms (``errors.Theorem1Terms``) and when its hypotheses fail."""
+
+    terms: Theorem1Terms
+    caveats: tuple[str, ...]  # sentences: which hypothesis fails here, and why
 
 
 @dataclass(frozen=True)
@@ -63,7 +149,7 @@ class DecompositionView:
 
     n: int
     rank: int
-    # errors ("SKI to go Faster", Theorem 1 and Eckart–Young); nan where undefined
+    # errors (Eckart–Young with the method's band); nan where undefined
     relative_spectral: float  # ||T - approx||_2 / ||T||_2
     relative_frobenius: float  # ||T - approx||_F / ||T||_F
     optimal_spectral: float  # σ_{r+1}(T - band)
@@ -72,8 +158,8 @@ class DecompositionView:
     relative_optimal_frobenius: float
     gap: float  # ||T - approx||_2 / σ_{r+1}(T - band), >= 1 (nan when the optimum is 0)
     spacing: float  # h = (n-1)/(r-1), the inducing-point spacing
-    theorem1_factor: float  # h²/8, Theorem 1's linear-interpolation factor
-    leakage: float  # Σ_{k<0}|t_k| / Σ|t_k|
+    dominant_period: float  # lags per cycle of the smooth part's largest |k̂̃(ω)| (inf: ω = 0)
+    warnings: tuple[str, ...]  # error above 1, aliasing: sentences that explain them
     spectral_method: str  # "dense" or "lanczos"
     note: str  # why relative errors are undefined, or ""
     heatmaps: Heatmaps
@@ -83,10 +169,8 @@ class DecompositionView:
     band_span: tuple[float, float]  # lag interval the band covers, ±0.5 around its lags
     inducing_lags: np.ndarray  # [2r-1] p_i - p_j: the lags A samples
     inducing_values: np.ndarray  # [2r-1] A's values there, a_{i-j}
-    # singular values of T - band
-    singular_index: np.ndarray  # [k] i = 1..k
-    singular_values: np.ndarray  # [k] σ_i(T - band), descending, clipped at LOG_FLOOR
-    rank_marker: float  # r + 1/2: between σ_r, the last one kept, and σ_{r+1}
+    smooth: SmoothSpectrum
+    theorem1: Theorem1Panel
     decay: DecayPanel
     frequency: FrequencyResponse
 
@@ -108,12 +192,89 @@ def _heatmaps(dec, idx: np.ndarray) -> Heatmaps:
 def _decay_panel(coeffs: np.ndarray, causal: bool, decay: float) -> DecayPanel:
     profile = decay_profile(coeffs, causal=causal)
     lags, magnitude = profile.lags, profile.magnitude
-    envelope = magnitude.max(initial=0.0) * decay ** lags.astype(np.float64)
+    top = magnitude.max(initial=0.0)
+    drawn = above_floor(magnitude, ROUNDOFF_FLOOR * top) if top > 0 else np.full(len(lags),
+                                                                              np.nan)
+    lowest = np.nanmin(drawn) if np.isfinite(drawn).any() else math.inf
+    envelope = top * decay ** lags.astype(np.float64)
     fit = profile.fit
-    return DecayPanel(lags=lags, magnitude=np.maximum(magnitude, LOG_FLOOR),
-                      envelope=np.maximum(envelope, LOG_FLOOR), fitted_decay=fit.rate,
-                      fit_line=fit.exponential(lags) if np.isfinite(fit.rate) else None,
-                      receptive_field=profile.receptive_field)
+    fit_line = fit.exponential(lags) if np.isfinite(fit.rate) else None
+    return DecayPanel(lags=lags, magnitude=drawn, envelope=above_floor(envelope, lowest),
+                      fitted_decay=fit.rate,
+                      fit_line=None if fit_line is None else above_floor(fit_line, lowest),
+                      receptive_field=profile.receptive_field,
+                      dropped=int(np.isnan(drawn).sum()))
+
+
+def _smooth_spectrum(continued: np.ndarray, rank: int) -> SmoothSpectrum:
+    n = (len(continued) + 1) // 2
+    k = min(n, max(min(2 * rank + 2, 256), rank + 1))
+    with single_threaded_blas():
+        sigma, _ = toeplitz_singular_values(continued, k, dense_max_n=DENSE_MAX_N)
+    keep = sigma >= ROUNDOFF_FLOOR * sigma[0] if sigma[0] > 0 else np.zeros(len(sigma), bool)
+    values = sigma[keep]
+    return SmoothSpectrum(index=np.arange(1, len(values) + 1), values=values,
+                          dropped=int((~keep).sum()),
+                          next_value=float(values[rank]) if len(values) > rank else math.nan)
+
+
+def _dominant_period(continued: np.ndarray) -> float:
+    """Lags per cycle at the largest |DTFT| of k̃ (inf when that is at ω = 0)."""
+    n = (len(continued) + 1) // 2
+    N = fft_size(n)
+    j = int(np.argmax(np.abs(kernel_rfft(continued, N))))  # ω_j = 2πj/N
+    return N / j if j > 0 else math.inf
+
+
+def _warnings(relative_spectral: float, relative_frobenius: float, spacing: float,
+              period: float, n: int, method: str) -> tuple[str, ...]:
+    """Sentences for an error above 1 and for aliasing (h > period/2)."""
+    out = []
+    aliasing = spacing > period / 2
+    if aliasing:
+        enough = math.floor(2 * (n - 1) / period) + 2  # smallest r with h < period/2
+        out.append(
+            f"Aliasing: the inducing points are h = {spacing:.3g} lags apart, more than half "
+            f"the smooth part's dominant period ({period:.3g} lags). Sampled every h lags, "
+            f"the oscillation looks like a slower one (Nyquist: h < period/2), and W A Wᵀ "
+            f"interpolates that instead. Use r ≥ {enough}"
+            + (" (more than n allows)." if enough > n else "."))
+    worst = max(relative_spectral, relative_frobenius)
+    if np.isfinite(worst) and worst > 1:
+        cause = ("aliasing, above" if aliasing else
+                 "A sampled from the kernel, not fitted: its entry errors add up over the "
+                 "n × n matrix; try fit or a larger r" if method == "sample" else
+                 "too few inducing points for this kernel; try a larger r")
+        out.append(f"The relative error is {worst:.3g} > 1: band + W A Wᵀ is further from T "
+                   f"than the zero matrix is (‖T − 0‖ / ‖T‖ = 1). The cause here: {cause}.")
+    return tuple(out)
+
+
+def _theorem1_panel(continued: np.ndarray, dec) -> Theorem1Panel:
+    a = sample_inducing_coeffs(continued, dec.rank)  # (2r-1,) the theorem's A
+    with single_threaded_blas():
+        terms = theorem1_terms(continued, dec.band_lags, dec.interp, a)
+    lo, hi = int(dec.band_lags[0]), int(dec.band_lags[-1])
+    caveats = ["Theorem 1 assumes k twice continuously differentiable, A non-singular, and a "
+               "band that holds the sparse part exactly. Every preset has a kink or a jump at "
+               "lag 0 (a causal kernel jumps from 0 to t₀); the band takes it, and k̃ bridges "
+               "the band with a straight line."]
+    edge = min(abs(terms.curvature_lag - (lo - 1)), abs(terms.curvature_lag - (hi + 1)))
+    if terms.curvature > 0 and edge <= 1:
+        caveats.append(
+            f"max|k̃''| sits at lag {terms.curvature_lag}, where that straight line meets the "
+            f"kernel: k̃ has a kink there, so it is not C² and L is the kink's second "
+            f"difference, not a derivative.")
+    if terms.a_extreme[1] <= SINGULAR_RTOL * terms.a_extreme[0]:
+        caveats.append("A is singular (σ_r(A) ≈ 0): the theorem does not apply, its right-hand "
+                       "side is infinite.")
+    if dec.method == "fit":
+        caveats.append("The theorem is about A sampled from the kernel, A_ij = k̃(p_i − p_j): "
+                       "these terms use that A, not the fitted one.")
+    if dec.n > THEOREM1_DENSE_MAX_N:
+        caveats.append(f"The two sides of the bound need dense n × n SVDs: shown up to "
+                       f"n = {THEOREM1_DENSE_MAX_N}.")
+    return Theorem1Panel(terms=terms, caveats=tuple(caveats))
 
 
 def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, method: str,
@@ -123,9 +284,10 @@ def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, m
     dec = decompose(coeffs, band, rank, causal=causal, method=method)
     n, errors = dec.n, dec.errors
     idx = display_indices(n)
-    lo, hi = (0, dec.band - 1) if causal else (-(dec.band // 2), dec.band // 2)
+    lo, hi = int(dec.band_lags[0]), int(dec.band_lags[-1])
     p = dec.inducing_points  # (r,) p_0 = 0 .. p_{r-1} = n - 1
-    sigma = dec.singular_values  # (k,)
+    continued = smooth_continuation(dec.coeffs, dec.band_lags)  # (2n-1,) k̃
+    period = _dominant_period(continued)
     return DecompositionView(
         n=n, rank=dec.rank,
         relative_spectral=errors.relative_spectral,
@@ -135,31 +297,37 @@ def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, m
         relative_optimal_spectral=errors.relative_optimal_spectral,
         relative_optimal_frobenius=errors.relative_optimal_frobenius,
         gap=errors.spectral / errors.optimal_spectral if errors.optimal_spectral > 0 else math.nan,
-        spacing=dec.spacing, theorem1_factor=dec.theorem1_factor,
-        leakage=causality_leakage(coeffs), spectral_method=errors.spectral_method,
-        note=errors.note, heatmaps=_heatmaps(dec, idx),
+        spacing=dec.spacing, dominant_period=period,
+        warnings=_warnings(errors.relative_spectral, errors.relative_frobenius, dec.spacing,
+                           period, n, method),
+        spectral_method=errors.spectral_method, note=errors.note, heatmaps=_heatmaps(dec, idx),
         lags=np.arange(-(n - 1), n), coeffs=dec.coeffs, band_span=(lo - 0.5, hi + 0.5),
         inducing_lags=np.concatenate([-p[:0:-1], p]),  # lag l: p_l - p_0 = l h
         inducing_values=dec.A_coeffs,
-        singular_index=np.arange(1, len(sigma) + 1),
-        singular_values=np.maximum(sigma, LOG_FLOOR), rank_marker=dec.rank + 0.5,
+        smooth=_smooth_spectrum(continued, dec.rank),
+        theorem1=_theorem1_panel(continued, dec),
         decay=_decay_panel(dec.coeffs, causal, decay), frequency=frequency_response(coeffs))
 
 
 @dataclass(frozen=True)
 class RankCurve:
-    """Relative Frobenius error against r at one band, clipped at LOG_FLOOR."""
+    """Relative Frobenius error against r at one band; NaN below CURVE_FLOOR (exact up to
+    round-off), and those ranks listed in ``exact``."""
 
     ranks: np.ndarray  # [q] the ranks of CURVE_RANKS up to n
     sample: np.ndarray  # [q] SKI with A sampled from the kernel
     fit: np.ndarray  # [q] SKI with A fitted by least squares
     optimal: np.ndarray  # [q] the Eckart–Young optimum (SVD) with the fitted band
+    exact: np.ndarray  # [e] ranks where some curve is below CURVE_FLOOR
 
 
 def rank_curve(coeffs: np.ndarray, band: int, causal: bool) -> RankCurve:
     """The error-against-r curve of kernel coeffs [2n-1] at the ranks of CURVE_RANKS <= n."""
     n = (len(coeffs) + 1) // 2
     curve = error_curve(coeffs, band, [r for r in CURVE_RANKS if r <= n], causal=causal)
-    return RankCurve(ranks=curve.ranks, sample=np.maximum(curve.sample, LOG_FLOOR),
-                     fit=np.maximum(curve.fit, LOG_FLOOR),
-                     optimal=np.maximum(curve.optimal, LOG_FLOOR))
+    below = np.zeros(len(curve.ranks), bool)
+    for errors in (curve.sample, curve.fit, curve.optimal):
+        below |= errors < CURVE_FLOOR
+    return RankCurve(ranks=curve.ranks, sample=above_floor(curve.sample, CURVE_FLOOR),
+                     fit=above_floor(curve.fit, CURVE_FLOOR),
+                     optimal=above_floor(curve.optimal, CURVE_FLOOR), exact=curve.ranks[below])

@@ -4,6 +4,11 @@ Checkpoint keys, shared with the Decomposition and Train pages: "NAME" (shipped,
 ``checkpoint.SHIPPED_DIR``), "user/NAME" (saved from the Train page into a user folder),
 "upload:SHA" (uploaded in one browser session; the pages keep those).
 
+What a channel "is": the matrix its operator applies (``analysis.applied``). For tno, fd
+and causal SKI that is the Toeplitz matrix of ``kernel(n)``; bidirectional SKI applies
+band + W A Wᵀ, which is not Toeplitz, so the atlas measures its nearest Toeplitz kernel
+(the diagonal means, ``analysis.channel_kernel``) and ``kernel(n)`` is only its target.
+
 Letters: L layers, D channels, R measured channels (rows), n length, F length factors.
 """
 
@@ -15,27 +20,51 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
+import torch
 from torch import nn
 
 from tnn_core.analysis import channel_kernel
-from tnn_core.analysis.atlas import kernel_atlas
+from tnn_core.analysis.ablation import band_restricted
+from tnn_core.analysis.applied import applied_matrix
+from tnn_core.analysis.atlas import STATISTICS, band_mask, kernel_atlas
 from tnn_core.lab.basics import KernelView, kernel_view
 from tnn_core.training import checkpoint, evaluate
 from tnn_core.training.checkpoint import CheckpointInfo
 from tnn_core.training.tasks import Task
 
-__all__ = ["NAME_PATTERN", "saved_checkpoints", "checkpoint_path", "save_run", "Summary",
-           "summary", "STATISTICS", "Channels", "LayerMedians", "AtlasView", "atlas_view",
-           "FACTORS", "LengthSweep", "length_sweep", "Extrapolation", "extrapolation"]
+__all__ = ["NAME_PATTERN", "SHIPPED_ORDER", "saved_checkpoints", "checkpoint_path", "save_run",
+           "Summary", "summary", "STATISTICS", "Channels", "LayerMedians", "AtlasView",
+           "atlas_view", "band_description", "ChannelMatrix", "channel_matrix", "BandAblation",
+           "band_ablation", "FACTORS", "LengthSweep", "length_sweep", "Extrapolation",
+           "extrapolation", "DECAY_PAIR", "DecayPair", "decay_pair"]
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # a file name, never a path
+
+# The shipped checkpoints in the order a first visit learns most from, each with what it shows
+# (medians of the atlas at the training length, band m = 9).
+SHIPPED_ORDER = (
+    ("digits-tno", "spike plus smooth: ~90 % of the mass in smooth, low-rank tails"),
+    ("listops-tno", "long range: ~95 % of the mass beyond the band"),
+    ("digits-ski", "SKI-TNN: learned band + W A Wᵀ"),
+    ("listops-ski", "SKI-TNN on ListOps"),
+    ("digits-fd", "FD-TNN: kernels from a frequency response, more local"),
+    ("listops-fd", "FD-TNN on ListOps"),
+    ("charlm-tno", "causal language model: most mass on the last few characters"),
+    ("charlm-tno-decay099", "TNN Table 10 pair: decay λ = 0.99"),
+    ("charlm-tno-nodecay", "TNN Table 10 pair: no decay, λ = 1"),
+    ("charlm-fd", "causal FD-TNN: short local filters"),
+)
 
 
 # -- checkpoints on disk ---------------------------------------------------------------------
 def saved_checkpoints(user_dir: Path) -> dict[str, str]:
-    """Checkpoints on disk, key -> label: the shipped ones, then those saved in ``user_dir``."""
-    out = {p.stem: f"{p.stem} (shipped)"
-           for p in sorted(checkpoint.SHIPPED_DIR.glob("*.safetensors"))}
+    """Checkpoints on disk, key -> label: the shipped ones (in ``SHIPPED_ORDER``, any other
+    after them by name), then those saved in ``user_dir``."""
+    on_disk = {p.stem for p in checkpoint.SHIPPED_DIR.glob("*.safetensors")}
+    hints = dict(SHIPPED_ORDER)
+    order = [name for name, _ in SHIPPED_ORDER if name in on_disk] + sorted(on_disk - set(hints))
+    out = {name: f"{name} · {hints[name]}" if name in hints else f"{name} (shipped)"
+           for name in order}
     if user_dir.is_dir():
         out |= {f"user/{p.stem}": f"{p.stem} (saved by you)"
                 for p in sorted(user_dir.glob("*.safetensors"))}
@@ -69,9 +98,10 @@ class Summary:
     """A checkpoint's task, model and training history, as the page's header shows them."""
 
     task: str
-    operator: str  # kind, "(causal)" when causal
     size: str  # width × layers
     metric_name: str
+    higher_is_better: bool
+    chance: float  # the metric of a uniform guess; NaN when the task cannot be rebuilt
     final_metric: float  # the last validation metric; NaN without a history
     steps: str  # trained steps ("?" when unknown)
     wall_s: float
@@ -80,18 +110,35 @@ class Summary:
     train_n: int  # the training length
     config: dict  # model and task settings, for a JSON view
     eval_steps: np.ndarray  # [E] steps of the validation evaluations
-    eval_loss: np.ndarray  # [E]
     eval_metric: np.ndarray  # [E]
 
+    def metric_axis(self) -> tuple[float, float]:
+        """A y-range that shows chance and the final value: [0, 1] for an accuracy; from 0
+        to a little above chance (and every value after the first evaluation) for a loss-like
+        metric, so an untrained model's first value cannot squash the rest."""
+        if self.higher_is_better:
+            return 0.0, 1.0
+        later = self.eval_metric[1:][np.isfinite(self.eval_metric[1:])]
+        top = max([v for v in (self.chance, *later.tolist()) if np.isfinite(v)] or [1.0])
+        return 0.0, 1.1 * top
 
-def summary(info: CheckpointInfo) -> Summary:
+    def off_axis(self) -> list[tuple[int, float]]:
+        """(step, value) of the evaluations above ``metric_axis``, for a note beside it."""
+        top = self.metric_axis()[1]
+        return [(int(s), float(v)) for s, v in zip(self.eval_steps, self.eval_metric,
+                                                    strict=True) if v > top]
+
+
+def summary(info: CheckpointInfo, task: Task | None = None) -> Summary:
+    """``info``'s record; ``task`` (rebuilt from ``info.task``) gives chance (else NaN)."""
     config, history = info.model_config, info.history or {}
     evals = history.get("evals") or []
     return Summary(
         task=info.task.get("name", "?"),
-        operator=config.operator.kind + (" (causal)" if config.operator.causal else ""),
         size=f"{config.dim} × {config.layers}",
         metric_name=history.get("metric_name", "metric"),
+        higher_is_better=True if task is None else task.higher_is_better,
+        chance=math.nan if task is None else float(task.chance),
         final_metric=float(evals[-1]["metric"]) if evals else math.nan,
         steps=str(history.get("steps", "?")), wall_s=float(history.get("wall_s", 0)),
         device=str(history.get("device", "?")), command=history.get("command"),
@@ -99,13 +146,16 @@ def summary(info: CheckpointInfo) -> Summary:
         config={"model": config.to_dict(),
                 "task": {k: v for k, v in info.task.items() if k != "vocab"}},
         eval_steps=np.array([e["step"] for e in evals]),
-        eval_loss=np.array([e["loss"] for e in evals], dtype=float),
         eval_metric=np.array([e["metric"] for e in evals], dtype=float))
 
 
 # -- the kernel atlas ------------------------------------------------------------------------
-STATISTICS = ("decay", "spikiness", "low_rank", "optimal")  # see analysis.atlas
-SORT_DESCENDING = ("spikiness",)  # the spikiest first; the other statistics lowest first
+SORT_DESCENDING = ("locality",)  # the most local first; the other statistics lowest first
+
+
+def band_description(band: int, causal: bool) -> str:
+    """The band's lags in words: "|k| ≤ 4" or "lags 0..8"."""
+    return f"lags 0..{band - 1}" if causal else f"|k| ≤ {band // 2}"
 
 
 @dataclass(frozen=True)
@@ -114,16 +164,16 @@ class Channels:
 
     layer: np.ndarray
     channel: np.ndarray
-    decay: np.ndarray  # fitted λ of |t_k|
-    spikiness: np.ndarray  # share of the matrix's energy inside the band
-    low_rank: np.ndarray  # SKI's relative Frobenius error at rank r
-    optimal: np.ndarray  # the Eckart–Young optimum at rank r
+    locality: np.ndarray  # share of the mass Σ|t_k| on the band lags
+    decay: np.ndarray  # fitted λ of |t_k|; NaN for a band-only channel
+    low_rank: np.ndarray  # SKI's Frobenius error at rank r over ||T - band||_F
+    optimal: np.ndarray  # the Eckart–Young optimum at rank r over ||T - band||_F
 
     def columns(self) -> dict[str, np.ndarray]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def sorted_by(self, statistic: str) -> Channels:
-        """Lowest first (highest first for spikiness); NaN last; ties keep their order."""
+        """Lowest first (highest first for locality); NaN last; ties keep their order."""
         values = getattr(self, statistic)
         order = np.argsort(-values if statistic in SORT_DESCENDING else values, kind="stable")
         return Channels(**{name: column[order] for name, column in self.columns().items()})
@@ -134,8 +184,8 @@ class LayerMedians:
     """Per layer, [L] each: the median of each statistic over its measured channels."""
 
     layer: np.ndarray
+    locality: np.ndarray
     decay: np.ndarray
-    spikiness: np.ndarray
     low_rank: np.ndarray
     optimal: np.ndarray
 
@@ -148,12 +198,25 @@ class AtlasView:
     channels: Channels  # in (layer, channel) order
     layers: LayerMedians
     kernels: np.ndarray  # [L, C, 2n-1] the measured channels' kernels (float64)
+    band: int
+    causal: bool
 
-    def channel_view(self, layer: int, channel: int, max_cells: int | None = None
-                     ) -> KernelView:
-        """One measured channel's kernel and matrix (at most ``max_cells`` rows drawn)."""
+    def channel_view(self, layer: int, channel: int, max_cells: int | None = None,
+                     off_band: bool = False) -> KernelView:
+        """One measured channel's kernel and matrix (at most ``max_cells`` rows drawn);
+        ``off_band``: T - band, the band lags set to zero."""
         coeffs = self.kernels[layer, channel]
+        if off_band:
+            n = (len(coeffs) + 1) // 2
+            coeffs = np.where(band_mask(n, self.band, self.causal), 0.0, coeffs)
         return kernel_view(coeffs) if max_cells is None else kernel_view(coeffs, max_cells)
+
+    def shared_limit(self, pairs: list[tuple[int, int]], off_band: bool = False) -> float:
+        """max |t_k| over the channels ``pairs`` [(layer, channel)] (of T - band when
+        ``off_band``): one symmetric colour scale for all their tiles (1 when all zero)."""
+        limits = [float(np.abs(self.channel_view(layer, channel, 1, off_band).coeffs).max())
+                  for layer, channel in pairs]
+        return max(limits, default=0.0) or 1.0
 
 
 def _median(values: np.ndarray) -> float:
@@ -163,9 +226,14 @@ def _median(values: np.ndarray) -> float:
 
 def atlas_view(model: nn.Module, n: int, band: int, rank: int, channels: int) -> AtlasView:
     """Statistics of the first ``channels`` channels of every layer at length n, band m and
-    rank min(r, n), with the per-layer medians (``analysis.atlas`` defines them)."""
-    kernels = evaluate.layer_kernels(model, n).double()[:, :channels]  # (L, C, 2n-1)
-    rows = kernel_atlas(kernels, band, min(rank, n), model.config.operator.causal)
+    rank min(r, n), with the per-layer medians (``analysis.atlas`` defines them). Each
+    channel's kernel is the Toeplitz part of what it applies (``analysis.channel_kernel``)."""
+    operators = model.operators()
+    kernels = torch.stack([torch.stack([channel_kernel(op, n, c)
+                                        for c in range(min(channels, op.dim))])
+                           for op in operators])  # (L, C, 2n-1) float64
+    causal = model.config.operator.causal
+    rows = kernel_atlas(kernels, band, min(rank, n), causal)
     table = Channels(layer=np.array([r["layer"] for r in rows]),
                      channel=np.array([r["channel"] for r in rows]),
                      **{s: np.array([r[s] for r in rows], dtype=float) for s in STATISTICS})
@@ -173,7 +241,83 @@ def atlas_view(model: nn.Module, n: int, band: int, rank: int, channels: int) ->
     medians = {s: np.array([_median(getattr(table, s)[table.layer == layer])
                             for layer in layers]) for s in STATISTICS}
     return AtlasView(channels=table, layers=LayerMedians(layer=layers, **medians),
-                     kernels=kernels.numpy())
+                     kernels=kernels.numpy(), band=band, causal=causal)
+
+
+# -- one channel: the matrix it applies ------------------------------------------------------
+@dataclass(frozen=True)
+class ChannelMatrix:
+    """One channel at length n: the matrix the model applies, its Toeplitz part, the target."""
+
+    view: KernelView  # matrix: the applied matrix at the drawn rows; coeffs: its diagonal means
+    target: np.ndarray | None  # [2n-1] kernel(n), the Toeplitz target (bidirectional SKI only)
+    target_gap: float  # ||M - dense(kernel(n))||_F / ||dense(kernel(n))||_F (NaN: no target)
+
+
+def channel_matrix(model: nn.Module, n: int, layer: int, channel: int) -> ChannelMatrix:
+    """The matrix layer ``layer``, channel ``channel`` applies at length n (``applied``)."""
+    operator = model.operators()[layer]
+    applied = applied_matrix(operator, n, [channel])[0].double().cpu().numpy()  # (n, n)
+    coeffs = channel_kernel(operator, n, channel).numpy()  # (2n-1,) diagonal means
+    base = kernel_view(coeffs)
+    idx = base.indices
+    view = KernelView(n=base.n, lags=base.lags, coeffs=coeffs, indices=idx, step=base.step,
+                      matrix=applied[np.ix_(idx, idx)],
+                      limit=float(np.abs(applied).max()) or 1.0)
+    if operator.config.kind != "ski" or operator.config.causal:
+        return ChannelMatrix(view=view, target=None, target_gap=math.nan)
+    with torch.no_grad():
+        target = operator.kernel(n)[channel].double().cpu().numpy()  # (2n-1,)
+    lag = np.subtract.outer(np.arange(n), np.arange(n))  # (n, n) i - j
+    dense_target = target[(n - 1) + lag]
+    norm = float(np.linalg.norm(dense_target))
+    gap = float(np.linalg.norm(applied - dense_target)) / norm if norm > 0 else math.nan
+    return ChannelMatrix(view=view, target=target, target_gap=gap)
+
+
+# -- band ablation ---------------------------------------------------------------------------
+ABLATION_BATCHES = (8, 16)  # validation batches × sequences: the same for every variant
+
+
+@dataclass(frozen=True)
+class BandAblation:
+    """The task metric with the full operators and with layers restricted to the band."""
+
+    band: str  # the band's lags in words
+    length: int  # evaluated at the training length
+    metric_name: str
+    higher_is_better: bool
+    chance: float
+    full: float  # every layer as trained
+    restricted: float  # every layer restricted to its band
+    per_layer: np.ndarray  # [L] only layer l restricted
+
+    @property
+    def margin_lost(self) -> float:
+        """Share of the model's margin over chance lost when every layer keeps only its band
+        (0: the band does everything; 1: down to chance). NaN without a margin."""
+        margin = self.full - self.chance if self.higher_is_better else self.chance - self.full
+        lost = self.full - self.restricted if self.higher_is_better \
+            else self.restricted - self.full
+        return lost / margin if margin > 0 else math.nan
+
+
+def band_ablation(model: nn.Module, task: Task, band: int) -> BandAblation:
+    """Evaluate ``model`` on the same validation batches at its training length with every
+    layer, and each layer alone, restricted to the band (``analysis.ablation``)."""
+    n, (batches, size) = task.seq_len, ABLATION_BATCHES
+
+    def metric(variant: nn.Module) -> float:
+        return evaluate.evaluate(variant, task, batches, size, n)["metric"]
+
+    layers = range(len(model.operators()))
+    return BandAblation(
+        band=band_description(band, model.config.operator.causal), length=n,
+        metric_name=task.metric_name, higher_is_better=task.higher_is_better,
+        chance=float(task.chance), full=metric(model),
+        restricted=metric(band_restricted(model, n, band, layers)),
+        per_layer=np.array([metric(band_restricted(model, n, band, [layer]))
+                            for layer in layers]))
 
 
 # -- beyond the training length --------------------------------------------------------------
@@ -218,3 +362,65 @@ def extrapolation(model: nn.Module, train_n: int, layer: int, channel: int) -> E
     return Extrapolation(
         lengths=lengths, lags=tuple(np.arange(-(n - 1), n) for n in lengths),
         kernels=tuple(channel_kernel(operator, n, channel).numpy() for n in lengths))
+
+
+# -- TNN's Table 10: the same model with and without decay -----------------------------------
+DECAY_PAIR = ("charlm-tno-decay099", "charlm-tno-nodecay")  # identical but for λ
+PAIR_FACTORS = (1, 2, 4, 8, 16)  # × the training length, on the same windows
+
+
+@dataclass(frozen=True)
+class DecayPair:
+    """Two language models that differ only in λ, scored on the same windows at each factor."""
+
+    names: tuple[str, str]
+    decays: tuple[float, float]  # λ of each
+    train_n: int
+    metric_name: str
+    higher_is_better: bool
+    chance: float
+    factor: np.ndarray  # [F]
+    length: np.ndarray  # [F]
+    metric_last: np.ndarray  # [2, F] on the last train_n positions of each window
+    metric_all: np.ndarray  # [2, F] on every position
+
+    def holds(self, model: int) -> bool:
+        """Whether ``model`` keeps at least 90 % of its 1× margin over chance at every factor,
+        on the last train_n positions."""
+        sign = 1 if self.higher_is_better else -1
+        margin = sign * (self.metric_last[model] - self.chance)  # (F,)
+        return bool(margin[0] > 0 and np.all(margin >= 0.9 * margin[0]))
+
+    def sentence(self) -> str:
+        """What the measurement says, in the terms of Table 10."""
+        (with_decay, without), last = self.names, len(self.factor) - 1
+        values = ", ".join(f"{name} (λ = {lam:g}) {self.metric_last[i, last]:.3g} "
+                           f"{self.metric_name}"
+                           for i, (name, lam) in enumerate(zip(self.names, self.decays,
+                                                               strict=True)))
+        measured = (f"At {self.factor[last]}× the training length n = {self.train_n}, on the "
+                    f"last {self.train_n} positions of the same windows: {values} "
+                    f"(chance {self.chance:.3g}).")
+        if self.holds(0) and not self.holds(1):
+            return measured + (f" Here, as in TNN's Table 10, the decay is what lets {with_decay}"
+                               f" extrapolate: {without} loses its quality.")
+        if self.holds(0) and self.holds(1):
+            return measured + " Here both extrapolate: the decay is not what makes the difference."
+        if not self.holds(0):
+            return measured + (f" Here even {with_decay} loses its quality at longer lengths, so "
+                               "this pair does not reproduce Table 10.")
+        return measured + f" Here only {without} extrapolates, against Table 10."
+
+
+def decay_pair(models: tuple[nn.Module, nn.Module], names: tuple[str, str], task: Task,
+               factors: tuple[int, ...] = PAIR_FACTORS) -> DecayPair:
+    """Both models through ``evaluate.same_window_sweep`` on ``task`` (their shared task)."""
+    rows = [evaluate.same_window_sweep(model, task, factors) for model in models]
+    return DecayPair(
+        names=names, decays=tuple(float(m.config.operator.decay) for m in models),
+        train_n=task.seq_len, metric_name=task.metric_name,
+        higher_is_better=task.higher_is_better, chance=float(task.chance),
+        factor=np.array([r["factor"] for r in rows[0]]),
+        length=np.array([r["length"] for r in rows[0]]),
+        metric_last=np.array([[r["metric_last"] for r in model_rows] for model_rows in rows]),
+        metric_all=np.array([[r["metric_all"] for r in model_rows] for model_rows in rows]))

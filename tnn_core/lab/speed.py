@@ -9,17 +9,29 @@ on the spot.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from tnn_core.analysis.presets import synthetic_kernel
-from tnn_core.bench import ski_pareto, ski_study
-from tnn_core.bench.harness import BenchConfig, crossovers, slopes
+from tnn_core.bench import flops, ski_pareto
+from tnn_core.bench.cases import train_step
+from tnn_core.bench.harness import (
+    BenchConfig,
+    crossovers,
+    interleaved_times,
+    order,
+    quartiles,
+    separated_crossings,
+    slopes,
+)
+from tnn_core.operators import OperatorConfig, build_operator
 
 __all__ = ["DIRECTIONS", "bench_config", "Series", "GridPanel", "GridView", "grid_view",
-           "PARETO_SETTINGS", "ParetoView", "measure_pareto", "BandView", "band_crossings_table",
-           "measure_band_crossover"]
+           "slope_text", "slope_trust", "PARETO_SETTINGS", "ParetoView", "measure_pareto",
+           "BANDS", "BandView", "band_crossings_table", "measure_band_crossover"]
 
 DIRECTIONS = {"bidirectional": (False,), "causal": (True,), "both": (False, True)}
 GUIDES = {"O(n)": lambda n: n, "O(n log n)": lambda n: n * np.log2(n), "O(n²)": lambda n: n**2}
@@ -44,6 +56,8 @@ class Series:
     name: str
     x: np.ndarray  # [k]
     y: np.ndarray  # [k] (nan where nothing was measured)
+    low: np.ndarray | None = None  # [k] first quartile of y's rounds (error bar), if timed
+    high: np.ndarray | None = None  # [k] third quartile
 
 
 @dataclass(frozen=True)
@@ -61,15 +75,23 @@ class GridPanel:
 @dataclass(frozen=True)
 class GridView:
     panels: tuple[GridPanel, ...]  # bidirectional before causal
-    slopes: list[dict]  # op, causal, mode, slope, n_min, n_max: log-log slope of time vs n
-    crossovers: list[dict]  # causal, mode, faster_below, faster_above, n (rounded)
+    slopes: list[dict]  # op, causal, mode, "slope ± SE", n range, trust (a sentence)
+    crossovers: list[dict]  # causal, mode, faster_below, faster_above, n (rounded),
+    #                         between: the two lengths whose quartile ranges separate
     missing: bool  # some time is nan
 
 
 def _series(records: list[dict], op: str, field: str) -> Series:
+    """y = ``field`` against n for one operator; for the median time, its quartiles too."""
     rows = sorted((r for r in records if r["op"] == op), key=lambda r: r["n"])
-    y = [math.nan if r.get(field) is None else r[field] for r in rows]
-    return Series(op, np.array([r["n"] for r in rows]), np.array(y, dtype=float))
+
+    def column(name: str) -> np.ndarray:
+        return np.array([math.nan if r.get(name) is None else r[name] for r in rows], float)
+
+    x = np.array([r["n"] for r in rows])
+    if field == "median_ms":
+        return Series(op, x, column(field), column("p25_ms"), column("p75_ms"))
+    return Series(op, x, column(field))
 
 
 def _guides(records: list[dict]) -> tuple[Series, ...]:
@@ -90,13 +112,41 @@ def grid_view(records: list[dict]) -> GridView:
             time=tuple(_series(part, op, "median_ms") for op in ops),
             memory=tuple(_series(part, op, "peak_mem_mb") for op in ops),
             guides=_guides(part)))
-    slope_rows = [{k: s[k] for k in ("op", "causal", "mode", "slope", "n_min", "n_max")}
-                  for s in slopes(records)]
+    slope_rows = [{"op": s["op"], "causal": s["causal"], "mode": s["mode"],
+                   "slope": slope_text(s), "n range": f"{s['n_min']}–{s['n_max']}",
+                   "trust": slope_trust(s)} for s in slopes(records)]
     cross_rows = [{"causal": c["causal"], "mode": c["mode"], "faster_below": c["faster_below"],
-                   "faster_above": c["faster_above"], "n": int(round(c["n"]))}
+                   "faster_above": c["faster_above"], "n": int(round(c["n"])),
+                   "between": f"{c['between'][0]}–{c['between'][1]}"}
                   for c in crossovers(records)]
     return GridView(panels=tuple(panels), slopes=slope_rows, crossovers=cross_rows,
                     missing=any(math.isnan(r["median_ms"]) for r in records))
+
+
+MIN_SLOPE_ROUNDS = 5  # fewer timed rounds per point: a median is one noisy sample or two
+MAX_SLOPE_SPREAD = 0.25  # IQR / median above this at some point: the fit rests on noise
+FLAT_SLOPE = 0.5  # below it, time hardly grows with n: fixed per-call costs dominate
+
+
+def slope_text(fit: dict) -> str:
+    """The slope with its standard error ("1.02 ± 0.03"), or bare when a line always fits."""
+    if fit["slope_se"] is None:
+        return f"{fit['slope']:.2f}"
+    return f"{fit['slope']:.2f} ± {fit['slope_se']:.2f}"
+
+
+def slope_trust(fit: dict) -> str:
+    """Whether the log-log fit (``harness.slopes``) can be read as growth, and if not why."""
+    reasons = []
+    if fit["points"] < 3:
+        reasons.append(f"{fit['points']} lengths: a line always fits, no uncertainty")
+    if fit["repeats"] is not None and fit["repeats"] < MIN_SLOPE_ROUNDS:
+        reasons.append(f"{fit['repeats']} rounds per point (use {MIN_SLOPE_ROUNDS} or more)")
+    if fit["max_rel_iqr"] > MAX_SLOPE_SPREAD:
+        reasons.append(f"noisy: a spread (IQR) of {fit['max_rel_iqr']:.0%} of the median")
+    if fit["slope"] < FLAT_SLOPE:
+        reasons.append("flat: fixed per-call costs dominate at these lengths, not growth")
+    return "; ".join(reasons) if reasons else "ok"
 
 
 @dataclass(frozen=True)
@@ -104,56 +154,117 @@ class ParetoView:
     """SKI's (r, m) settings on one kernel: error against speed-up over the FFT product."""
 
     n: int
-    by_band: tuple[Series, ...]  # one per m ("m = 5"): x speed-up (×), y relative Frobenius
+    by_band: tuple[Series, ...]  # one per m ("m = 5"): x speed-up (×) with low/high from the
+    #                              quartiles (fft p25 / ski p75 .. fft p75 / ski p25), y error
     ranks: tuple[np.ndarray, ...]  # per series, the r of each point (its label)
+    flop_speedups: tuple[np.ndarray, ...]  # per series, FFT flops / SKI flops of each point
 
 
 def measure_pareto(n: int, settings: tuple[tuple[int, int], ...], device: str) -> ParetoView:
     """Decompose and time each (r, m) of ``settings`` on the spike-plus-smooth kernel."""
     points = ski_pareto(synthetic_kernel(PARETO_KERNEL[0], n, PARETO_KERNEL[1]), settings,
                         device=device)
-    series, ranks = [], []
+    series, ranks, flop_speedups = [], [], []
     for m in sorted({p["band"] for p in points}):
         rows = [p for p in points if p["band"] == m]
-        series.append(Series(f"m = {m}", np.array([p["speedup"] for p in rows]),
-                             np.array([p["error"] for p in rows])))
+        series.append(Series(
+            f"m = {m}", np.array([p["speedup"] for p in rows]),
+            np.array([p["error"] for p in rows]),
+            low=np.array([p["fft_p25_ms"] / p["ski_p75_ms"] for p in rows]),
+            high=np.array([p["fft_p75_ms"] / p["ski_p25_ms"] for p in rows])))
         ranks.append(np.array([p["rank"] for p in rows]))
-    return ParetoView(n=n, by_band=tuple(series), ranks=tuple(ranks))
+        flop_speedups.append(np.array([p["fft_flops"] / p["ski_flops"] for p in rows]))
+    return ParetoView(n=n, by_band=tuple(series), ranks=tuple(ranks),
+                      flop_speedups=tuple(flop_speedups))
+
+
+BANDS = (4, 8, 16, 32, 64)  # m of the band-crossover chart
+BAND_RANK, BAND_BATCH, BAND_DIM = 64, 8, 64  # r, B, D of the band-crossover chart
 
 
 @dataclass(frozen=True)
 class BandView:
     """SKI against TNO over the band m: TNO time / SKI time per m, one line per n."""
 
-    lines: tuple[Series, ...]  # "n = 1024": x band taps m, y speed-up (> 1: SKI faster)
-    crossings: list[dict]  # n, crossing: where SKI stops (or starts) winning, in words
-    records: list[dict]  # n, band, rank, ski_ms, tno_ms, speedup (bench.ski_study)
+    lines: tuple[Series, ...]  # "n = 1024": x band taps m, y speed-up (> 1: SKI faster),
+    #                            low/high: tno p25 / ski p75 .. tno p75 / ski p25
+    flop_lines: tuple[Series, ...]  # per n: TNO's FFT product flops / SKI's, forward, per m
+    crossings: list[dict]  # n, crossing: every place SKI starts or stops winning, in words
+    records: list[dict]  # n, band, rank, ski_ms, tno_ms (+ _p25_ms, _p75_ms), speedup
 
 
-def band_crossings_table(records: list[dict], crossings: list[dict]) -> list[dict]:
-    """One row per n: n, crossing (a sentence: where SKI stops, or starts, winning)."""
+def _quartet(rec: dict, op: str) -> tuple[float, float, float]:
+    return rec[f"{op}_p25_ms"], rec[f"{op}_ms"], rec[f"{op}_p75_ms"]
+
+
+def band_crossings_table(records: list[dict]) -> list[dict]:
+    """One row per n: n, crossing (a sentence naming every m where SKI starts or stops
+    being faster than TNO beyond the spread of the rounds, and the m where the two are
+    within each other's quartile ranges)."""
     rows = []
-    for c in crossings:
-        speedups = [r["speedup"] for r in records if r["n"] == c["n"]]
-        if c["band"] is None:
-            winner = "SKI" if min(speedups) > 1 else "TNO"
-            verdict = (f"{winner} faster at every m measured ({min(speedups):.2f}–"
-                       f"{max(speedups):.2f}×)")
-        elif c["faster_below"]:
-            verdict = f"SKI faster below m ≈ {c['band']:.0f}"
-        else:
-            verdict = f"SKI faster above m ≈ {c['band']:.0f}"
-        rows.append({"n": c["n"], "crossing": verdict})
+    for n in sorted({r["n"] for r in records}):
+        part = sorted((r for r in records if r["n"] == n), key=lambda r: r["band"])
+        bands = [r["band"] for r in part]
+        ski, tno = [_quartet(r, "ski") for r in part], [_quartet(r, "tno") for r in part]
+        sides = [order(s, t) for s, t in zip(ski, tno, strict=True)]  # -1: SKI faster
+        ties = [m for m, side in zip(bands, sides, strict=True) if side == 0]
+        words = []
+        for c in separated_crossings(bands, ski, tno):
+            lo, hi = c["between"]
+            stops = not c["a_faster_above"]  # TNO is the faster one beyond the crossing
+            words.append(f"SKI {'stops' if stops else 'starts'} being faster at m ≈ "
+                         f"{c['x']:.0f} (between {lo} and {hi})")
+        if not words:
+            decided = {side for side in sides if side != 0}
+            if decided == {-1}:
+                words.append("SKI faster at every m where the two separate")
+            elif decided == {1}:
+                words.append("TNO faster at every m where the two separate")
+        if ties:
+            words.append(f"within noise of each other at m = {', '.join(map(str, ties))}")
+        rows.append({"n": n, "crossing": "; ".join(words)})
     return rows
 
 
-def measure_band_crossover(ns: tuple[int, ...], device: str) -> BandView:
-    """SKI (m = 4…64) against TNO, forward+backward, B = 8, D = 64, r = 64, at each n."""
-    records, crossings = ski_study.band_crossover(ns=ns, repeats=5, device=device)
+def measure_band_crossover(ns: tuple[int, ...], device: str, repeats: int = 7) -> BandView:
+    """SKI (m in BANDS) against TNO, bidirectional, forward+backward, B = 8, D = 64,
+    r = 64, at each n: ``repeats`` interleaved rounds after one warm-up, medians and
+    quartiles (as ``bench.ski_study.band_crossover``, which reports medians only)."""
+    dev = torch.device(device)
+    records = []
+    for n in ns:
+        torch.manual_seed(0)
+        modules = {"tno": build_operator(OperatorConfig(kind="tno"), BAND_DIM).to(dev)}
+        for m in BANDS:
+            modules[m] = build_operator(OperatorConfig(kind="ski", rank=BAND_RANK, band=m),
+                                        BAND_DIM).to(dev)
+        g = torch.Generator().manual_seed(1)
+        x = torch.randn(BAND_BATCH, n, BAND_DIM, generator=g).to(dev).requires_grad_(True)
+        gy = torch.randn(BAND_BATCH, n, BAND_DIM, generator=g).to(dev)
+        fns, resets = {}, {}
+        for key, module in modules.items():
+            fns[key], resets[key] = train_step(module, x, gy)
+        times = interleaved_times(fns, repeats, 1, dev, resets=resets)
+        q = {}  # key -> (p25, median, p75) ms
+        for key, values in times.items():
+            p25, p75 = quartiles(values)
+            q[key] = (p25, statistics.median(values), p75)
+        for m in BANDS:
+            records.append(dict(n=n, band=m, rank=BAND_RANK, ski_ms=q[m][1], ski_p25_ms=q[m][0],
+                                ski_p75_ms=q[m][2], tno_ms=q["tno"][1],
+                                tno_p25_ms=q["tno"][0], tno_p75_ms=q["tno"][2],
+                                speedup=q["tno"][1] / q[m][1]))
     lines = []
-    for n in sorted({r["n"] for r in records}):
-        rows = sorted((r for r in records if r["n"] == n), key=lambda r: r["band"])
+    for n in ns:
+        rows = [r for r in records if r["n"] == n]
         lines.append(Series(f"n = {n}", np.array([r["band"] for r in rows]),
-                            np.array([r["speedup"] for r in rows])))
-    return BandView(lines=tuple(lines), crossings=band_crossings_table(records, crossings),
-                    records=records)
+                            np.array([r["speedup"] for r in rows]),
+                            low=np.array([r["tno_p25_ms"] / r["ski_p75_ms"] for r in rows]),
+                            high=np.array([r["tno_p75_ms"] / r["ski_p25_ms"] for r in rows])))
+    flop_lines = tuple(
+        Series(f"n = {n}, flops", np.array(BANDS),
+               np.array([flops.fft_product_flops(n, BAND_BATCH, BAND_DIM)
+                         / flops.ski_flops(n, BAND_RANK, m, BAND_BATCH, BAND_DIM)
+                         for m in BANDS])) for n in ns)
+    return BandView(lines=tuple(lines), flop_lines=flop_lines,
+                    crossings=band_crossings_table(records), records=records)

@@ -7,13 +7,14 @@ from typing import Literal
 
 from tnn_core.checks import check_choice, check_fraction, check_int, check_number, config_from_dict
 
-__all__ = ["OperatorKind", "KINDS", "ALL_KINDS", "OperatorConfig"]
+__all__ = ["OperatorKind", "KINDS", "ALL_KINDS", "FD_INPUTS", "OperatorConfig"]
 
 OperatorKind = Literal["tno", "ski", "fd", "togeipi"]
 KINDS: tuple[str, ...] = ("tno", "ski", "fd")  # the Toeplitz kinds: kernel(n), matrix(n) [D, n, n]
 ALL_KINDS: tuple[str, ...] = KINDS + ("togeipi",)  # plus the Togeipi mixer (course project)
 _ACTIVATIONS = ("relu", "silu", "gelu")
 _PSF_ACTIVATIONS = ("none", "gelu")
+FD_INPUTS = ("omega", "cosine")  # what the FD RPE reads: ω (Algorithm 2) or cos ω
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,10 @@ class OperatorConfig:
     rpe_dim: int | None = None  # RPE MLP width e; None means max(D // 8, 32) (official README)
     rpe_layers: int = 1  # hidden layers of the RPE MLP (tno, fd)
     activation: str = "relu"  # RPE MLP activation: relu, silu or gelu (FD Theorems 2-4)
+    # fd: the RPE reads "omega" (ω in [0, π], Algorithm 2: the response's periodic extension
+    # has kinks at 0 and π) or "cosine" (cos ω, and sin ω times the imaginary half when
+    # bidirectional: a response as smooth as the MLP on the whole circle, Theorems 2-3)
+    fd_input: str = "omega"
     heads: int = 8  # togeipi: H heads, one Toeplitz point spread function each; D % H == 0
     sparse_density: float = 0.3  # togeipi: fraction of the sparse matrix's entries kept (top |.|)
     max_length: int = 1024  # togeipi: longest n (the sparse matrix is max_length x max_length)
@@ -45,6 +50,7 @@ class OperatorConfig:
         if self.rpe_dim is not None:
             check_int("rpe_dim", self.rpe_dim, 1)
         check_choice("activation", self.activation, _ACTIVATIONS)
+        check_choice("fd_input", self.fd_input, FD_INPUTS)
         check_int("heads", self.heads, 1)
         check_fraction("sparse_density", self.sparse_density)
         check_int("max_length", self.max_length, 1)

@@ -4,13 +4,23 @@ The RPE MLP is evaluated on the real-frequency grid ω_k = 2πk/N, k = 0..N/2,
 with N = ``fft_size(n)`` >= 2n, so a longer sequence is a finer frequency grid.
 
 * Causal (Algorithm 2): the MLP gives the real part R(ω); the imaginary part is
-  -Hilbert{R}, computed by ``spectrum.causal_spectrum``. The kernel is exactly causal.
+  -Hilbert{R}, computed by ``spectrum.causal_spectrum``. ``kernel(n)`` is exactly
+  zero at negative lags: its lags 0..n-1 are computed in time (``causal_column``)
+  and the negative lags are not computed at all.
 * Bidirectional (§3.3.2): the MLP outputs 2D values, real and imaginary parts,
   with the imaginary part forced to 0 at ω = 0 and π. No kernel FFT is needed:
   one FFT fewer than TNO.
 
-There is no explicit decay: the smoothness of the activation (relu, silu,
-gelu) sets the decay of the kernel in time (Theorems 2-4).
+There is no explicit decay: the smoothness of the response sets the decay of the
+kernel in time (Theorems 2-4). ``config.fd_input`` chooses what the MLP reads:
+
+* "omega" (Algorithm 2): R(ω) on [0, π]. The response of a real kernel is even, so the
+  MLP's slope at ω = 0 and π becomes a kink of the periodic response, and the kernel
+  decays like 1/t² (causal). Bidirectional, the imaginary half is odd and forced to 0
+  at 0 and π: a jump, and the kernel decays like 1/t.
+* "cosine": R(cos ω) and, bidirectional, sin ω · I(cos ω). Both are smooth 2π-periodic
+  functions of ω (even and odd), zero-slope and zero where they must be, so the
+  response is as smooth as the MLP on the whole circle: the premise of Theorems 2-3.
 
 Speed (``tnn_core.bench``): the RPE runs on N/2+1 frequencies (TNO: 2n-1 lags);
 bidirectional needs no kernel FFT at all, the spectrum goes straight into one
@@ -42,20 +52,31 @@ class FD(TokenMixer):
         out = dim if config.causal else 2 * dim
         self.rpe = RpeMLP(config.rpe_width(dim), out, config.rpe_layers, config.activation)
 
-    def spectrum(self, N: int) -> torch.Tensor:
-        """The kernel's frequency response on the size-N grid, complex [D, N//2+1]."""
+    def rpe_input(self, N: int) -> torch.Tensor:
+        """What the RPE reads on the size-N grid, [F]: ω_k, or cos ω_k (``config.fd_input``)."""
         p = self._param()
         omega = frequency_grid(N, device=p.device, dtype=p.dtype)  # (F,)
+        return torch.cos(omega) if self.config.fd_input == "cosine" else omega
+
+    def real_response(self, N: int) -> torch.Tensor:
+        """Causal: the real part R(ω) of the response on the size-N grid, [D, F]."""
+        return self.rpe(self.rpe_input(N)).T  # (D, F)
+
+    def spectrum(self, N: int) -> torch.Tensor:
+        """The kernel's frequency response on the size-N grid, complex [D, N//2+1]."""
         if self.config.causal:
-            return causal_spectrum(self.rpe(omega).T.contiguous(), N)  # (D, F)
-        # = bidirectional_spectrum(out[:D], out[D:]) for out = rpe(omega).T, with the output
-        # layer applied as W hᵀ so that the real and imaginary halves come out contiguous
-        F = omega.shape[0]
-        h = self._rpe_features(omega)  # (F, e)
+            return causal_spectrum(self.real_response(N).contiguous(), N)  # (D, F)
+        # = bidirectional_spectrum(out[:D], weight * out[D:]) for out = rpe(input).T, with the
+        # output layer applied as W hᵀ so that the real and imaginary halves come out contiguous
+        p = self._param()
+        h = self._rpe_features(self.rpe_input(N))  # (F, e)
         out = torch.addmm(self.rpe.out.bias[:, None], self.rpe.out.weight, h.T)  # (2D, F)
-        keep = torch.ones(F, device=p.device, dtype=p.dtype)
-        keep[0] = keep[-1] = 0  # a real kernel's response is real at ω = 0 and π
-        return torch.complex(out[: self.dim], out[self.dim :] * keep)  # (D, F)
+        if self.config.fd_input == "cosine":
+            weight = torch.sin(frequency_grid(N, device=p.device, dtype=p.dtype))  # (F,) odd
+        else:
+            weight = torch.ones(h.shape[0], device=p.device, dtype=p.dtype)  # (F,)
+        weight[0] = weight[-1] = 0  # a real kernel's response is real at ω = 0 and π
+        return torch.complex(out[: self.dim], out[self.dim :] * weight)  # (D, F)
 
     def _rpe_features(self, positions: torch.Tensor) -> torch.Tensor:
         """The RPE MLP up to its output layer: positions [P] -> [P, e]."""
@@ -66,15 +87,19 @@ class FD(TokenMixer):
         return rpe.activation(simple_rms_norm(h))  # (P, e)
 
     def kernel(self, n: int) -> torch.Tensor:
+        """Lag coefficients [D, 2n-1] of the map applied at length n. Causal: lags 0..n-1
+        from ``causal_column`` and exact zeros at lags -(n-1)..-1, not an irfft's round-off."""
         N = fft_size(check_length(n))
-        return kernel_from_spectrum(self.spectrum(N), n, N)  # (D, 2n-1)
+        if not self.config.causal:
+            return kernel_from_spectrum(self.spectrum(N), n, N)  # (D, 2n-1)
+        column = self.causal_column(n, N)  # (D, n)
+        return torch.cat([column.new_zeros(self.dim, n - 1), column], dim=-1)  # (D, 2n-1)
 
     def causal_column(self, n: int, N: int) -> torch.Tensor:
         """Lags 0..n-1 of the causal kernel, [D, n]: ``causal_kernel(R, N)[:, :n]``, whose
         weights are 1 at t = 0 and 2 at t = 1..n-1 < N/2."""
         p = self._param()
-        response = self.rpe(frequency_grid(N, device=p.device, dtype=p.dtype)).T  # (D, F)
-        even = torch.fft.irfft(response, n=N)[:, :n]  # (D, n)
+        even = torch.fft.irfft(self.real_response(N), n=N)[:, :n]  # (D, n)
         weight = torch.full((n,), 2.0, device=p.device, dtype=p.dtype)
         weight[0] = 1.0
         return even * weight  # (D, n)

@@ -22,6 +22,7 @@ import torch
 from tnn_core.allocator import keep_freed_memory
 from tnn_core.models import ModelConfig
 from tnn_core.operators import ALL_KINDS, OperatorConfig
+from tnn_core.operators.config import FD_INPUTS
 from tnn_core.training.checkpoint import save
 from tnn_core.training.config import DEVICES, DTYPES, SCHEDULES, TrainConfig, model_for_task
 from tnn_core.training.loop import Callbacks, train
@@ -49,8 +50,8 @@ TRAIN_FIELDS = ("task", "steps", "batch_size", "lr", "weight_decay", "warmup", "
                 "clip", "eval_every", "eval_batches", "eval_batch_size", "seed", "device",
                 "dtype")
 MODEL_FIELDS = ("dim", "layers", "expand_ratio")
-OPERATOR_FIELDS = ("decay", "rank", "band", "rpe_dim", "rpe_layers", "activation", "heads",
-                   "sparse_density", "max_length", "sparse_l1", "psf_activation")
+OPERATOR_FIELDS = ("decay", "rank", "band", "rpe_dim", "rpe_layers", "activation", "fd_input",
+                   "heads", "sparse_density", "max_length", "sparse_l1", "psf_activation")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -93,6 +94,9 @@ def parser() -> argparse.ArgumentParser:
                    help="RPE MLP hidden layers")
     m.add_argument("--activation", choices=("relu", "silu", "gelu"), default=op.activation,
                    help="RPE MLP activation")
+    m.add_argument("--fd-input", choices=FD_INPUTS, default=op.fd_input,
+                   help="fd: the RPE reads omega (Algorithm 2) or cosine (cos ω, smooth on the "
+                        "circle: Theorems 2-3)")
     m.add_argument("--heads", type=int, default=op.heads,
                    help="togeipi: heads, one Toeplitz point spread function each")
     m.add_argument("--sparse-density", type=float, default=op.sparse_density,

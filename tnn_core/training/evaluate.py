@@ -1,12 +1,15 @@
 """Evaluate a checkpoint on its task's validation data, at its training length or longer.
 
     python -m tnn_core.training.evaluate checkpoints/charlm-tno.safetensors --length 1024
+    python -m tnn_core.training.evaluate checkpoints/charlm-tno-decay099.safetensors \
+        --same-windows 1,2,4,8,16
 
 prints one JSON object: checkpoint, task, metric and value, chance, baselines, the
 length used and the training length, loss, batches and targets counted.
 
 Library use (the app): ``evaluate_checkpoint`` for one length, ``length_sweep`` for
-1×, 2×, 4× the training length, ``layer_kernels`` for every layer's kernels at a length.
+1×, 2×, 4× the training length, ``same_window_sweep`` for a language model on the same
+windows up to 16×, ``layer_kernels`` for every layer's kernels at a length.
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from tnn_core.allocator import keep_freed_memory
+from tnn_core.checks import check_int
 from tnn_core.training.checkpoint import CheckpointError, CheckpointInfo, load
 from tnn_core.training.tasks import IGNORE, Task, task_from_info
 
-__all__ = ["evaluate", "evaluate_model", "evaluate_checkpoint", "length_sweep", "layer_kernels",
+__all__ = ["evaluate", "evaluate_model", "evaluate_checkpoint", "length_sweep",
+           "same_window_sweep", "layer_kernels",
            "autocast", "main"]
 
 
@@ -103,11 +108,67 @@ def length_sweep(model: nn.Module, task: Task, factors=(1, 2, 4), batches: int =
 
 
 @torch.no_grad()
+def same_window_sweep(model: nn.Module, task: Task, factors=(1, 2, 4, 8, 16), windows: int = 8,
+                      batch_size: int = 4) -> list[dict]:
+    """A language model's metric at factor × the training length n0, on the same windows.
+
+    TNN's Table 10 asks whether a model trained at n0 still works on longer sequences. To
+    compare lengths fairly, every factor scores windows that end at the same positions of
+    the validation text: the longest windows (max factor × n0) are drawn once and each
+    factor keeps their last factor × n0 tokens. ``metric_last`` scores only the last n0
+    positions (the same targets at every factor, now with more context); ``metric_all``
+    scores every position, as a model used at that length would be scored.
+
+    Returns one row per factor: factor, length, metric_all, metric_last, loss_all, loss_last.
+    """
+    if task.kind != "lm":
+        raise ValueError(f"same_window_sweep needs a language-model task (kind 'lm'); task "
+                         f"{task.name} has kind {task.kind!r}")
+    for factor in factors:
+        check_int("factor", factor, 1, 64)
+    n0, device = task.seq_len, next(model.parameters()).device
+    longest = max(factors) * n0
+    batches = task.validation(batch_size, -(-windows // batch_size), task.check_length(longest))
+    was_training = model.training
+    model.eval()
+    rows = []
+    for factor in factors:
+        length = factor * n0
+        sums = {"all": [0.0, 0, 0], "last": [0.0, 0, 0]}  # loss sum, correct, count
+        for tokens, targets in batches:
+            tokens, targets = tokens[:, -length:].to(device), targets[:, -length:].to(device)
+            logits = model(tokens).float()  # (B, length, V)
+            for part, start in (("all", 0), ("last", length - n0)):
+                part_logits = logits[:, start:].reshape(-1, logits.shape[-1])
+                part_targets = targets[:, start:].reshape(-1)
+                keep = part_targets != IGNORE
+                sums[part][0] += F.cross_entropy(part_logits[keep], part_targets[keep],
+                                                 reduction="sum").item()
+                sums[part][1] += (part_logits[keep].argmax(-1) == part_targets[keep]).sum().item()
+                sums[part][2] += int(keep.sum())
+        row = {"factor": factor, "length": length}
+        for part, (loss, correct, count) in sums.items():
+            row[f"loss_{part}"] = loss / count
+            row[f"metric_{part}"] = task.metrics(loss / count, correct / count)[task.metric_name]
+        rows.append(row)
+    model.train(was_training)
+    return rows
+
+
+@torch.no_grad()
 def layer_kernels(model: nn.Module, length: int) -> torch.Tensor:
     """Every layer's Toeplitz kernels at ``length``: [L, D, 2n-1] float32 on the CPU.
 
     ``out[l, c, n-1+k]`` is t_k of channel c in layer l (causal models: zero for k < 0)."""
     return torch.stack([op.kernel(length).float().cpu() for op in model.operators()])
+
+
+def _factors(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise ValueError(f"--same-windows must be comma-separated integers such as 1,2,4; "
+                         f"got {text!r}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,6 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--text", default=None,
                    help="charlm trained on an uploaded text: that text file")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--same-windows", default=None, metavar="FACTORS",
+                   help="language models: the metric at these multiples of the training "
+                        "length on the same windows, e.g. 1,2,4,8,16 (TNN's Table 10); "
+                        "--batches × --batch-size windows")
     args = p.parse_args(argv)
     keep_freed_memory()
     if args.threads is not None:
@@ -131,8 +196,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.text is not None:
             with open(args.text, "rb") as f:
                 text = f.read()
-        result = evaluate_checkpoint(model, info, args.length, args.batches, args.batch_size,
-                                     text)
+        if args.same_windows is not None:
+            factors = _factors(args.same_windows)
+            rows = same_window_sweep(model, task_from_info(info.task, data=text), factors,
+                                     args.batches * args.batch_size, args.batch_size)
+            result = {"checkpoint": info.source, "same_windows": rows}
+        else:
+            result = evaluate_checkpoint(model, info, args.length, args.batches,
+                                         args.batch_size, text)
     except (CheckpointError, ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

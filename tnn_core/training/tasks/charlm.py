@@ -46,7 +46,7 @@ __all__ = ["CharLMConfig", "CharLMTask", "MAX_TEXT_BYTES", "MIN_TEXT_BYTES", "de
 
 log = logging.getLogger(__name__)
 
-MAX_TEXT_BYTES = 20_000_000  # a user text above this is refused
+MAX_TEXT_BYTES = 20 * 2**20  # a user text above this (20 MB, as Streamlit counts) is refused
 MIN_TEXT_BYTES = 1_000  # ... and below this
 _SKIP_DIRS = {"site-packages", "dist-packages", "test", "tests", "idle_test", "__pycache__"}
 _CONTROL_LIMIT = 0.01  # share of control characters (other than \t \n \r \f \v) that is binary

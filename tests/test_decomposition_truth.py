@@ -1,0 +1,252 @@
+"""What the Decomposition page states, rebuilt from definitions with numpy: Theorem 1's terms,
+the smooth part's spectrum, the log-axis floors, the aliasing warning, the clamped sliders.
+
+References here use numpy, scipy's toeplitz (``tests.references``) and plain formulas,
+never the code under test.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tests.references import band_lags_ref, interp_ref, lopsided, toeplitz_ref
+from tnn_core.analysis.presets import synthetic_kernel
+from tnn_core.lab.decomposition import (
+    CURVE_FLOOR,
+    ROUNDOFF_FLOOR,
+    decomposition_view,
+    fit_to_length,
+    rank_curve,
+    ratio_text,
+    speed_text,
+)
+
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
+
+
+def bridged(t: np.ndarray, lags: list[int]) -> np.ndarray:
+    """k̃: the band lags replaced by the straight line between their outer neighbours."""
+    n = (len(t) + 1) // 2
+    out = t.copy()
+    lo, hi = lags[0] - 1, lags[-1] + 1
+    left = t[n - 1 + lo] if lo > -n else 0.0
+    right = t[n - 1 + hi] if hi < n else 0.0
+    for k in lags:
+        out[n - 1 + k] = left + (k - lo) / (hi - lo) * (right - left)
+    return out
+
+
+def at_lag(continued: np.ndarray, x) -> np.ndarray:
+    """k̃ at real lags x, linear between integer lags."""
+    n = (len(continued) + 1) // 2
+    return np.interp(x, np.arange(-(n - 1), n), continued)
+
+
+# -- Theorem 1 -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,band,rank,causal,method", [
+    (2, 1, 2, False, "sample"), (3, 2, 2, True, "sample"), (37, 5, 6, False, "fit"),
+    (100, 9, 12, False, "sample"), (101, 4, 17, True, "sample"), (257, 17, 32, False, "fit"),
+])
+def test_theorem1_terms_against_numpy(n, band, rank, causal, method):
+    t = lopsided(n, causal)
+    lags = band_lags_ref(n, band, causal)
+    k = bridged(t, lags)
+    h = (n - 1) / (rank - 1)
+    # L: largest |second difference| of k̃ at the lags off the band
+    L, where = 0.0, 0
+    for lag in range(-(n - 2), n - 1):
+        if lag not in lags:
+            value = abs(k[n + lag] - 2 * k[n - 1 + lag] + k[n - 2 + lag])
+            if value > L:
+                L, where = value, lag
+    p = np.linspace(0, n - 1, rank)
+    i = np.arange(n)
+    A = at_lag(k, p[:, None] - p[None, :])  # (r, r) A_ij = k̃(p_i - p_j)
+    F = at_lag(k, i[:, None] - p[None, :])  # (n, r)
+    B = at_lag(k, p[:, None] - i[None, :])  # (r, n)
+    W = interp_ref(n, rank)
+    low_rank = W @ A @ W.T
+    off = ~np.isin(np.subtract.outer(i, i), lags)
+    entry = np.abs(low_rank - toeplitz_ref(t))[off].max(initial=0.0)
+    U, s, Vt = np.linalg.svd(toeplitz_ref(k))
+    best = U[:, :rank] @ np.diag(s[:rank]) @ Vt[:rank]
+    a_sigma = np.linalg.svd(A, compute_uv=False)
+
+    panel = decomposition_view(t, band, rank, causal, method, 0.99).theorem1
+    terms = panel.terms
+    assert terms.spacing == pytest.approx(h)
+    assert terms.curvature == pytest.approx(L, rel=1e-12, abs=1e-15)
+    if L > 0:
+        assert terms.curvature_lag == where
+    assert terms.interpolation_error == pytest.approx(h * h / 8 * L, rel=1e-12, abs=1e-15)
+    assert terms.entry_error == pytest.approx(entry, rel=1e-9, abs=1e-12)
+    assert terms.a_extreme == pytest.approx((a_sigma[0], a_sigma[-1]), rel=1e-9, abs=1e-14)
+    assert terms.ski_error == pytest.approx(np.linalg.norm(low_rank - best, 2), rel=1e-8,
+                                            abs=1e-12)
+    if a_sigma[-1] > 1e-12 * a_sigma[0]:
+        nystrom = np.linalg.norm(F @ np.linalg.inv(A) @ B - best, 2)
+        ratio = min(np.linalg.norm(F, 2), np.linalg.norm(B, 2)) / a_sigma[-1]
+        rhs = math.sqrt(n * rank) * h * h / 8 * L * (2 * math.sqrt(n) + ratio) + nystrom
+        assert terms.nystrom_error == pytest.approx(nystrom, rel=1e-6, abs=1e-9)
+        assert terms.right_hand_side == pytest.approx(rhs, rel=1e-6, abs=1e-9)
+        # the theorem holds here: the measured side is below the bound
+        assert terms.ski_error <= terms.right_hand_side * (1 + 1e-9)
+    else:
+        assert terms.right_hand_side == math.inf
+        assert any("singular" in c for c in panel.caveats)
+    assert any("twice continuously differentiable" in c for c in panel.caveats)
+    assert any("sampled" in c for c in panel.caveats) == (method == "fit")
+
+
+def test_theorem1_entry_error_in_row_blocks_and_no_dense_sides_above_512():
+    """n = 600: the max entry error is formed in row blocks (checked against the whole
+    matrix), and the two sides, which need n × n SVDs, are left out and said so."""
+    n, band, rank = 600, 9, 40
+    t = lopsided(n)
+    lags = band_lags_ref(n, band, False)
+    k = bridged(t, lags)
+    p = np.linspace(0, n - 1, rank)
+    W = interp_ref(n, rank)
+    low_rank = W @ at_lag(k, p[:, None] - p[None, :]) @ W.T
+    i = np.arange(n)
+    off = ~np.isin(np.subtract.outer(i, i), lags)
+    panel = decomposition_view(t, band, rank, False, "sample", 0.99).theorem1
+    assert panel.terms.entry_error == pytest.approx(
+        np.abs(low_rank - toeplitz_ref(t))[off].max(), rel=1e-9)
+    assert math.isnan(panel.terms.right_hand_side) and math.isnan(panel.terms.ski_error)
+    assert any("n = 512" in c for c in panel.caveats)
+
+
+def test_kink_caveat_names_the_lag_where_the_band_line_meets_the_kernel():
+    n, band = 200, 9
+    t = synthetic_kernel("exponential", n, 0.9).numpy()
+    panel = decomposition_view(t, band, 16, False, "sample", 0.9).theorem1
+    assert panel.terms.curvature_lag in (-5, 5)  # the line spans lags -5..5
+    assert any(f"lag {panel.terms.curvature_lag}," in c and "kink" in c
+               for c in panel.caveats)
+
+
+# -- the smooth part's spectrum ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_smooth_spectrum_is_T_smooth_and_does_not_move_with_r(causal):
+    n, band = 120, 7
+    t = lopsided(n, causal)
+    sigma = np.linalg.svd(toeplitz_ref(bridged(t, band_lags_ref(n, band, causal))),
+                          compute_uv=False)
+    drawn = sigma[sigma >= ROUNDOFF_FLOOR * sigma[0]]
+    for rank in (4, 16, 60):
+        smooth = decomposition_view(t, band, rank, causal, "fit", 0.99).smooth
+        np.testing.assert_allclose(smooth.values, drawn, rtol=1e-9, atol=1e-12 * sigma[0])
+        np.testing.assert_array_equal(smooth.index, np.arange(1, len(drawn) + 1))
+        assert smooth.dropped == len(sigma) - len(drawn)
+        assert smooth.next_value == pytest.approx(sigma[rank], rel=1e-9)
+
+
+def test_smooth_spectrum_drops_round_off():
+    """A rank-1 smooth part: one singular value, the rest round-off, not drawn."""
+    n = 50
+    t = np.ones(2 * n - 1)  # T = all ones, rank 1; the band line through ones is ones
+    smooth = decomposition_view(t, 3, 4, False, "sample", 0.99).smooth
+    assert smooth.values == pytest.approx([n])
+    assert smooth.dropped == n - 1 and math.isnan(smooth.next_value)
+
+
+# -- floors on log axes --------------------------------------------------------------------
+
+
+def test_rank_curve_marks_exact_fits_instead_of_drawing_round_off():
+    n = 64  # r = 64 = n interpolates every position: the error is 0 up to round-off
+    curve = rank_curve(lopsided(n), 9, False)
+    assert curve.ranks[-1] == n
+    assert np.isnan(curve.optimal[-1]) and np.isnan(curve.fit[-1]) and np.isnan(curve.sample[-1])
+    assert list(curve.exact) == [n]
+    for errors in (curve.sample, curve.fit, curve.optimal):
+        drawn = errors[np.isfinite(errors)]
+        assert (drawn >= CURVE_FLOOR).all()
+    assert np.isfinite(curve.optimal[:-1]).all()
+
+
+def test_decay_panel_leaves_zeros_and_round_off_out_and_keeps_lines_on_the_data():
+    n = 300
+    k = np.arange(-(n - 1), n)
+    t = 0.9 ** np.abs(k)
+    t[np.abs(k) >= 100] = 0.0  # exact zeros from lag 100 on
+    t[n - 1 + 50] = t[n - 1 - 50] = 1e-16  # round-off
+    d = decomposition_view(t, 5, 8, False, "sample", 0.5).decay
+    magnitude = np.maximum(np.abs(t[n - 1:]), np.abs(t[n - 1::-1]))
+    kept = magnitude >= ROUNDOFF_FLOOR * magnitude.max()
+    np.testing.assert_array_equal(np.isnan(d.magnitude), ~kept)
+    np.testing.assert_array_equal(d.magnitude[kept], magnitude[kept])
+    assert d.dropped == int((~kept).sum()) == n - 100 + 1
+    lowest = magnitude[kept].min()
+    for line in (d.envelope, d.fit_line):
+        assert np.nanmin(line) >= lowest
+    envelope = magnitude.max() * 0.5 ** np.arange(n)
+    np.testing.assert_array_equal(np.isnan(d.envelope), envelope < lowest)
+
+
+# -- aliasing and errors above 1 -----------------------------------------------------------
+
+
+def test_aliasing_warning_when_h_exceeds_half_the_period():
+    n = 512
+    t = synthetic_kernel("oscillating", n, 0.99).numpy()  # period 8
+    view = decomposition_view(t, 9, 32, False, "sample", 0.99)  # h = 511/31 = 16.5
+    k = bridged(t, band_lags_ref(n, 9, False))
+    N = 1024  # fft_size(512)
+    column = np.concatenate([k[n - 1:], np.zeros(N - 2 * n + 1), k[: n - 1]])
+    j = int(np.argmax(np.abs(np.fft.rfft(column))))
+    assert view.dominant_period == pytest.approx(N / j) == pytest.approx(8.0)
+    assert view.relative_frobenius > 1
+    assert any("Aliasing" in w and "r ≥ 129" in w for w in view.warnings)
+    assert any("> 1" in w for w in view.warnings)
+    # r = 100: h = 5.2, below the period but above half of it: still aliasing
+    assert any("Aliasing" in w
+               for w in decomposition_view(t, 9, 100, False, "sample", 0.99).warnings)
+    # r = 129: h = 511/128 < 4, no aliasing
+    assert not any("Aliasing" in w
+                   for w in decomposition_view(t, 9, 129, False, "sample", 0.99).warnings)
+
+
+def test_no_warning_for_a_kernel_peaked_at_zero_frequency():
+    t = synthetic_kernel("spike_smooth", 512, 0.99).numpy()
+    view = decomposition_view(t, 9, 8, False, "sample", 0.99)
+    assert view.dominant_period == math.inf and view.warnings == ()
+
+
+# -- sliders clamped to n, ratios ----------------------------------------------------------
+
+
+def test_fit_to_length_clamps_and_says_so():
+    s = fit_to_length(5, 9, 32)
+    assert (s.band, s.rank) == (8, 5)
+    assert "r = 5 (not 32)" in s.note and "m = 8 (not 9)" in s.note
+    assert fit_to_length(512, 9, 32).note == ""
+    assert (fit_to_length(2, 1, 2).band, fit_to_length(2, 3, 2).band) == (1, 2)
+    with pytest.raises(ValueError, match="n must be >= 2"):
+        fit_to_length(1, 9, 32)
+
+
+@pytest.mark.parametrize("ratio,text", [
+    (1.0, "1.0× faster"), (2.345, "2.3× faster"), (123.4, "123× faster"),
+    (0.01234, "81× slower"), (0.04, "25× slower"), (0.5, "2.0× slower"),
+])
+def test_ratio_text_has_two_significant_figures_and_never_zero(ratio, text):
+    assert ratio_text(ratio) == text
+
+
+@pytest.mark.parametrize("ski,other,ratio,text", [
+    ((1.0, 1.2), (1.1, 1.3), 1.05, "same within noise (quartiles overlap)"),
+    ((1.0, 1.2), (1.2, 1.5), 1.2, "same within noise (quartiles overlap)"),  # touching
+    ((1.0, 1.2), (2.0, 2.4), 2.0, "2.0× faster"),
+    ((3.0, 3.3), (1.0, 1.1), 0.33, "3.0× slower"),
+])
+def test_speed_text_calls_a_winner_only_where_the_quartiles_separate(ski, other, ratio, text):
+    assert speed_text(ski, other, ratio) == text

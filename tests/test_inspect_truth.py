@@ -1,0 +1,327 @@
+"""Inspect shows what the model computes: the applied matrix, mass locality, the SKI error
+relative to the off-band part, the band ablation, and the page's journeys and links."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from tnn_core.analysis import decompose
+from tnn_core.analysis.ablation import band_restricted
+from tnn_core.analysis.applied import applied_matrix
+from tnn_core.analysis.atlas import channel_stats
+from tnn_core.analysis.presets import synthetic_kernel
+from tnn_core.lab.inspect import (
+    SHIPPED_ORDER,
+    BandAblation,
+    DecayPair,
+    channel_matrix,
+    decay_pair,
+    saved_checkpoints,
+    summary,
+)
+from tnn_core.models import ModelConfig, build_model
+from tnn_core.operators import OperatorConfig, build_operator
+from tnn_core.training import checkpoint
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+SIZES = [1, 2, 7, 13]  # one, two, odd, prime
+
+
+def dense_by_loops(t: np.ndarray, n: int) -> np.ndarray:
+    return np.array([[t[n - 1 + i - j] for j in range(n)] for i in range(n)])
+
+
+def kept_by_loops(n: int, band: int, causal: bool) -> np.ndarray:
+    return np.array([[(0 <= i - j < band) if causal else abs(i - j) <= band // 2
+                      for j in range(n)] for i in range(n)])
+
+
+# -- the applied matrix ----------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["tno", "ski", "fd"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("n", SIZES)
+def test_applied_matrix_reproduces_forward_on_random_inputs(kind, causal, n, one_thread):
+    torch.manual_seed(n)
+    op = build_operator(OperatorConfig(kind=kind, causal=causal, rank=4, band=3), 5).double()
+    M = applied_matrix(op, n)  # (D, n, n)
+    x = torch.randn(3, n, 5, dtype=torch.float64)
+    by_loops = np.stack([[M[c].numpy() @ x[b, :, c].numpy() for c in range(5)]
+                         for b in range(3)]).transpose(0, 2, 1)  # (B, n, D)
+    np.testing.assert_allclose(op(x).detach().numpy(), by_loops, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(applied_matrix(op, n, [3, 1]).numpy(), M[[3, 1]].numpy(),
+                               rtol=0, atol=0)
+
+
+def test_bidirectional_ski_applies_a_matrix_that_is_not_its_toeplitz_target(one_thread):
+    torch.manual_seed(0)
+    op = build_operator(OperatorConfig(kind="ski", rank=4, band=3), 2).double()
+    n = 37
+    M = applied_matrix(op, n)[1].numpy()
+    target = dense_by_loops(op.kernel(n)[1].detach().numpy(), n)
+    assert np.linalg.norm(M - target) / np.linalg.norm(target) > 1e-3
+
+
+# -- atlas statistics ------------------------------------------------------------------------
+def test_locality_is_the_mass_share_on_the_band_lags():
+    n, band = 50, 5
+    t = synthetic_kernel("spike_smooth", n, 0.9).numpy()
+    k = np.arange(-(n - 1), n)
+    expected = np.abs(t[np.abs(k) <= 2]).sum() / np.abs(t).sum()
+    stats = channel_stats(torch.from_numpy(t), band, 8, causal=False)
+    assert stats["locality"] == pytest.approx(expected, rel=1e-12)
+    causal = np.where(k >= 0, t, 0.0)
+    stats = channel_stats(torch.from_numpy(causal), band, 8, causal=True)
+    assert stats["locality"] == pytest.approx(
+        np.abs(causal[(k >= 0) & (k < band)]).sum() / np.abs(causal).sum(), rel=1e-12)
+
+
+def test_ski_error_is_relative_to_the_off_band_part():
+    n, band, rank = 64, 5, 8
+    t = synthetic_kernel("spike_smooth", n, 0.95)
+    dense = dense_by_loops(t.numpy(), n)
+    off_band = np.where(kept_by_loops(n, band, False), 0.0, dense)
+    error = decompose(t, band, rank, method="sample").errors.relative_frobenius \
+        * np.linalg.norm(dense)  # ||T - band - W A Wᵀ||_F
+    stats = channel_stats(t, band, rank, causal=False)
+    assert stats["low_rank"] == pytest.approx(error / np.linalg.norm(off_band), rel=1e-6)
+    assert stats["optimal"] <= stats["low_rank"] + 1e-9 and stats["optimal"] <= 1 + 1e-9
+
+
+def test_band_only_channels_have_no_decay_or_low_rank_error():
+    n = 40
+    t = np.zeros(2 * n - 1)
+    t[n - 1 - 2: n + 2] = [0.5, 1.0, 3.0, 1.0, 0.5]
+    t[n - 1 + 10] = 1e-3  # 0.016 % of the mass off the band
+    stats = channel_stats(torch.from_numpy(t), 5, 8, causal=False)
+    assert stats["locality"] == pytest.approx(6 / 6.001)
+    assert all(math.isnan(stats[s]) for s in ("decay", "low_rank", "optimal"))
+    t[n - 1 + 10] = 0.2  # 3 % off the band: a tail to measure
+    assert not math.isnan(channel_stats(torch.from_numpy(t), 5, 8, causal=False)["low_rank"])
+
+
+# -- band ablation ---------------------------------------------------------------------------
+def tiny_model(kind: str, causal: bool) -> torch.nn.Module:
+    torch.manual_seed(1)
+    config = ModelConfig(task="lm" if causal else "classify", vocab_size=11, dim=6, layers=2,
+                         expand_ratio=1,
+                         operator=OperatorConfig(kind=kind, causal=causal, rank=4, band=3))
+    return build_model(config).double().eval()
+
+
+class DenseReference(torch.nn.Module):
+    """y[:, :, c] = M[c] x[:, :, c] with M given as numpy matrices, by numpy."""
+
+    def __init__(self, matrices: np.ndarray):
+        super().__init__()
+        self.matrices = matrices
+
+    def forward(self, x):
+        out = np.einsum("cij,bjc->bic", self.matrices, x.detach().numpy())
+        return torch.from_numpy(out)
+
+
+def reference_restricted(model, n: int, band: int) -> torch.nn.Module:
+    """Every layer's exact map (``op.matrix(n)``) times the band mask built by loops."""
+    ref = copy.deepcopy(model)
+    kept = kept_by_loops(n, band, model.config.operator.causal)
+    for layer in ref.layers:
+        layer.gtu.op = DenseReference(layer.gtu.op.matrix(n).detach().numpy() * kept)
+    return ref
+
+
+@pytest.mark.parametrize(("kind", "causal"), [("tno", False), ("ski", False), ("fd", False),
+                                              ("tno", True), ("ski", True), ("fd", True)])
+@pytest.mark.parametrize("n", [1, 2, 7, 13])
+def test_band_restricted_model_matches_a_dense_reference(kind, causal, n, one_thread):
+    model = tiny_model(kind, causal)
+    tokens = torch.randint(0, 11, (3, n), generator=torch.Generator().manual_seed(n))
+    with torch.no_grad():
+        full = model(tokens)
+        every = 2 * n - 1 if not causal else n  # every lag is in the band
+        np.testing.assert_allclose(band_restricted(model, n, every, [0, 1])(tokens).numpy(),
+                                   full.numpy(), rtol=0, atol=1e-12)
+        for band in (1, 3):
+            restricted = band_restricted(model, n, band, [0, 1])(tokens)
+            reference = reference_restricted(model, n, band)(tokens)
+            np.testing.assert_allclose(restricted.numpy(), reference.numpy(), rtol=0,
+                                       atol=1e-12)
+        one_layer = band_restricted(model, n, 1, [1])(tokens)
+        assert torch.equal(model(tokens), full)  # the shared model itself is untouched
+    if n > 1:
+        assert not torch.allclose(one_layer, full)
+
+
+def test_margin_lost_counts_from_chance_in_the_metric_direction():
+    accuracy = BandAblation(band="|k| ≤ 4", length=64, metric_name="accuracy",
+                            higher_is_better=True, chance=0.1, full=0.8, restricted=0.17,
+                            per_layer=np.array([0.2, 0.3]))
+    assert accuracy.margin_lost == pytest.approx(0.63 / 0.7)
+    bpc = BandAblation(band="lags 0..8", length=256, metric_name="bpc", higher_is_better=False,
+                       chance=6.658, full=2.11, restricted=2.25, per_layer=np.array([2.2]))
+    assert bpc.margin_lost == pytest.approx(0.14 / 4.548)
+
+
+# -- one channel, summary, the list ----------------------------------------------------------
+@pytest.mark.parametrize("n", [1, 2, 13, 300])
+def test_channel_matrix_shows_the_applied_matrix_and_its_gap_to_the_target(n, one_thread):
+    model = tiny_model("ski", causal=False)
+    drill = channel_matrix(model, n, layer=1, channel=4)
+    op = model.operators()[1]
+    M = op.matrix(n)[4].detach().numpy()
+    idx = drill.view.indices
+    np.testing.assert_allclose(drill.view.matrix, M[np.ix_(idx, idx)], rtol=0, atol=1e-12)
+    target = dense_by_loops(op.kernel(n)[4].detach().numpy(), n)
+    assert drill.target_gap == pytest.approx(
+        np.linalg.norm(M - target) / np.linalg.norm(target), rel=1e-9)
+    tno = channel_matrix(tiny_model("tno", causal=False), n, 0, 1)
+    assert tno.target is None and math.isnan(tno.target_gap)
+
+
+def test_history_axis_keeps_chance_and_the_final_value_readable():
+    _, info = checkpoint.load(checkpoint.SHIPPED_DIR / "digits-tno.safetensors")
+    task = SimpleNamespace(chance=0.1, higher_is_better=True)
+    assert summary(info, task).metric_axis() == (0.0, 1.0)
+    info.history["evals"] = [{"step": 0, "metric": 50.0}, {"step": 100, "metric": 3.0},
+                             {"step": 200, "metric": 2.1}]
+    bpc = summary(info, SimpleNamespace(chance=6.658, higher_is_better=False))
+    assert bpc.metric_axis() == (0.0, pytest.approx(1.1 * 6.658))
+    assert bpc.off_axis() == [(0, 50.0)]
+    assert math.isnan(summary(info).chance)
+
+
+def test_the_list_opens_on_spike_plus_smooth_and_follows_the_teaching_order(tmp_path):
+    choices = saved_checkpoints(tmp_path)
+    names = [name for name, _ in SHIPPED_ORDER if name in choices]
+    assert list(choices)[0] == "digits-tno"
+    assert list(choices)[: len(names)] == names
+    assert all("·" in label for label in choices.values())  # each says what it shows
+
+
+# -- the page --------------------------------------------------------------------------------
+def open_inspect(params: dict[str, str] | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params.update(params or {})
+    at.run()
+    at.switch_page("pages/inspect.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def shown(at: AppTest) -> dict:
+    charts = {json.loads(c.proto.spec)["layout"]["title"]["text"]: json.loads(c.proto.spec)
+              for c in at.get("plotly_chart")}
+    matrix = next(spec for title, spec in charts.items() if "row 0 on top" in title)
+    return {"metrics": [(m.label, m.value) for m in at.metric],
+            "subheaders": [s.value for s in at.subheader],
+            "matrix": matrix["data"][0]["z"]}
+
+
+def test_inspect_opens_on_digits_tno_at_its_length():
+    at = open_inspect()
+    assert at.selectbox(key="checkpoint").value == "digits-tno"
+    assert at.slider(key="atlas_n").value == 64
+
+
+def test_each_checkpoint_opens_at_its_own_training_length():
+    at = open_inspect()
+    at.slider(key="atlas_channels").set_value(4)
+    at.selectbox(key="checkpoint").set_value("listops-ski").run()
+    assert at.slider(key="atlas_n").value == 128 and at.slider(key="atlas_band").value == 9
+    at.slider(key="atlas_n").set_value(200).run()
+    assert at.slider(key="atlas_n").value == 200  # the person's choice holds on this one
+    at.selectbox(key="checkpoint").set_value("digits-fd").run()
+    assert not at.exception
+    assert at.slider(key="atlas_n").value == 64
+
+
+def test_open_in_decomposition_switches_pages_with_this_kernel():
+    at = open_inspect()
+    at.number_input(key="layer").set_value(1)
+    at.number_input(key="channel").set_value(5).run()
+    at.button(key="open_decomposition").click().run()
+    assert not at.exception, at.exception
+    assert "_handoff" not in at.session_state  # the Decomposition page took the values
+    assert at.selectbox(key="source").value == "checkpoint"
+    assert at.selectbox(key="checkpoint").value == "digits-tno"
+    assert (at.number_input(key="layer").value, at.number_input(key="channel").value) == (1, 5)
+    assert at.slider(key="n").value == 64
+
+
+def test_save_and_inspect_opens_the_saved_model(tmp_path, monkeypatch):
+    model, info = checkpoint.load(checkpoint.SHIPPED_DIR / "listops-tno.safetensors")
+    checkpoint.save(tmp_path / "mine.safetensors", model, info.task, info.history,
+                    info.model_config)
+    from pages import _ui  # the app imports it once per process: point it at tmp_path
+
+    monkeypatch.setattr(_ui, "USER_CHECKPOINTS", tmp_path)
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    at.session_state["_handoff"] = ("pages/inspect.py", {"checkpoint": "user/mine"})
+    at.switch_page("pages/inspect.py").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="checkpoint").value == "user/mine"
+    metrics = dict((m.label, m.value) for m in at.metric)
+    assert metrics["Task"] == "listops"
+    assert metrics["Validation accuracy"] == f"{100 * info.history['evals'][-1]['metric']:.1f} %"
+
+
+def test_a_link_opens_the_same_checkpoint_layer_and_channel():
+    at = open_inspect()
+    at.selectbox(key="checkpoint").set_value("listops-tno")
+    at.number_input(key="layer").set_value(1)
+    at.number_input(key="channel").set_value(7)
+    at.run()
+    assert not at.exception
+    box = at.selectbox(key="checkpoint")
+    url = {"checkpoint": box.options[box.index], "layer": "1", "channel": "7"}
+    fresh = open_inspect(url)
+    assert fresh.selectbox(key="checkpoint").value == "listops-tno"
+    assert (fresh.number_input(key="layer").value, fresh.number_input(key="channel").value) \
+        == (1, 7)
+    assert shown(fresh) == shown(at)
+    assert "Layer 1, channel 7" in shown(fresh)["subheaders"]
+
+
+# -- Table 10 pair ---------------------------------------------------------------------------
+def pair_of(last_with: list[float], last_without: list[float]) -> DecayPair:
+    return DecayPair(names=("with", "without"), decays=(0.99, 1.0), train_n=128,
+                     metric_name="bpc", higher_is_better=False, chance=6.658,
+                     factor=np.array([1, 2, 16]), length=np.array([128, 256, 2048]),
+                     metric_last=np.array([last_with, last_without]),
+                     metric_all=np.array([last_with, last_without]))
+
+
+def test_the_table_10_sentence_follows_the_measurement():
+    table_10 = pair_of([2.6, 2.6, 2.63], [2.6, 3.5, 7.2])
+    assert table_10.holds(0) and not table_10.holds(1)
+    assert "the decay is what lets with extrapolate" in table_10.sentence()
+    assert "with (λ = 0.99) 2.63 bpc, without (λ = 1) 7.2 bpc" in table_10.sentence()
+    assert "both extrapolate" in pair_of([2.6, 2.6, 2.6], [2.6, 2.6, 2.7]).sentence()
+    assert "does not reproduce" in pair_of([2.6, 4.0, 6.0], [2.6, 5.0, 7.0]).sentence()
+
+
+def test_decay_pair_scores_both_models_on_the_same_windows(one_thread):
+    from tnn_core.training.tasks import get_task
+
+    task = get_task("charlm", {"seq_len": 16})
+    models = []
+    for decay in (0.9, 1.0):
+        torch.manual_seed(0)
+        models.append(build_model(ModelConfig(
+            task="lm", vocab_size=task.vocab_size, dim=8, layers=1, expand_ratio=1,
+            operator=OperatorConfig(kind="tno", causal=True, decay=decay))).eval())
+    pair = decay_pair(tuple(models), ("a", "b"), task, factors=(1, 2))
+    assert pair.decays == (0.9, 1.0) and pair.factor.tolist() == [1, 2]
+    assert pair.length.tolist() == [16, 32]
+    np.testing.assert_allclose(pair.metric_last[:, 0], pair.metric_all[:, 0], rtol=1e-12)
+    assert pair.metric_last[0, 0] != pair.metric_last[1, 0]  # λ changes the model
+    assert pair.chance == pytest.approx(math.log2(task.vocab_size))
