@@ -33,10 +33,14 @@ preset = left.selectbox("Kernel", list(LABELS), format_func=LABELS.get, key="pre
                         help="Synthetic shapes, or one channel of a freshly initialised "
                              "operator of each kind (seeded from the sidebar).")
 n = mid.slider("Sequence length n", 1, 1024, 64, key="n", bind="query-params",
-               help="The matrix is n × n; the kernel has 2n - 1 lags.")
+               disabled=preset == "custom",
+               help="The matrix is n × n; the kernel has 2n - 1 lags (typed coefficients set "
+                    "their own n).")
 decay = mid.slider("Decay λ", 0.50, 1.00, 0.90, step=0.01, key="decay", bind="query-params",
+                   disabled=preset in ("custom", "fd"),
                    help="TNN's decay bias: lag k is scaled by λ^|k|. λ = 1 means no decay. "
-                        "For SKI, λ sets the inverse time warp sign(t)λ^|t|.")
+                        "For SKI, λ sets the inverse time warp sign(t)λ^|t|. FD-TNN has no "
+                        "decay bias, and typed coefficients have their own.")
 causal = right.toggle("Causal", key="causal", bind="query-params",
                       help="Causal kernels have t_k = 0 for k < 0: output i sees inputs "
                            "j ≤ i only, so T is lower triangular.")

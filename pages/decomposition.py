@@ -126,8 +126,10 @@ n = c1.slider("Length n", 1, 4096, 512, key="n", bind="query-params",
               help="T is n × n. Everything on this page is exact at this n; heatmaps show "
                    "every k-th row and column when n is large. Typed coefficients fix n.")
 decay = c1.slider("Decay λ", 0.50, 1.00, 0.99, step=0.005, key="decay", bind="query-params",
-                  help="The kernel's decay λ^|k| (synthetic kernels and TNN/SKI operators). "
-                       "λ = 1: no decay.")
+                  disabled=source.name in ("custom", "checkpoint", "fd"),
+                  help="The kernel's decay λ^|k| (synthetic kernels and fresh TNN/SKI "
+                       "operators; FD-TNN has no decay bias, and typed and learned kernels "
+                       "have their own). λ = 1: no decay.")
 band = c2.slider("Band m", 1, 512, 9, key="band", bind="query-params",
                  help="Diagonals in the sparse part: lags |k| ≤ m//2 (causal: 0 ≤ k < m), at "
                       "most 2n − 2. Its taps are the best convolution given the low-rank part.")
@@ -310,18 +312,17 @@ cfig = go.Figure()
 for errors, name in ((curve.sample, "SKI, sampled A"), (curve.fit, "SKI, fitted A"),
                      (curve.optimal, "optimal rank r (SVD)")):
     cfig.add_scatter(x=curve.ranks, y=errors, name=name, mode="lines+markers")
-if len(curve.exact):
-    cfig.add_scatter(x=curve.exact, y=[lab.CURVE_FLOOR] * len(curve.exact), mode="markers",
-                     name=f"below {lab.CURVE_FLOOR:g}: exact up to round-off",
-                     marker=dict(symbol="triangle-down", size=10, color="black"))
 _ui.vline(cfig, rank, f"current r = {rank}", log_x=True, line_dash="dash")
 cfig.update_xaxes(type="log", title="inducing points r")
 cfig.update_yaxes(type="log", title="relative Frobenius error", exponentformat="power")
 cfig.update_layout(title=f"Error against r at m = {band}", height=380,
                    margin=dict(l=10, r=10, t=40, b=10))
 st.plotly_chart(cfig, key="chart-rank-curve")
-st.caption(f"Errors below {lab.CURVE_FLOOR:g} are at the formula's round-off (an exact fit "
-           f"reads about 1e-8) and are marked ▼ at that floor, not drawn as values.")
+exact = ", ".join(str(r) for r in curve.exact)
+st.caption(f"Errors below {lab.CURVE_FLOOR:g} are the formula's round-off (an exact fit reads "
+           "about 1e-8) and are not drawn, so the axis stays on the errors that carry "
+           "information" + (f". Exact up to round-off (some curve below {lab.CURVE_FLOOR:g}): "
+                            f"r = {exact}." if len(curve.exact) else "."))
 
 # -- decay and frequency ------------------------------------------------------------------------
 d, f = view.decay, view.frequency

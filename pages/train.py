@@ -97,7 +97,8 @@ def draw(progress) -> None:
                 if view.last_loss is not None else "—")
     m[1].metric(f"Validation {run.task.metric_name}", _ui.fmt(view.last_metric, ".3f")
                 if view.last_metric is not None else "—")
-    m[2].metric("Throughput", f"{progress.tokens_per_s:,.0f} tokens/s")
+    m[2].metric("Throughput (tokens/s)", f"{progress.tokens_per_s:,.0f}",
+                help="Training tokens per second over the last steps, on this machine.")
     m[3].metric("Chance level", _ui.fmt(run.task.chance, ".3f"),
                 help="What guessing achieves on this metric.")
     left, right = st.columns(2)
@@ -107,15 +108,16 @@ def draw(progress) -> None:
         if len(view.eval_steps):
             fig.add_scatter(x=view.eval_steps, y=view.eval_losses, mode="lines+markers",
                             name="validation loss")
-        fig.update_layout(title="Loss", xaxis_title="step", height=320,
-                          margin=dict(l=10, r=10, t=40, b=10))
+        fig.update_layout(title="Loss", xaxis_title="step", yaxis_title="cross-entropy (nats)",
+                          height=320, margin=dict(l=10, r=10, t=40, b=10))
         left.plotly_chart(fig, key="chart-loss")
     if len(view.eval_steps):
         fig = go.Figure(go.Scatter(x=view.eval_steps, y=view.eval_metrics,
                                    mode="lines+markers", name="validation"))
         fig.add_hline(y=run.task.chance, line_dash="dot", annotation_text="chance")
-        fig.update_layout(title=f"Validation {run.task.metric_name}",
-                          xaxis_title="step", height=320, margin=dict(l=10, r=10, t=40, b=10))
+        fig.update_layout(title=f"Validation {run.task.metric_name}", xaxis_title="step",
+                          yaxis_title=run.task.metric_name, height=320,
+                          margin=dict(l=10, r=10, t=40, b=10))
         right.plotly_chart(fig, key="chart-metric")
 
 

@@ -18,7 +18,6 @@ import torch
 
 from tests.references import band_lags_ref, interp_ref, toeplitz_ref
 from tnn_core.analysis import (
-    causality_leakage,
     channel_kernel,
     decay_profile,
     decompose,
@@ -345,16 +344,6 @@ def test_frequency_response_of_known_kernels():
     np.testing.assert_allclose(np.exp(1j * out.phase), np.exp(-3j * out.omega), atol=1e-12)
     with pytest.raises(ValueError, match="N"):
         frequency_response(shifted, N=10)
-
-
-def test_causality_leakage():
-    n = 20
-    assert causality_leakage(kernel("random", n, causal=True)) == 0.0
-    t = kernel("random", n)
-    t = t + t[::-1]
-    t[n - 1] = 0.0
-    assert causality_leakage(t) == pytest.approx(0.5)
-    assert math.isnan(causality_leakage(np.zeros(7)))
 
 
 # -- channel kernels of real operators -------------------------------------------------

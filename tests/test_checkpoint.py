@@ -30,7 +30,7 @@ from tnn_core.training.checkpoint import (
 )
 from tnn_core.training.cli import config_from_args, parser
 from tnn_core.training.config import TrainConfig
-from tnn_core.training.tasks import task_from_info
+from tnn_core.training.tasks import get_task
 
 KINDS = ["tno", "ski", "fd"]
 TASK_INFO = {"name": "recall", "settings": {"seq_len": 16}}
@@ -234,18 +234,35 @@ def test_shipped_checkpoints_load_and_beat_chance():
         assert sum(p.numel() for p in model.parameters()) > 0
 
 
-def test_a_shipped_train_config_migrates_to_what_the_cli_builds_today():
+# What tnn_core 0.1.0 wrote into listops-ski.safetensors: a flat train config (model
+# fields beside the optimisation ones), the file's model config and the command.
+OLD_COMMAND = ("python -m tnn_core.train --threads 2 --device cpu --seed 0 --task listops "
+               "--seq-len 128 --max-depth 2 --batch-size 32 --dim 64 --layers 2 --steps 2000 "
+               "--lr 3e-3 --warmup 100 --eval-every 250 --eval-batches 8 --eval-batch-size 64 "
+               "--operator ski --rank 32 --band 9 --out checkpoints/listops-ski.safetensors")
+OLD_TRAIN_CONFIG = {
+    "task": "listops", "steps": 2000, "batch_size": 32, "lr": 0.003, "weight_decay": 0.01,
+    "warmup": 100, "schedule": "cosine", "clip": 1.0, "eval_every": 250, "eval_batches": 8,
+    "eval_batch_size": 64, "seed": 0, "device": "cpu", "dtype": "float32", "operator": "ski",
+    "causal": None, "dim": 64, "layers": 2, "expand_ratio": 3, "decay": 0.99, "rank": 32,
+    "band": 9, "rpe_dim": None, "rpe_layers": 1, "activation": "relu"}
+OLD_MODEL_CONFIG = {
+    "task": "classify", "vocab_size": 16, "num_classes": 10, "dim": 64, "layers": 2,
+    "expand_ratio": 3, "glu_dim": None, "operator": {
+        "kind": "ski", "causal": False, "decay": 0.99, "rank": 32, "band": 9, "rpe_dim": None,
+        "rpe_layers": 1, "activation": "relu", "heads": 8, "sparse_density": 0.3,
+        "max_length": 1024, "sparse_l1": 1e-05, "psf_activation": "none"}}
+
+
+def test_a_0_1_0_train_config_migrates_to_what_the_cli_builds_today():
     """listops-ski's flat 0.1.0 train config becomes the nested one that today's CLI
     builds from the same command line."""
-    path = SHIPPED_DIR / "listops-ski.safetensors"
-    if not path.exists():
-        pytest.skip("listops-ski.safetensors is not shipped")
-    info = read_info(path)
-    migrated = TrainConfig.from_dict(info.history["train_config"])
-    prefix, argv = "python -m tnn_core.train ", info.history["command"]
-    assert argv.startswith(prefix)
-    args = parser().parse_args(shlex.split(argv[len(prefix):]))
-    assert migrated == config_from_args(args, task_from_info(info.task))
+    model_config = ModelConfig.from_dict(OLD_MODEL_CONFIG)
+    migrated = TrainConfig.from_dict(migrate_train_config(OLD_TRAIN_CONFIG, model_config))
+    prefix = "python -m tnn_core.train "
+    args = parser().parse_args(shlex.split(OLD_COMMAND[len(prefix):]))
+    task = get_task("listops", {"seq_len": 128, "max_depth": 2})
+    assert migrated == config_from_args(args, task)
     op = migrated.model.operator
     assert (op.kind, op.rank, op.band, op.causal, migrated.steps) == ("ski", 32, 9, False, 2000)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,6 +24,7 @@ from tnn_core.lab.inspect import (
     SHIPPED_ORDER,
     BandAblation,
     DecayPair,
+    atlas_view,
     channel_matrix,
     decay_pair,
     saved_checkpoints,
@@ -325,3 +327,15 @@ def test_decay_pair_scores_both_models_on_the_same_windows(one_thread):
     np.testing.assert_allclose(pair.metric_last[:, 0], pair.metric_all[:, 0], rtol=1e-12)
     assert pair.metric_last[0, 0] != pair.metric_last[1, 0]  # λ changes the model
     assert pair.chance == pytest.approx(math.log2(task.vocab_size))
+
+
+@pytest.mark.parametrize("name", ["digits-tno", "listops-tno"])
+def test_the_checkpoint_list_hints_say_what_the_atlas_measures(name):
+    """A hint's "~P % of the mass beyond the band" is the atlas median at the training
+    length (band m = 9), to 5 points."""
+    hint = dict(SHIPPED_ORDER)[name]
+    stated = float(re.search(r"~(\d+) % of the mass", hint).group(1)) / 100
+    model, info = checkpoint.load(checkpoint.SHIPPED_DIR / f"{name}.safetensors")
+    n = info.task["settings"].get("seq_len") or 64
+    beyond = 1 - np.nanmedian(atlas_view(model, n, 9, 32, 64).channels.locality)
+    assert beyond == pytest.approx(stated, abs=0.05)

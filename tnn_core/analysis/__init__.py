@@ -2,7 +2,7 @@
 
     decompose, Decomposition   T ≈ band + W A Wᵀ ("SKI to go Faster", §3.2 and Theorem 1)
     error_curve                relative Frobenius error against rank, sample / fit / optimal
-    decay_profile, frequency_response, causality_leakage, channel_kernel
+    decay_profile, frequency_response, channel_kernel
                                what a kernel looks like: decay, DTFT, causality, per channel
 
 Layout: ``dense`` (numpy Toeplitz, heatmap indices), ``low_rank`` (W A Wᵀ), ``gram``
@@ -15,7 +15,6 @@ Layout: ``dense`` (numpy Toeplitz, heatmap indices), ``low_rank`` (W A Wᵀ), ``
 from tnn_core.analysis.curves import error_curve
 from tnn_core.analysis.decompose import Decomposition, decompose
 from tnn_core.analysis.profiles import (
-    causality_leakage,
     channel_kernel,
     decay_profile,
     frequency_response,
@@ -26,7 +25,6 @@ __all__ = [
     "Decomposition",
     "decay_profile",
     "frequency_response",
-    "causality_leakage",
     "channel_kernel",
     "error_curve",
 ]

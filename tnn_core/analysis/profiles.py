@@ -11,7 +11,6 @@ coeffs[n-1+k] = t_k (torch or numpy), and returns numpy arrays and floats.
 * ``frequency_response``: the DTFT k̂(ω) = Σ_k t_k e^{-iωk} sampled at
   ω_j = 2πj/N by the rfft of the circulant column (exact, no windowing: the
   kernel is finite). §4.2 of "SKI to go Faster" ties its smoothness to the decay.
-* ``causality_leakage``: the share Σ_{k<0}|t_k| / Σ|t_k| of the mass on future lags.
 * ``channel_kernel``: the kernel of one channel of any ``tnn_core`` operator.
 
 Letters: n length, L = 2n - 1 lags, N FFT size, F = N//2 + 1 bins, D channels.
@@ -34,7 +33,7 @@ from tnn_core.core.toeplitz import check_length, fft_size
 from tnn_core.operators import TokenMixer
 
 __all__ = ["RECEPTIVE_SHARE", "DecayFit", "decay_fit", "DecayProfile", "decay_profile",
-           "FrequencyResponse", "frequency_response", "causality_leakage", "channel_kernel"]
+           "FrequencyResponse", "frequency_response", "channel_kernel"]
 
 RECEPTIVE_SHARE = 0.99  # receptive field: the smallest |k| window holding this share of Σ|t_k|
 
@@ -139,14 +138,6 @@ def frequency_response(coeffs, N: int | None = None) -> FrequencyResponse:
     response = kernel_rfft(t, N)  # (F,) = Σ_k t_k e^{-iω_j k}
     return FrequencyResponse(omega=2 * math.pi * np.arange(N // 2 + 1) / N,
                              magnitude=np.abs(response), phase=np.angle(response))
-
-
-def causality_leakage(coeffs) -> float:
-    """Σ_{k<0}|t_k| / Σ_k|t_k|: 0 for a causal kernel; nan for an all-zero one."""
-    t = np.abs(as_kernel(coeffs))
-    n = (len(t) + 1) // 2
-    total = float(t.sum())
-    return float(t[: n - 1].sum()) / total if total > 0 else float("nan")
 
 
 def channel_kernel(op: TokenMixer, n: int, channel: int) -> torch.Tensor:

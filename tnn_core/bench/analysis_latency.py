@@ -2,7 +2,7 @@
 
 The page calls, after every slider move: ``decompose`` + ``.errors`` +
 ``.singular_values`` + ``decay_profile`` + ``frequency_response`` +
-``causality_leakage`` + ``error_curve``. Targets on the 2-core CPU: <= 300 ms
+``error_curve``. Targets on the 2-core CPU: <= 300 ms
 in all at n = 1024, <= 1.5 s at n = 4096 (r = 32, band = 9, spike_smooth).
 
 Every stage builds a fresh Decomposition, so nothing cached is timed as free.
@@ -13,7 +13,7 @@ from __future__ import annotations
 from tnn_core.analysis.curves import CURVE_RANKS, error_curve
 from tnn_core.analysis.decompose import decompose
 from tnn_core.analysis.presets import synthetic_kernel
-from tnn_core.analysis.profiles import causality_leakage, decay_profile, frequency_response
+from tnn_core.analysis.profiles import decay_profile, frequency_response
 from tnn_core.bench.timing import median_ms
 
 __all__ = ["run_analysis_bench"]
@@ -37,7 +37,7 @@ def run_analysis_bench(ns=(1024, 4096), repeats: int = 5, rank: int = 32, band: 
             return decompose(t, band, r, method=method).singular_values
 
         def profiles(t=t):
-            return decay_profile(t), frequency_response(t), causality_leakage(t)
+            return decay_profile(t), frequency_response(t)
 
         def curve(t=t):
             return error_curve(t, band, CURVE_RANKS)
@@ -51,7 +51,7 @@ def run_analysis_bench(ns=(1024, 4096), repeats: int = 5, rank: int = 32, band: 
             "decompose (fit)": lambda t=t, r=r: decompose(t, band, r, method="fit"),
             f"decompose + errors ({method})": errors,
             f"decompose + singular_values ({method})": singular_values,
-            "profiles (decay, frequency, leakage)": profiles,
+            "profiles (decay, frequency)": profiles,
             f"error_curve ({len(CURVE_RANKS)} ranks)": curve,
             "page total": page,
         }

@@ -44,7 +44,7 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # a file name, nev
 # (medians of the atlas at the training length, band m = 9).
 SHIPPED_ORDER = (
     ("digits-tno", "spike plus smooth: ~90 % of the mass in smooth, low-rank tails"),
-    ("listops-tno", "long range: ~95 % of the mass beyond the band"),
+    ("listops-tno", "long range: ~90 % of the mass beyond the band"),
     ("digits-ski", "SKI-TNN: learned band + W A Wᵀ"),
     ("listops-ski", "SKI-TNN on ListOps"),
     ("digits-fd", "FD-TNN: kernels from a frequency response, more local"),
