@@ -131,6 +131,13 @@ def test_shared_link_opens_exactly_that_view(browser_page, server):
     assert main.get_by_role("slider", name="Decay λ").input_value() == "0.95"
     assert "Spike plus smooth" in main.locator("[data-testid='stSelectbox']").first.inner_html()
     assert main.get_by_text("T, n = 200").count() >= 1
+    # and the other way: moving a control writes it into the address
+    slider = main.get_by_role("slider", name="Sequence length n")
+    slider.focus()
+    slider.press("ArrowRight")
+    wait_idle(browser_page)
+    assert re.search(r"[?&]n=201(&|$)", browser_page.url), browser_page.url
+    assert re.search(r"[?&]seed=7(&|$)", browser_page.url), browser_page.url
 
 
 def test_app_lists_pages():
