@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from tests.references import band_lags_ref, interp_ref, lopsided, toeplitz_ref
+from tnn_core.analysis.errors import _off_band_entry_error
 from tnn_core.analysis.presets import synthetic_kernel
+from tnn_core.core.interpolation import interpolation
 from tnn_core.lab.decomposition import (
     CURVE_FLOOR,
     ROUNDOFF_FLOOR,
@@ -250,3 +252,23 @@ def test_ratio_text_has_two_significant_figures_and_never_zero(ratio, text):
 ])
 def test_speed_text_calls_a_winner_only_where_the_quartiles_separate(ski, other, ratio, text):
     assert speed_text(ski, other, ratio) == text
+
+
+@pytest.mark.parametrize("n,band,rank,causal", [
+    (2, 1, 2, False), (5, 5, 2, False), (7, 3, 3, True), (13, 5, 4, False), (97, 9, 11, False),
+    (300, 17, 32, True),
+])
+def test_the_off_band_entry_error_skips_exactly_the_band(n, band, rank, causal):
+    """Against a dense W A Wᵀ - Toeplitz(k) with the band entries masked, for an arbitrary
+    k whose band lags are far off (so counting a band entry would change the answer)."""
+    rng = np.random.default_rng(n + band)
+    k = rng.standard_normal(2 * n - 1)
+    a = rng.standard_normal(2 * rank - 1)
+    lags = np.array(band_lags_ref(n, band, causal))
+    k[n - 1 + lags] += 10.0  # the band's entries carry the largest errors: they must not count
+    W = interp_ref(n, rank)  # (n, r)
+    error = np.abs(W @ toeplitz_ref(a) @ W.T - toeplitz_ref(k))
+    lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+    expected = error[~np.isin(lag, lags)].max(initial=0.0)
+    got = _off_band_entry_error(k, lags, interpolation(n, rank), a)
+    assert got == pytest.approx(expected, rel=1e-12, abs=1e-12)

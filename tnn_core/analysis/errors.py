@@ -196,19 +196,20 @@ class Theorem1Terms:
 
 def _off_band_entry_error(continued: np.ndarray, band_lags: np.ndarray, interp: Interpolation,
                           A_coeffs: np.ndarray) -> float:
-    """max |W A Wᵀ - Toeplitz(k̃)| over entries whose lag i - j is off the band, by row blocks
-    (never n × n at once). Off the band Toeplitz(k̃) is T itself."""
+    """max |W A Wᵀ - Toeplitz(k̃)| over entries whose lag i - j is off the band (a contiguous
+    run of lags), by row blocks (never n × n at once). Off the band Toeplitz(k̃) is T."""
     n = interp.n
-    W = interpolation_weights(interp)  # (n, r) sparse
-    WA = np.asarray(W @ dense_toeplitz(A_coeffs))  # (n, r)
-    columns = np.arange(n)
+    W = interpolation_weights(interp).tocsr()  # (n, r) sparse
+    AWt = np.asarray(W @ dense_toeplitz(A_coeffs).T).T  # (r, n) = A Wᵀ
+    # Row i of Toeplitz(k̃) is k̃(i - j), j = 0..n-1: the reversed kernel's window n-1-i.
+    rows_of_T = np.lib.stride_tricks.sliding_window_view(continued[::-1], n)  # (n, n) view
     worst = 0.0
     for start in range(0, n, ENTRY_ROWS_PER_CHUNK):
-        rows = np.arange(start, min(start + ENTRY_ROWS_PER_CHUNK, n))
-        low_rank = np.asarray(W @ WA[rows].T).T  # (s, r) (r, n) -> (s, n)
-        lag = rows[:, None] - columns[None, :]  # (s, n) i - j
-        error = np.abs(low_rank - continued[n - 1 + lag])
-        error[np.isin(lag, band_lags)] = 0.0
+        stop = min(start + ENTRY_ROWS_PER_CHUNK, n)
+        error = np.abs(W[start:stop] @ AWt - rows_of_T[n - stop:n - start][::-1])  # (s, n)
+        for lag in band_lags:  # the band's entries (i, i - lag) do not count
+            rows = np.arange(max(start, lag), min(stop, n + lag))
+            error[rows - start, rows - lag] = 0.0
         worst = max(worst, float(error.max(initial=0.0)))
     return worst
 
