@@ -8,7 +8,6 @@ their results.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 from pathlib import Path
@@ -25,6 +24,7 @@ from tnn_core.checks import check_int
 from tnn_core.lab import decomposition as decomposition_lab
 from tnn_core.lab import frequency as frequency_lab
 from tnn_core.lab import inspect as inspect_lab
+from tnn_core.lab import uploads as uploads_lab
 from tnn_core.lab.basics import KernelView
 from tnn_core.training import checkpoint
 from tnn_core.training.tasks import Task, task_from_info
@@ -182,10 +182,20 @@ USER_CHECKPOINTS = Path(os.environ.get("TOEPLITZ_LAB_USER_CHECKPOINTS",
 UPLOAD_LIMIT_MB = 50
 
 
+def _session_uploads() -> uploads_lab.SessionUploads:
+    return st.session_state.setdefault("uploads", uploads_lab.SessionUploads())
+
+
+@st.cache_resource
+def _upload_store() -> uploads_lab.UploadStore:
+    """The server's uploads (every session's), within ``uploads.SERVER_BUDGET`` bytes."""
+    return uploads_lab.UploadStore()
+
+
 def checkpoint_choices() -> dict[str, str]:
     """Checkpoints a page can open, key -> label: on disk, then this session's uploads."""
     return inspect_lab.saved_checkpoints(USER_CHECKPOINTS) | {
-        key: f"{name} (uploaded)" for key, (name, _) in st.session_state.get("uploads", {}).items()}
+        key: f"{name} (uploaded)" for key, name in _session_uploads().names().items()}
 
 
 @st.cache_resource(max_entries=16, show_spinner="Loading checkpoint…")
@@ -193,35 +203,40 @@ def _load_file(path: str, mtime: float):
     return checkpoint.load(path)
 
 
-@st.cache_resource(max_entries=8, show_spinner="Loading checkpoint…")
-def _load_upload(data: bytes, name: str):
-    return checkpoint.load_bytes(data, name)
+@st.cache_resource(max_entries=4, show_spinner="Loading checkpoint…")
+def _load_upload(key: str, name: str, _data: bytes):
+    return checkpoint.load_bytes(_data, name)
 
 
 def load_checkpoint(key: str):
     """(model, info) for a checkpoint key; CheckpointError / ValueError say what is wrong.
     The model is shared between sessions: use it for inference only."""
     if key.startswith("upload:"):
-        uploads = st.session_state.get("uploads", {})
-        if key not in uploads:
-            raise ValueError("that uploaded checkpoint belongs to another browser session; "
-                             "upload it again on the Inspect page")
-        name, data = uploads[key]
-        return _load_upload(data, name)
+        names = _session_uploads().names()
+        if key not in names:
+            raise ValueError("that uploaded checkpoint belongs to another browser session or "
+                             "was dropped; upload it again on the Inspect page")
+        data = _upload_store().get(key)
+        if data is None:
+            raise ValueError(f"the upload {names[key]!r} was dropped to keep the server's "
+                             "memory bounded; upload it again on the Inspect page")
+        return _load_upload(key, names[key], _data=data)
     path = inspect_lab.checkpoint_path(key, USER_CHECKPOINTS)
     if not path.is_file():
         raise ValueError(f"checkpoint {key!r} does not exist; choose one from the list")
     return _load_file(str(path), path.stat().st_mtime)
 
 
-def remember_upload(name: str, data: bytes) -> str:
-    """Validate an uploaded checkpoint and keep its bytes for this browser session.
+def remember_upload(name: str, data: bytes) -> tuple[str, list[str]]:
+    """Validate an uploaded checkpoint and keep it for this browser session.
 
-    Returns its key; a file that is not a valid checkpoint raises CheckpointError."""
-    _load_upload(data, name)
-    key = "upload:" + hashlib.sha256(data).hexdigest()[:12]
-    st.session_state.setdefault("uploads", {})[key] = (name, data)
-    return key
+    Returns its key and the names of older uploads this session dropped to stay within
+    ``uploads.SESSION_BUDGET``; a file that is not a valid checkpoint raises
+    CheckpointError and is not kept."""
+    key = uploads_lab.upload_key(data)
+    _load_upload(key, name, _data=data)
+    _upload_store().put(key, data)
+    return key, _session_uploads().add(key, name, len(data))
 
 
 def checkpoint_kernel(key: str, n: int, layer: int, channel: int) -> np.ndarray:

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from pages import _ui
-from tnn_core.analysis.presets import OPERATOR_CHANNELS
+from tnn_core.analysis.presets import MAX_TYPED_CHARS, MAX_TYPED_LENGTH, OPERATOR_CHANNELS
 from tnn_core.bench import timing
 from tnn_core.lab.basics import fft_check, kernel_view
 
@@ -51,9 +51,10 @@ channel = right.number_input("Channel", 0, OPERATOR_CHANNELS - 1, 0, key="channe
 text = ""
 if preset == "custom":
     text = st.text_input("Coefficients t_{-(n-1)}, …, t_{n-1}", "0.25, 0.5, 1, 0.5, 0.25",
-                         key="coefficients", bind="query-params",
+                         key="coefficients", bind="query-params", max_chars=MAX_TYPED_CHARS,
                          help="An odd number 2n - 1 of numbers, comma or space separated: "
-                              "the middle one is t_0. The length n slider is ignored.")
+                              "the middle one is t_0. The length n slider is ignored. At most "
+                              f"{2 * MAX_TYPED_LENGTH - 1} numbers (n ≤ {MAX_TYPED_LENGTH}).")
 
 try:
     if preset == "custom":
@@ -76,8 +77,12 @@ if preset == "ski":
                "band + W A Wᵀ approximates.")
 
 st.subheader("The FFT product is exact; it pays off at large n")
+if not check.finite:
+    st.error(f"T x overflows float64 with these coefficients (|t_k| up to {view.limit:.3g}; "
+             "float64 ends near 1.8e308): both products hold inf or NaN, so their difference "
+             "means nothing. Scale the coefficients down.", icon=":material/error:")
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("max |FFT − dense|", f"{check.max_abs_diff:.1e}",
+m1.metric("max |FFT − dense|", f"{check.max_abs_diff:.1e}" if check.finite else "—",
           help="Largest difference between the two products on one random input (float64).")
 rounds = (f"Median of {check.repeats} interleaved rounds after {check.warmup} warm-up runs "
           f"each, batch of {check.batch}")

@@ -8,7 +8,7 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from pages import _ui
-from tnn_core.analysis.presets import OPERATOR_CHANNELS
+from tnn_core.analysis.presets import MAX_TYPED_CHARS, MAX_TYPED_LENGTH, OPERATOR_CHANNELS
 from tnn_core.bench.timing import format_flops
 from tnn_core.lab import decomposition as lab
 
@@ -79,10 +79,11 @@ def kernel_source_picker() -> KernelSource:
     if name == "custom":
         text = st.text_input("Coefficients t_{-(n-1)}, …, t_{n-1}",
                              "0 0.1 0.2 0.4 3 0.4 0.2 0.1 0", key="coefficients",
-                             bind="query-params",
+                             bind="query-params", max_chars=MAX_TYPED_CHARS,
                              help="An odd number 2n - 1 of numbers, comma or space separated: "
                                   "the middle one is t_0. They fix n: the length slider "
-                                  "is ignored, and r and m are clamped to that n.")
+                                  "is ignored, and r and m are clamped to that n. At most "
+                                  f"{2 * MAX_TYPED_LENGTH - 1} numbers (n ≤ {MAX_TYPED_LENGTH}).")
     return KernelSource(name, channel, text)
 
 

@@ -9,6 +9,7 @@ from plotly.subplots import make_subplots
 from pages import _ui
 from tnn_core.analysis.atlas import BAND_ONLY_MASS
 from tnn_core.lab import inspect as inspect_lab
+from tnn_core.lab import uploads as uploads_lab
 from tnn_core.lab.inspect import band_description, extrapolation, summary
 from tnn_core.training.checkpoint import CheckpointError
 
@@ -38,15 +39,21 @@ with st.expander("Upload a checkpoint (.safetensors)", icon=":material/upload:")
                               max_upload_size=_ui.UPLOAD_LIMIT_MB,
                               help="A .safetensors file written by Toeplitz Lab. Files are "
                                    "checked before use and never unpickled.")
-    if upload is not None:
+    if upload is not None and st.session_state.get("last_upload") != upload.file_id:
+        st.session_state["last_upload"] = upload.file_id  # read each file once, not per rerun
         try:  # validate before it joins the list; a bad file changes nothing else
-            uploaded_key = _ui.remember_upload(upload.name, upload.getvalue())
+            uploaded_key, dropped = _ui.remember_upload(upload.name, upload.getvalue())
         except (CheckpointError, ValueError) as err:
-            _ui.show_error(err)
+            st.session_state["upload_error"] = str(err)
         else:
-            if st.session_state.get("last_upload") != uploaded_key:  # a new file: open it
-                st.session_state["last_upload"] = uploaded_key
-                st.session_state["checkpoint"] = uploaded_key
+            st.session_state.pop("upload_error", None)
+            st.session_state["checkpoint"] = uploaded_key  # a new file: open it
+            if dropped:
+                st.toast(f"Dropped {', '.join(dropped)} from this session's uploads: a "
+                         f"session keeps {uploads_lab.SESSION_BUDGET // 2**20} MB of them.",
+                         icon=":material/info:")
+    if upload is not None and "upload_error" in st.session_state:
+        _ui.show_error(ValueError(st.session_state["upload_error"]))
 
 choices = _ui.checkpoint_choices()
 if not choices:

@@ -226,3 +226,15 @@ def test_saved_runs_join_the_choices_and_load_again(tmp_path):
     loaded, _ = checkpoint.load(checkpoint_path("user/mine", folder))
     assert all(torch.equal(a, b) for a, b in zip(loaded.state_dict().values(),
                                                  model.state_dict().values(), strict=True))
+
+
+def test_a_saved_name_is_never_overwritten(tmp_path):
+    """Sessions share the user folder: a second save under a taken name is refused."""
+    model, info = checkpoint.load(SHIPPED)
+    result = SimpleNamespace(model=model, task=SimpleNamespace(info=lambda: info.task),
+                             history=info.history, model_config=info.model_config)
+    save_run(result, "shared-name", tmp_path)
+    before = (tmp_path / "shared-name.safetensors").read_bytes()
+    with pytest.raises(ValueError, match="already taken"):
+        save_run(result, "shared-name", tmp_path)
+    assert (tmp_path / "shared-name.safetensors").read_bytes() == before

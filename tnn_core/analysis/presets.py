@@ -16,7 +16,8 @@ import torch
 from tnn_core.core.toeplitz import causal_part, check_length, lags
 from tnn_core.operators import KINDS, OperatorConfig, build_operator
 
-__all__ = ["SYNTHETIC", "PRESETS", "OPERATOR_CHANNELS", "synthetic_kernel", "operator_kernel",
+__all__ = ["SYNTHETIC", "PRESETS", "OPERATOR_CHANNELS", "MAX_TYPED_LENGTH", "MAX_TYPED_CHARS",
+           "synthetic_kernel", "operator_kernel",
            "preset_kernel", "parse_coefficients"]
 
 SYNTHETIC = ("exponential", "spike_smooth", "oscillating")
@@ -81,13 +82,24 @@ def preset_kernel(name: str, n: int, decay: float, causal: bool = False, seed: i
     raise ValueError(f"preset must be one of {PRESETS}; got {name!r}")
 
 
+MAX_TYPED_LENGTH = 4096  # n of typed coefficients, as the longest slider on the pages
+MAX_TYPED_CHARS = 40 * (2 * MAX_TYPED_LENGTH - 1)  # text accepted: 40 characters a number
+
+
 def parse_coefficients(text: str, causal: bool = False) -> torch.Tensor:
     """Parse typed lag coefficients t_{-(n-1)} .. t_{n-1} (comma or space separated).
 
-    An odd count 2n-1 is required; a single number is the n = 1 kernel."""
+    An odd count 2n-1 is required, at most 2·MAX_TYPED_LENGTH - 1; a single number is the
+    n = 1 kernel. The length is checked before any number is converted."""
+    if len(text) > MAX_TYPED_CHARS:
+        raise ValueError(f"coefficients must be at most {MAX_TYPED_CHARS:,} characters; got "
+                         f"{len(text):,}")
     parts = text.replace(",", " ").split()
     if not parts:
         raise ValueError("coefficients must be 2n-1 numbers t_{-(n-1)} .. t_{n-1}; got none")
+    if len(parts) > 2 * MAX_TYPED_LENGTH - 1:
+        raise ValueError(f"coefficients must be at most {2 * MAX_TYPED_LENGTH - 1} numbers "
+                         f"(n ≤ {MAX_TYPED_LENGTH}); got {len(parts)}")
     try:
         values = [float(p) for p in parts]
     except ValueError as err:

@@ -50,7 +50,8 @@ class FftCheck:
     batch: int  # B columns pushed through both products
     repeats: int  # timed rounds, interleaved
     warmup: int  # untimed runs of each product before them
-    max_abs_diff: float  # max |FFT − dense| over the outputs
+    max_abs_diff: float  # max |FFT − dense| over the outputs (NaN or inf: see ``finite``)
+    finite: bool  # both products are finite (False: the product overflows float64)
     fft_ms: float  # median over the rounds
     fft_iqr: tuple[float, float]  # (first, third) quartile of the rounds, ms
     dense_ms: float
@@ -95,7 +96,7 @@ def fft_check(coeffs: np.ndarray, seed: int, device: str) -> FftCheck:
                               "per-call costs (Python, allocation, FFT set-up) outweigh the "
                               "arithmetic.")
     return FftCheck(n=n, batch=batch, repeats=r["repeats"], warmup=r["warmup"],
-                    max_abs_diff=r["max_abs_diff"],
+                    max_abs_diff=r["max_abs_diff"], finite=bool(np.isfinite(r["max_abs_diff"])),
                     fft_ms=r["fft_ms"], fft_iqr=fft_iqr, dense_ms=r["dense_ms"],
                     dense_iqr=dense_iqr, fft_flops=r["fft_flops"], dense_flops=r["dense_flops"],
                     flop_crossover_n=cross, speedup=speedup, flop_ratio=flop_ratio,

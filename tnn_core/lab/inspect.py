@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -81,14 +82,25 @@ def checkpoint_path(key: str, user_dir: Path) -> Path:
     return folder / f"{name}.safetensors"
 
 
+_SAVING = threading.Lock()  # one save at a time: the name check and the write are one step
+
+
 def save_run(result, name: str, user_dir: Path) -> str:
-    """Save a finished training run as ``user_dir``/NAME.safetensors; returns its key."""
+    """Save a finished training run as ``user_dir``/NAME.safetensors; returns its key.
+
+    The folder is shared by every session of the server, so a name already taken is
+    refused (ValueError), never overwritten."""
     if not NAME_PATTERN.fullmatch(name or ""):
         raise ValueError("name must be 1 to 64 letters, digits, _ or -, starting with a letter "
                          f"or digit (no paths); got {name!r}")
-    user_dir.mkdir(parents=True, exist_ok=True)
-    checkpoint.save(user_dir / f"{name}.safetensors", result.model, result.task.info(),
-                    result.history, result.model_config)
+    path = user_dir / f"{name}.safetensors"
+    with _SAVING:
+        if path.exists():
+            raise ValueError(f"name {name!r} is already taken by a saved run (perhaps someone "
+                             "else's); choose another name")
+        user_dir.mkdir(parents=True, exist_ok=True)
+        checkpoint.save(path, result.model, result.task.info(), result.history,
+                        result.model_config)
     return f"user/{name}"
 
 
