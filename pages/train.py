@@ -145,7 +145,9 @@ else:
             default = (f"{run.config.task}-{run.config.model.operator.kind}-"
                        f"{time.strftime('%H%M%S')}")
             name = st.text_input("Save as", default, key="save_name", max_chars=64,
-                                 help="Letters, digits, _ and -. Saved under checkpoints/user/.")
+                                 help="1 to 64 letters, digits, _ and -. Saved under "
+                                      "checkpoints/user/, shared by everyone on this server: "
+                                      "a name already taken is refused, never overwritten.")
             if st.form_submit_button("Save and inspect", icon=":material/save:"):
                 try:
                     key = _ui.save_run(run.result, name)
