@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -52,3 +54,112 @@ def test_two_process_torchrun_ends_with_identical_weights(tmp_path):
     args = [a for i, a in enumerate(args) if "--threads" not in args[max(i - 1, 0):i + 1]]
     assert train_main(args + ["--weights-digest", str(single)]) == 0
     assert (single / "rank0.sha256").read_text() != rank0
+
+
+# Run by torchrun in the test below: rank 1 freezes in its third all-reduce (the start of
+# its second step), as a rank stopped in a debugger or stuck on a dead disk would; rank 0
+# writes the time it exits to the file named by argv[1].
+FREEZE_RANK_1 = """
+import os, sys, time
+import torch.distributed
+
+exit_time = sys.argv.pop(1)
+
+if os.environ["RANK"] == "1":
+    all_reduce, calls = torch.distributed.all_reduce, []
+
+    def freeze_on_third_call(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            time.sleep(600)
+        return all_reduce(*args, **kwargs)
+
+    torch.distributed.all_reduce = freeze_on_third_call
+
+from tnn_core.training.cli import main
+
+try:
+    status = main()
+finally:
+    if os.environ["RANK"] == "0":
+        open(exit_time, "w").write(str(time.time()))
+sys.exit(status)
+"""
+
+
+def test_a_hung_rank_ends_the_run_within_the_ddp_timeout(tmp_path):
+    script = tmp_path / "freeze_rank_1.py"
+    script.write_text(FREEZE_RANK_1)
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+               "--nproc_per_node=2", str(script), str(tmp_path / "exit_time"), "--task",
+               "recall", "--seq-len", "16", "--num-pairs", "2", "--num-queries", "2", "--dim",
+               "8", "--layers", "1",
+               "--steps", "50", "--eval-batches", "1", "--batch-size", "4", "--device", "cpu",
+               "--threads", "1", "--no-progress", "--ddp-timeout", "10"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    start = time.time()
+    # a session of its own, so that a frozen run's workers can be killed with torchrun
+    run = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        output, _ = run.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(run.pid, signal.SIGKILL)
+        output, _ = run.communicate()
+        pytest.fail(f"a hung rank froze the run for 120 s:\n{output}")
+    assert run.returncode != 0, output
+    assert "error: rank 0 of 2: a collective waited more than ddp_timeout=10 s, so rank 1 " \
+           "has stopped or hung" in output, output
+    # rank 0 exits ~10 s after rank 1 froze (start-up takes a few seconds more); torchrun
+    # then gives the frozen rank its 30 s grace after SIGTERM before it kills it
+    rank0_exit = float((tmp_path / "exit_time").read_text()) - start
+    assert rank0_exit < 40, f"rank 0 took {rank0_exit:.0f} s to exit"
+
+
+# Run by torchrun: both ranks' stop events are set before their fourth step, as SIGTERM
+# from torchrun would set them.
+STOP_AFTER_3_STEPS = """
+import sys
+import tnn_core.training.loop as loop
+
+stop_requested, calls = loop._stop_requested, []
+
+
+def stop_before_fourth_step(event, world, device):
+    calls.append(1)
+    if len(calls) == 4:
+        event.set()
+    return stop_requested(event, world, device)
+
+
+loop._stop_requested = stop_before_fourth_step
+from tnn_core.training.cli import main
+
+sys.exit(main())
+"""
+
+
+def test_a_stopped_torchrun_resumes_to_the_uninterrupted_weights(tmp_path):
+    """Each rank draws its own batches, so each rank's generator is saved and restored."""
+    script = tmp_path / "stop_after_3_steps.py"
+    script.write_text(STOP_AFTER_3_STEPS)
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                "--nproc_per_node=2"]
+    args = ["--task", "recall", "--seq-len", "16", "--num-pairs", "2", "--num-queries", "2",
+            "--dim", "8", "--layers", "1", "--steps", "6", "--warmup", "1", "--eval-every", "2",
+            "--eval-batches", "1", "--batch-size", "4", "--device", "cpu", "--dtype",
+            "float64", "--threads", "1", "--no-progress"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    straight, stopped = tmp_path / "straight.safetensors", tmp_path / "stopped.safetensors"
+    for command in (
+            torchrun + ["-m", "tnn_core.training"] + args + ["--out", str(straight)],
+            torchrun + [str(script)] + args + ["--out", str(stopped)],
+            torchrun + ["-m", "tnn_core.training"] + args + ["--out", str(stopped), "--resume"]):
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+        if "--resume" not in command and command[len(torchrun)] == str(script):
+            assert "stopped by request after 3 steps" in done.stdout
+    resumed, info = load(stopped)
+    assert info.history["resumed_at"] == [3] and info.history["steps"] == 6
+    assert weights_digest(resumed) == weights_digest(load(straight)[0])

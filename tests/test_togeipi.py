@@ -117,7 +117,7 @@ def test_l1_penalty():
 
 def test_too_long_input_raises():
     op = make_op(False)
-    with pytest.raises(ValueError, match="max_length=40"):
+    with pytest.raises(ValueError, match=r"n must be .* \[1, max_length\] = \[1, 40\]; got 41"):
         op(random_x(1, L + 1))
     with pytest.raises(ValueError, match="max_length"):
         op.mixing_matrix(L + 1)

@@ -12,7 +12,7 @@ import torch
 from tnn_core.lab.train import app_config, app_task
 from tnn_core.models import ModelConfig, build_model
 from tnn_core.operators import OperatorConfig
-from tnn_core.training.checkpoint import load
+from tnn_core.training.checkpoint import EVAL_BYTES_LIMIT, load
 from tnn_core.training.cli import config_from_args, parser
 from tnn_core.training.cli import main as train_main
 from tnn_core.training.config import TrainConfig, model_for_task
@@ -331,3 +331,14 @@ def test_cli_charlm_on_a_text_file(tmp_path, capsys):
     assert evaluate_main([str(out), "--batches", "1", "--length", "64"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["metric_name"] == "bpc" and result["length"] == 64
+
+
+def test_a_run_its_checkpoint_could_not_reopen_is_refused_before_training():
+    """The loader refuses checkpoints too costly to evaluate at 4x their length, so train
+    refuses such a run at once instead of after its last step."""
+    task = get_task("charlm", {"seq_len": 8192})
+    model = model_for_task(ModelConfig(dim=64, layers=1, operator=OperatorConfig(causal=True)),
+                           task)
+    config = TrainConfig(task="charlm", steps=1, model=model)
+    with pytest.raises(ValueError, match=f"{EVAL_BYTES_LIMIT / 2**20:,.0f} MiB"):
+        train(config, task)

@@ -70,3 +70,27 @@ def test_inspect_opens_an_upload_and_says_when_one_was_dropped():
     assert "first.safetensors (uploaded)" not in at.selectbox(key="checkpoint").options
     assert "second.safetensors (uploaded)" in at.selectbox(key="checkpoint").options
     assert any("first.safetensors" in t.value for t in at.toast)
+
+
+SAMPLE = ("dim 8000", "layers 10^6", "seq_len 200000", "json nested 100000 deep", "dtype a list",
+          "data_offsets a string", "metadata a string", "evals missing step",
+          "classes disagree with the task", "header length 2^63")
+
+
+def test_inspect_refuses_hostile_uploads_with_a_sentence():
+    """A sample of tests/hostile.py's corpus uploaded on Inspect: st.error, never an
+    exception, and the page goes on with what it showed."""
+    from tests.hostile import cases, tiny_checkpoint
+
+    corpus = cases(tiny_checkpoint())
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    at.switch_page("pages/inspect.py").run()
+    shown = at.selectbox(key="checkpoint").value
+    for name in SAMPLE:
+        at.file_uploader(key="upload").upload(f"{name}.safetensors", corpus[name],
+                                              "application/octet-stream")
+        at.run()
+        assert not at.exception, name
+        assert any("cannot be used" in e.value for e in at.error), name
+        assert at.selectbox(key="checkpoint").value == shown, name

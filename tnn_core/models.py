@@ -26,7 +26,16 @@ from tnn_core.checks import check_choice, check_fields, check_int
 from tnn_core.operators import OperatorConfig, Togeipi, build_operator
 
 __all__ = ["ModelConfig", "GTU", "GLU", "TNNLayer", "CausalLM", "SequenceClassifier",
-           "build_model"]
+           "build_model", "MAX_VOCAB", "MAX_CLASSES", "MAX_DIM", "MAX_LAYERS", "MAX_EXPAND_RATIO"]
+
+# Upper bounds of the config fields: each far above any model this lab trains, low enough
+# that one field alone cannot ask for more than a few GB (the checkpoint loader adds a
+# limit on the parameter count, which the product of several fields could still exceed).
+MAX_VOCAB = 1_000_000  # tokens
+MAX_CLASSES = 100_000
+MAX_DIM = 8_192  # d
+MAX_LAYERS = 256
+MAX_EXPAND_RATIO = 16
 
 
 @dataclass(frozen=True)
@@ -44,11 +53,12 @@ class ModelConfig:
 
     def __post_init__(self):
         check_choice("task", self.task, ("lm", "classify"))
-        for name, low in (("vocab_size", 1), ("num_classes", 2), ("dim", 1), ("layers", 1),
-                          ("expand_ratio", 1)):
-            check_int(name, getattr(self, name), low)
+        for name, low, high in (("vocab_size", 1, MAX_VOCAB), ("num_classes", 2, MAX_CLASSES),
+                                ("dim", 1, MAX_DIM), ("layers", 1, MAX_LAYERS),
+                                ("expand_ratio", 1, MAX_EXPAND_RATIO)):
+            check_int(name, getattr(self, name), low, high)
         if self.glu_dim is not None:
-            check_int("glu_dim", self.glu_dim, 1)
+            check_int("glu_dim", self.glu_dim, 1, MAX_EXPAND_RATIO * MAX_DIM)
         if not isinstance(self.operator, OperatorConfig):
             raise ValueError(f"operator must be an OperatorConfig; got {self.operator!r}")
         if self.task == "lm" and not self.operator.causal:

@@ -26,6 +26,7 @@ import torch
 from tnn_core.checks import check_int
 
 __all__ = [
+    "MAX_LENGTH",
     "check_length",
     "length_from_coeffs",
     "lags",
@@ -40,9 +41,12 @@ __all__ = [
 ]
 
 
+MAX_LENGTH = 2**20  # longest n anything here builds: a [D=64, 2n-1] float32 kernel is 512 MiB
+
+
 def check_length(n: int, name: str = "n") -> int:
-    """Validate a sequence length and return it as an int."""
-    return check_int(name, n, 1)
+    """A sequence length in [1, MAX_LENGTH] as an int, checked before anything is allocated."""
+    return check_int(name, n, 1, MAX_LENGTH)
 
 
 def length_from_coeffs(coeffs: torch.Tensor) -> int:

@@ -15,6 +15,12 @@ ALL_KINDS: tuple[str, ...] = KINDS + ("togeipi",)  # plus the Togeipi mixer (cou
 _ACTIVATIONS = ("relu", "silu", "gelu")
 _PSF_ACTIVATIONS = ("none", "gelu")
 FD_INPUTS = ("omega", "cosine")  # what the FD RPE reads: ω (Algorithm 2) or cos ω
+# Upper bounds of the size fields, far above what the lab trains; a parameter or memory
+# limit on the whole model belongs to its user (the checkpoint loader has one).
+MAX_SIZE = 65_536  # rank, band, max_length
+MAX_RPE_DIM = 8_192
+MAX_RPE_LAYERS = 64
+MAX_HEADS = 4_096
 
 
 @dataclass(frozen=True)
@@ -44,17 +50,17 @@ class OperatorConfig:
         if not isinstance(self.causal, bool):
             raise ValueError(f"causal must be True or False; got {self.causal!r}")
         check_fraction("decay", self.decay)
-        check_int("rank", self.rank, 2)
-        check_int("band", self.band, 1)
-        check_int("rpe_layers", self.rpe_layers, 0)
+        check_int("rank", self.rank, 2, MAX_SIZE)
+        check_int("band", self.band, 1, MAX_SIZE)
+        check_int("rpe_layers", self.rpe_layers, 0, MAX_RPE_LAYERS)
         if self.rpe_dim is not None:
-            check_int("rpe_dim", self.rpe_dim, 1)
+            check_int("rpe_dim", self.rpe_dim, 1, MAX_RPE_DIM)
         check_choice("activation", self.activation, _ACTIVATIONS)
         check_choice("fd_input", self.fd_input, FD_INPUTS)
-        check_int("heads", self.heads, 1)
+        check_int("heads", self.heads, 1, MAX_HEADS)
         check_fraction("sparse_density", self.sparse_density)
-        check_int("max_length", self.max_length, 1)
-        check_number("sparse_l1", self.sparse_l1, 0)
+        check_int("max_length", self.max_length, 1, MAX_SIZE)
+        check_number("sparse_l1", self.sparse_l1, 0, 1)
         check_choice("psf_activation", self.psf_activation, _PSF_ACTIVATIONS)
 
     def rpe_width(self, dim: int) -> int:

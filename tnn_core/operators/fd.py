@@ -38,7 +38,7 @@ import torch
 
 from tnn_core.core.rpe import RpeMLP, simple_rms_norm
 from tnn_core.core.spectrum import causal_spectrum, frequency_grid, kernel_from_spectrum
-from tnn_core.core.toeplitz import check_length, fft_size
+from tnn_core.core.toeplitz import fft_size
 from tnn_core.operators.base import TokenMixer
 from tnn_core.operators.config import OperatorConfig
 from tnn_core.operators.fast.fft_product import circulant_product, spectral_product
@@ -89,7 +89,7 @@ class FD(TokenMixer):
     def kernel(self, n: int) -> torch.Tensor:
         """Lag coefficients [D, 2n-1] of the map applied at length n. Causal: lags 0..n-1
         from ``causal_column`` and exact zeros at lags -(n-1)..-1, not an irfft's round-off."""
-        N = fft_size(check_length(n))
+        N = fft_size(self.check_length(n))
         if not self.config.causal:
             return kernel_from_spectrum(self.spectrum(N), n, N)  # (D, 2n-1)
         column = self.causal_column(n, N)  # (D, n)

@@ -34,7 +34,7 @@ from torch import nn
 
 from tnn_core.core.interpolation import Interpolation, interpolation, interpolation_matrix
 from tnn_core.core.rpe import piecewise_linear
-from tnn_core.core.toeplitz import check_length, circulant_column, dense, fft_size
+from tnn_core.core.toeplitz import circulant_column, dense, fft_size
 from tnn_core.operators.base import TokenMixer
 from tnn_core.operators.config import OperatorConfig
 from tnn_core.operators.fast.fft_product import circulant_product, spectral_product
@@ -93,7 +93,7 @@ class SKI(TokenMixer):
 
         For the causal operator this is exactly what it applies. For the
         bidirectional one it is the kernel that band + W A Wᵀ approximates."""
-        check_length(n)
+        self.check_length(n)
         t = torch.arange(-(n - 1), n, device=self.knots.device, dtype=self.knots.dtype)
         k = self.band_kernel(n) + self.warped_kernel(t)  # (D, 2n-1)
         if self.config.causal:
@@ -101,7 +101,7 @@ class SKI(TokenMixer):
         return k
 
     def matrix(self, n: int) -> torch.Tensor:
-        check_length(n)
+        self.check_dense_length(n, self.dim)
         if self.config.causal:
             return dense(self.kernel(n))
         W = interpolation_matrix(self.interp(n))  # (n, r)
@@ -118,10 +118,9 @@ class SKI(TokenMixer):
         band[:, lag[keep]] = self.band_weight[:, keep]
         return band + self.warped_kernel(t)  # (D, n)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self._check_input(x)
+    def checked_forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, n, D) -> (B, n, D)
         if self.config.causal:
-            return super().forward(x)
+            return super().checked_forward(x)
         n, r = x.shape[1], self.config.rank
         column = self.cached(("inducing column", n), lambda: circulant_column(
             self.inducing_kernel(n), fft_size(r)))  # (D, Nr)
@@ -130,7 +129,7 @@ class SKI(TokenMixer):
     def mix(self, x: torch.Tensor) -> torch.Tensor:
         n = x.shape[-1]
         if not self.config.causal:
-            return self.forward(x.transpose(1, 2)).transpose(1, 2)  # (B, D, n)
+            return self.checked_forward(x.transpose(1, 2)).transpose(1, 2)  # (B, D, n)
         N = fft_size(n)
         if torch.is_grad_enabled():
             return circulant_product(x, self.causal_column(n), N)  # (B, D, n)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from tnn_core.core.rpe import RpeMLP
-from tnn_core.core.toeplitz import check_length, fft_size
+from tnn_core.core.toeplitz import fft_size
 from tnn_core.operators.base import TokenMixer
 from tnn_core.operators.config import OperatorConfig
 from tnn_core.operators.fast.fft_product import circulant_product, spectral_product
@@ -36,7 +36,7 @@ class TNO(TokenMixer):
         return self.rpe(k) * (self.config.decay ** k.abs())[:, None]  # (P, D)
 
     def kernel(self, n: int) -> torch.Tensor:
-        check_length(n)
+        self.check_length(n)
         p = self._param()
         start = 0 if self.config.causal else -(n - 1)
         k = torch.arange(start, n, device=p.device, dtype=p.dtype)  # (L,) or (n,) lags

@@ -21,7 +21,8 @@ augmentation unit") plus a learned sparse matrix S for long-range links. Here:
   gradients reach the kept entries. ``l1_penalty()`` = sparse_l1 · Σ|S_ij| pushes the
   rest towards zero (the seed's "regularization"). The kept entries are applied as a
   dense matmul, faster than torch.sparse.mm at 30 % density (docs/benchmarks.md).
-* ``max_length`` bounds n, since S is n x n; a longer input raises ValueError.
+* ``max_length`` bounds n, since S is n x n; a longer input raises ValueError
+  (``check_length``, part of the input contract every operator shares: ``base``).
 
 Differences from the seed, on purpose: the mixing is linear (``psf_activation=
 "none"``; the seed applies a gelu after the convolution, available as "gelu", then
@@ -47,7 +48,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tnn_core.core.toeplitz import check_length, circulant_column, dense, fft_size
+from tnn_core.checks import check_int
+from tnn_core.core.toeplitz import circulant_column, dense, fft_size
 from tnn_core.operators.base import TokenMixer
 from tnn_core.operators.config import OperatorConfig
 from tnn_core.operators.fast.fft_product import circulant_product, spectral_product
@@ -87,19 +89,15 @@ class Togeipi(TokenMixer):
     def heads(self) -> int:
         return self.config.heads
 
-    def _check_length(self, n: int) -> int:
-        check_length(n)
-        if n > self.config.max_length:
-            raise ValueError(f"sequence length n={n} exceeds max_length={self.config.max_length} "
-                             f"(togeipi's sparse matrix is max_length x max_length); build with "
-                             f"a larger OperatorConfig.max_length")
-        return n
+    def check_length(self, n: int) -> int:
+        """n in [1, max_length]: the sparse matrix is max_length x max_length."""
+        return check_int("n", n, 1, self.config.max_length, span="[1, max_length]")
 
     # -- the two parts of the core ---------------------------------------------------
     def psf_kernel(self, n: int) -> torch.Tensor:
         """Lag coefficients [H, 2n-1] of T_h at length n (causal: negative lags zero)."""
         L = self.config.max_length
-        t = self.psf[:, L - n : L + n - 1]  # (H, 2n-1): lags -(n-1)..n-1
+        t = self.psf[:, L - self.check_length(n) : L + n - 1]  # (H, 2n-1): lags -(n-1)..n-1
         if self.config.causal:
             t = torch.cat([t.new_zeros(self.heads, n - 1), t[:, n - 1 :]], dim=-1)
         return t
@@ -112,8 +110,7 @@ class Togeipi(TokenMixer):
 
     def sparse_matrix(self, n: int) -> torch.Tensor:
         """S at length n with only its top ``sparse_density`` entries kept, [n, n]."""
-        self._check_length(n)
-        block = self.sparse[:n, :n]  # (n, n)
+        block = self.sparse[: self.check_length(n), :n]  # (n, n)
         mask = top_magnitude_mask(block, self.config.sparse_density, self.config.causal)
         return block * mask
 
@@ -123,10 +120,8 @@ class Togeipi(TokenMixer):
         return self.config.sparse_l1 * S.abs().sum()
 
     # -- the operator ----------------------------------------------------------------
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self._check_input(x)
+    def checked_forward(self, x: torch.Tensor) -> torch.Tensor:
         B, n, D = x.shape
-        self._check_length(n)
         H, d, N = self.heads, D // self.heads, fft_size(n)
         u = self.in_proj(x)  # (B, n, D)
         uh = u.view(B, n, H, d).permute(0, 2, 3, 1)  # (B, H, d, n)
@@ -146,11 +141,12 @@ class Togeipi(TokenMixer):
     def mixing_matrix(self, n: int) -> torch.Tensor:
         """The core's time mixing per head, T_h + S_kept: [H, n, n] (the dense reference)."""
         self._require_linear()
+        self.check_dense_length(n, self.heads)
         return dense(self.psf_kernel(n)) + self.sparse_matrix(n)  # (H, n, n)
 
     def dense_forward(self, x: torch.Tensor) -> torch.Tensor:
         """``forward`` through ``mixing_matrix``: O(n² D), for tests. x [B, n, D] -> [B, n, D]."""
-        self._check_input(x)
+        x = x.to(self.check_input(x))
         B, n, D = x.shape
         H, d = self.heads, D // self.heads
         u = self.in_proj(x).view(B, n, H, d)  # (B, n, H, d)

@@ -12,12 +12,38 @@ The file holds the weights (``model.state_dict()``) and string metadata, each va
 Files written by tnn_core 0.1.0 store a flat train config; ``migrate_train_config``
 turns it into today's nested one on load.
 
-``load`` / ``load_bytes`` check the bytes before anything parses them: a pickle
-(protocol 2+ starts with 0x80) or a ``torch.save`` zip ("PK") is refused without ever
-unpickling, since unpickling can run code. Then the safetensors header is validated
-(length, JSON, dtypes, offsets inside the file), the config rebuilt, and the tensors
-compared with the model's names and shapes and checked finite. Every failure is a
-``CheckpointError`` (a ValueError) that says what is wrong.
+``load`` / ``load_bytes`` validate before they allocate. In order:
+
+1. the bytes: a pickle (protocol 2+ starts with 0x80) or a ``torch.save`` zip ("PK") is
+   refused without ever unpickling, since unpickling can run code; a file above
+   ``MAX_BYTES`` is refused unread;
+2. the safetensors header: at most ``MAX_HEADER_BYTES`` (metadata included), JSON nested
+   at most ``MAX_JSON_DEPTH`` deep (counted before ``json.loads`` recurses), every tensor
+   entry exactly {dtype, shape, data_offsets} of the right types, one dtype for all, byte
+   ranges that match dtype × shape and tile the data section exactly;
+3. the metadata: a dict of strings, each JSON value depth-checked, then typed: the model
+   config by ``ModelConfig`` (every field bounded above and below, floats finite), the
+   task by ``tasks.task_shape`` (it must be the model's: kind, vocabulary, classes), the
+   history's fields that readers use (evals with an integer step, numbers where numbers
+   go);
+4. the budgets: at most ``MAX_PARAMETERS`` parameters, and the evaluation memory
+   estimate of ``eval_bytes`` at most ``EVAL_BYTES_LIMIT``;
+5. the tensors: names and shapes compared with the model built on the meta device (no
+   memory), and only then the data read, checked finite, and the real model built.
+
+Every failure is a ``CheckpointError`` (a ValueError) of one sentence naming the field,
+the value and the limit. Steps 2–4 run inside a last safety net that turns an exception
+nobody foresaw into a CheckpointError too: they parse untrusted data and allocate
+nothing large, so there is nothing to leak.
+
+Tensors stored in float16 or bfloat16 are widened to float32 on load (exactly): the
+operators compute in float32 or float64.
+
+``save`` writes a temp file ``.NAME.PID.RANDOM.tmp`` beside the target, fsyncs it,
+renames it over the target and fsyncs the folder, so a crash leaves the old file or the
+new one. The temp file is removed on any failure; one left by a killed writer (its
+process gone, or older than ``STALE_TEMP_SECONDS``) is removed by the next save into
+that folder.
 
 CausalLM ties its head to the embedding by reusing ``embed.weight``, so the state dict
 holds no second, shared tensor and safetensors saves it as is.
@@ -27,12 +53,18 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import numbers
 import os
+import re
+import reprlib
 import struct
 import tempfile
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 import torch
 from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
@@ -40,18 +72,44 @@ from torch import nn
 
 from tnn_core import __version__
 from tnn_core.models import ModelConfig, build_model
+from tnn_core.training.tasks import TaskShape, task_shape
 
-__all__ = ["CheckpointError", "CheckpointInfo", "FORMAT", "MAX_BYTES", "SHIPPED_DIR", "save",
-           "load", "load_bytes", "read_info", "shipped", "migrate_train_config"]
+__all__ = ["CheckpointError", "CheckpointInfo", "EVAL_BYTES_LIMIT", "FORMAT", "MAX_BYTES",
+           "MAX_HEADER_BYTES", "MAX_JSON_DEPTH", "MAX_PARAMETERS", "SHIPPED_DIR",
+           "STALE_TEMP_SECONDS", "eval_bytes", "save", "write_atomically", "load",
+           "load_bytes", "read_info", "shipped", "migrate_train_config"]
 
 log = logging.getLogger(__name__)
 
 FORMAT = "toeplitz-lab/1"
 MAX_BYTES = 200_000_000  # larger files are refused before they are read
+# The header JSON, metadata included. The history holds one training loss per step
+# (about 20 bytes each), so this allows runs of some 150 000 steps.
+MAX_HEADER_BYTES = 4_000_000
+MAX_JSON_DEPTH = 64  # nesting of the header and of each metadata value; ours nest 4 deep
+MAX_PARAMETERS = 50_000_000  # 200 MB of float32, as large as MAX_BYTES allows
+# Inspect's length sweep scores 16 sequences at 1x, 2x, 4x the training length (and the
+# same-window sweep 4 sequences at up to 16x: the same tokens); ``eval_bytes`` estimates
+# the activations of its longest pass, which must fit in this.
+EVAL_BYTES_LIMIT = 2**30
+EVAL_SEQUENCES, EVAL_FACTOR = 16, 4
+# float32 [tokens, D] tensors alive at once in a forward pass (u, v, the padded FFT, the
+# product): the peak of tno and fd at d = 64, n = 4096 is about 6 with the logits (every
+# large tensor a fresh mapping, so nothing freed earlier hides in the count); 12 leaves a
+# factor 2 for other shapes
+EVAL_COPIES = 12
+STALE_TEMP_SECONDS = 600  # a temp file this old is stale even if its pid is alive (reused)
 SHIPPED_DIR = Path(__file__).resolve().parents[2] / "checkpoints"
-_DTYPES = {"F16": torch.float16, "BF16": torch.bfloat16, "F32": torch.float32,
-           "F64": torch.float64}
+_DTYPES = {"F16": (torch.float16, 2), "BF16": (torch.bfloat16, 2), "F32": (torch.float32, 4),
+           "F64": (torch.float64, 8)}  # safetensors name -> (dtype, bytes per element)
+_WIDENED = {"F16", "BF16"}  # loaded as float32
+_MAX_RANK = 8  # dimensions of one tensor
+_MAX_NAME = 300  # characters of a tensor name
 _REQUIRED = ("format", "model_config", "task")
+_ENTRY_KEYS = {"dtype", "shape", "data_offsets"}
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_TEMP = re.compile(r"^\..+\.(?P<pid>\d+)\.[A-Za-z0-9_]+\.tmp$")  # save's temp file names
 # the model fields a 0.1.0 TrainConfig repeated beside the optimisation ones
 _FLAT_MODEL_FIELDS = ("operator", "causal", "dim", "layers", "expand_ratio", "decay", "rank",
                       "band", "rpe_dim", "rpe_layers", "activation")
@@ -76,11 +134,13 @@ class CheckpointInfo:
         return evals[-1]
 
 
+# -- save ------------------------------------------------------------------------------------
 def save(path: str | os.PathLike, model: nn.Module, task_info: dict, history: dict | None = None,
          model_config: ModelConfig | None = None) -> Path:
     """Write ``model`` and its metadata to ``path`` atomically (temp file, then os.replace).
 
-    Refuses non-finite weights. ``model_config`` defaults to ``model.config``."""
+    Refuses non-finite weights and a header above MAX_HEADER_BYTES. ``model_config``
+    defaults to ``model.config``."""
     path = Path(path)
     config = model_config or getattr(model, "config", None)
     if not isinstance(config, ModelConfig):
@@ -95,9 +155,25 @@ def save(path: str | os.PathLike, model: nn.Module, task_info: dict, history: di
                 "task": json.dumps(task_info), "history": json.dumps(history or {}),
                 "version": __version__}
     data = save_tensors(tensors, metadata=metadata)
+    (header_bytes,) = struct.unpack("<Q", data[:8])
+    if header_bytes > MAX_HEADER_BYTES:
+        raise ValueError(f"refusing to save a header of {header_bytes:,} bytes: the loader "
+                         f"reads at most MAX_HEADER_BYTES = {MAX_HEADER_BYTES:,} (shorten the "
+                         f"history)")
+    write_atomically(path, data)
+    log.info("saved %s (%d bytes)", path, len(data))
+    return path
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never
+    a part: a temp file beside it (removed on any failure; ones left by killed writers are
+    removed first), fsynced, renamed over ``path``, then the folder fsynced."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(path.parent)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644  # mkstemp makes 0600
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp",
+                               dir=path.parent)
     try:
         os.chmod(tmp, mode)
         with os.fdopen(fd, "wb") as f:
@@ -105,13 +181,48 @@ def save(path: str | os.PathLike, model: nn.Module, task_info: dict, history: di
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    log.info("saved %s (%d bytes)", path, len(data))
-    return path
+    finally:
+        Path(tmp).unlink(missing_ok=True)  # gone after os.replace; removes it on failure
+    _fsync_folder(path.parent)
 
 
+def _remove_stale_temps(folder: Path) -> None:
+    """Remove temp files of ``save`` whose writer is gone (killed mid-write)."""
+    now = time.time()
+    for candidate in folder.glob(".*.tmp"):
+        match = _TEMP.match(candidate.name)
+        if match is None:
+            continue
+        try:
+            stale = (not _alive(int(match["pid"]))
+                     or now - candidate.stat().st_mtime > STALE_TEMP_SECONDS)
+            if stale:
+                candidate.unlink()
+                log.info("removed %s, a temp file left by a killed save", candidate)
+        except OSError:  # another save removed it first, or it is not ours to remove
+            continue
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # a process of another user, or not a pid: leave it to the age test
+    return True
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the rename durable: fsync the folder's entry table."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# -- load: the bytes and the header ------------------------------------------------------------
 def _read(path: str | os.PathLike) -> bytes:
     path = Path(path)
     try:
@@ -123,8 +234,42 @@ def _read(path: str | os.PathLike) -> bytes:
         raise CheckpointError(f"cannot read {path}: {err.strerror}") from None
 
 
-def _header(data: bytes, source: str) -> dict:
-    """The safetensors header of ``data``, validated against its length."""
+def _json(text: bytes, what: str, source: str):
+    """``text`` parsed as JSON after its bracket nesting is checked (json.loads recurses)."""
+    brackets = np.frombuffer(_JSON_STRING.sub(b"", text).translate(None, _NOT_BRACKET),
+                             np.uint8)  # the [ ] { } outside strings, in order
+    if brackets.size:
+        opens = (brackets == ord("[")) | (brackets == ord("{"))
+        depth = int(np.cumsum(np.where(opens, 1, -1)).max())
+        if depth > MAX_JSON_DEPTH:
+            raise CheckpointError(f"{source}: {what} nests {depth} levels deep; the limit is "
+                                  f"{MAX_JSON_DEPTH}")
+    try:
+        return json.loads(text)
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise CheckpointError(f"{source} is corrupt: {what} is not JSON ({err})") from None
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One tensor of the header: its dtype name, shape and byte range in the data section."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    start: int
+    end: int
+
+
+def _header(data: bytes, source: str) -> tuple[dict, dict[str, _Entry]]:
+    """(metadata, tensor entries) of the safetensors file ``data``, validated."""
     if data[:1] == b"\x80" and data[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
         raise CheckpointError(f"{source} is a pickle file (protocol {data[1]}); pickles can "
                               f"run code, so it is never opened. Use a .safetensors file")
@@ -135,51 +280,91 @@ def _header(data: bytes, source: str) -> dict:
         raise CheckpointError(f"{source} is not a safetensors file: only {len(data)} bytes "
                               f"(truncated or empty)")
     (length,) = struct.unpack("<Q", data[:8])
-    if data[8:9] != b"{" or length > 100_000_000:
+    if data[8:9] != b"{":
         raise CheckpointError(f"{source} is not a safetensors file (no JSON header after the "
                               f"8-byte length)")
+    if length > MAX_HEADER_BYTES:
+        raise CheckpointError(f"{source}: its header has {length:,} bytes; the limit is "
+                              f"MAX_HEADER_BYTES = {MAX_HEADER_BYTES:,}")
     if 8 + length > len(data):
         raise CheckpointError(f"{source} is truncated: its header needs {8 + length:,} bytes, "
                               f"the file has {len(data):,}")
-    try:
-        header = json.loads(data[8 : 8 + length])
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CheckpointError(f"{source} is corrupt: its header is not JSON ({err})") from None
+    header = _json(data[8 : 8 + length], "its header", source)
     if not isinstance(header, dict):
         raise CheckpointError(f"{source} is corrupt: its header is not a JSON object")
-    body = len(data) - 8 - length
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        try:
-            start, end = entry["data_offsets"]
-            dtype = entry["dtype"]
-        except (TypeError, KeyError, ValueError):
-            raise CheckpointError(f"{source} is corrupt: bad header entry for {name}") from None
-        if dtype not in _DTYPES:
-            raise CheckpointError(f"{source}: tensor {name} has dtype {dtype}; allowed: "
-                                  f"{sorted(_DTYPES)}")
-        if not 0 <= start <= end or end > body:
-            raise CheckpointError(f"{source} is truncated or corrupt: tensor {name} spans bytes "
-                                  f"{start}..{end} of a {body:,}-byte data section")
-    return header
+    metadata = header.pop("__metadata__", None)
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
+        raise CheckpointError(f"{source} is corrupt: its __metadata__ must map strings to "
+                              f"strings; got {_describe(metadata)}")
+    entries = {name: _entry(name, value, source) for name, value in header.items()}
+    dtypes = sorted({e.dtype for e in entries.values()})
+    if len(dtypes) > 1:
+        raise CheckpointError(f"{source}: tensors must share one dtype; got {dtypes}")
+    body, offset = len(data) - 8 - length, 0
+    for name, entry in sorted(entries.items(), key=lambda item: item[1].start):
+        if entry.start != offset:
+            raise CheckpointError(f"{source} is corrupt: tensor {name} starts at byte "
+                                  f"{entry.start:,} of the data section; the one before it "
+                                  f"ends at {offset:,}")
+        offset = entry.end
+    if offset != body:
+        raise CheckpointError(f"{source} is truncated or corrupt: its tensors span "
+                              f"{offset:,} bytes of a {body:,}-byte data section")
+    return metadata, entries
 
 
-def _metadata(header: dict, source: str) -> dict:
-    meta = header.get("__metadata__") or {}
+def _entry(name: str, value, source: str) -> _Entry:
+    """One tensor's header entry, checked: types, dtype, shape and a consistent byte range."""
+    where = f"{source} is corrupt: tensor {name[:_MAX_NAME]!r}"
+    if len(name) > _MAX_NAME:
+        raise CheckpointError(f"{where}: its name has {len(name)} characters; the limit is "
+                              f"{_MAX_NAME}")
+    if not isinstance(value, dict) or set(value) != _ENTRY_KEYS:
+        raise CheckpointError(f"{where}: its entry must hold exactly {sorted(_ENTRY_KEYS)}; "
+                              f"got {_describe(value)}")
+    dtype, shape, offsets = value["dtype"], value["shape"], value["data_offsets"]
+    if not isinstance(dtype, str) or dtype not in _DTYPES:
+        raise CheckpointError(f"{where}: dtype must be one of {sorted(_DTYPES)}; got "
+                              f"{_describe(dtype)}")
+    if not (isinstance(shape, list) and len(shape) <= _MAX_RANK
+            and all(_is_int(s) and 0 <= s <= MAX_BYTES for s in shape)):
+        raise CheckpointError(f"{where}: shape must be a list of at most {_MAX_RANK} integers "
+                              f"in [0, {MAX_BYTES:,}]; got {_describe(shape)}")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(map(_is_int, offsets))
+            and 0 <= offsets[0] <= offsets[1] <= MAX_BYTES):
+        raise CheckpointError(f"{where}: data_offsets must be two integers 0 <= start <= end "
+                              f"<= {MAX_BYTES:,}; got {_describe(offsets)}")
+    size = math.prod(shape) * _DTYPES[dtype][1]
+    if offsets[1] - offsets[0] != size:
+        raise CheckpointError(f"{where}: data_offsets {offsets} span {offsets[1] - offsets[0]:,} "
+                              f"bytes; {dtype} of shape {shape} needs {size:,}")
+    return _Entry(dtype, tuple(shape), offsets[0], offsets[1])
+
+
+def _describe(value) -> str:
+    """A short repr of an untrusted value, for a message (reprlib: never the whole of it)."""
+    text = reprlib.repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
+# -- load: the metadata, typed -----------------------------------------------------------------
+def _metadata(meta: dict, source: str) -> dict:
     missing = [key for key in _REQUIRED if key not in meta]
     if missing:
         raise CheckpointError(f"{source} is a safetensors file but not a Toeplitz Lab "
                               f"checkpoint: metadata {missing} missing")
     if meta["format"] != FORMAT:
-        raise CheckpointError(f"{source}: format must be {FORMAT!r}; got {meta['format']!r}")
-    out = {}
-    for key in ("model_config", "task", "history"):
-        try:
-            out[key] = json.loads(meta.get(key, "{}"))
-        except json.JSONDecodeError as err:
-            raise CheckpointError(f"{source}: metadata {key} is not JSON ({err})") from None
+        raise CheckpointError(f"{source}: format must be {FORMAT!r}; got "
+                              f"{_describe(meta['format'])}")
+    out = {key: _json(meta.get(key, "{}").encode(), f"metadata {key}", source)
+           for key in ("model_config", "task", "history")}
     out["version"] = meta.get("version", "")
+    if len(out["version"]) > 100:
+        raise CheckpointError(f"{source}: metadata version has {len(out['version']):,} "
+                              f"characters; the limit is 100")
     return out
 
 
@@ -197,22 +382,134 @@ def migrate_train_config(train_config: dict, model_config: ModelConfig) -> dict:
     return {**kept, "model": model_config.to_dict()}
 
 
-def _info(header: dict, source: str, size: int) -> CheckpointInfo:
-    meta = _metadata(header, source)
+def _check_history(history) -> str | None:
+    """What is wrong with the fields of ``history`` that readers use, or None."""
+    if not isinstance(history, dict):
+        return f"must be a JSON object; got {_describe(history)}"
+    evals = history.get("evals", [])
+    if not isinstance(evals, list):
+        return f"evals must be a list; got {_describe(evals)}"
+    for i, entry in enumerate(evals):
+        if not isinstance(entry, dict) or not _is_int(entry.get("step")):
+            return f"evals[{i}] must be an object with an integer step; got {_describe(entry)}"
+        bad = [k for k, v in entry.items() if k != "step" and not (_is_number(v) or v is None)]
+        if bad:
+            return f"evals[{i}].{bad[0]} must be a number; got {_describe(entry[bad[0]])}"
+    losses = history.get("train_loss", [])
+    if not isinstance(losses, list) or not all(map(_is_number, losses)):
+        return f"train_loss must be a list of numbers; got {_describe(losses)}"
+    for key, test, kind in (("wall_s", _is_number, "a number"),
+                            ("tokens_per_s", _is_number, "a number"),
+                            ("steps", _is_int, "an integer"),
+                            ("train_config", lambda v: isinstance(v, dict), "an object")):
+        if key in history and not test(history[key]):
+            return f"{key} must be {kind}; got {_describe(history[key])}"
+    for key in ("metric_name", "command", "device", "status", "message"):
+        if key in history and not isinstance(history[key], str | None):
+            return f"{key} must be a string; got {_describe(history[key])}"
+    return None
+
+
+def eval_bytes(config: ModelConfig, shape: TaskShape) -> int:
+    """Estimated activation bytes of Inspect's longest length-sweep pass over this model.
+
+    EVAL_SEQUENCES sequences at EVAL_FACTOR x the training length (1x for a task with a
+    fixed length), EVAL_COPIES float32 tensors of the GTU's width D = expand_ratio x dim
+    per token, a language model's logits (V per token) and, for togeipi, four float32
+    n x n matrices (its sparse block, mask and their product)."""
+    n = (EVAL_FACTOR if shape.extrapolates else 1) * shape.seq_len
+    width = EVAL_COPIES * config.expand_ratio * config.dim
+    per_token = 4 * (width + (config.vocab_size if config.task == "lm" else 0))
+    square = 4 * 4 * n * n if config.operator.kind == "togeipi" else 0
+    return EVAL_SEQUENCES * n * per_token + square
+
+
+def _expected_tensors(config: ModelConfig, source: str) -> dict[str, torch.Size]:
+    """The state dict's names and shapes for ``config``, without data or a full build.
+
+    A one-layer model is built on the meta device; the layers are identical
+    (``TNNLayer(config)`` each), so layer i's entries are layer 0's renamed. A config
+    with 10^6 layers thus costs one layer's construction before it is refused."""
+    with torch.device("meta"):
+        one = build_model(replace(config, layers=1))
+    layer = {name: t.shape for name, t in one.layers[0].state_dict().items()}
+    count = (sum(p.numel() for p in one.parameters())
+             + (config.layers - 1) * sum(p.numel() for p in one.layers[0].parameters()))
+    if count > MAX_PARAMETERS:
+        raise CheckpointError(f"{source}: its model config asks for {count:,} parameters; the "
+                              f"limit is MAX_PARAMETERS = {MAX_PARAMETERS:,}")
+    expected = {name: t.shape for name, t in one.state_dict().items()
+                if not name.startswith("layers.")}
+    for i in range(config.layers):
+        expected.update({f"layers.{i}.{name}": shape for name, shape in layer.items()})
+    return expected
+
+
+def _validated(data: bytes, source: str) -> tuple[CheckpointInfo, dict[str, _Entry]]:
+    """Steps 2-5 of the module docstring, all but reading the tensors' data."""
+    raw_meta, entries = _header(data, source)
+    meta = _metadata(raw_meta, source)
     try:
         config = ModelConfig.from_dict(meta["model_config"])
     except (TypeError, ValueError) as err:
         raise CheckpointError(f"{source}: bad model config: {err}") from None
+    try:
+        shape = task_shape(meta["task"])
+    except (TypeError, ValueError) as err:
+        raise CheckpointError(f"{source}: bad task metadata: {err}") from None
+    checks = [("task", shape.kind), ("vocab_size", shape.vocab_size)]
+    if shape.kind == "classify":
+        checks.append(("num_classes", shape.num_classes))
+    for name, wanted in checks:
+        if getattr(config, name) != wanted:
+            raise CheckpointError(f"{source}: model config {name} is "
+                                  f"{getattr(config, name)!r}, but its task {shape.name} "
+                                  f"needs {wanted!r}")
+    problem = _check_history(meta["history"])
+    if problem is not None:
+        raise CheckpointError(f"{source}: bad history metadata: {problem}")
+    expected = _expected_tensors(config, source)
+    needed = eval_bytes(config, shape)
+    if needed > EVAL_BYTES_LIMIT:
+        raise CheckpointError(f"{source}: task seq_len {shape.seq_len} with width "
+                              f"{config.expand_ratio} x {config.dim} needs about "
+                              f"{needed / 2**20:,.0f} MiB to evaluate at {EVAL_FACTOR}x its "
+                              f"length; the limit is EVAL_BYTES_LIMIT = "
+                              f"{EVAL_BYTES_LIMIT / 2**20:,.0f} MiB")
+    missing = sorted(set(expected) - set(entries))
+    unexpected = sorted(set(entries) - set(expected))
+    if missing or unexpected:
+        raise CheckpointError(f"{source}: tensors do not match the model config: missing "
+                              f"{missing[:5]}, unexpected {unexpected[:5]}")
+    for name, entry in entries.items():
+        if entry.shape != tuple(expected[name]):
+            raise CheckpointError(f"{source}: tensor {name} has shape {entry.shape}; "
+                                  f"the model config needs {tuple(expected[name])}")
     history = meta["history"]
-    if isinstance(history, dict) and isinstance(history.get("train_config"), dict):
+    if isinstance(history.get("train_config"), dict):
         history["train_config"] = migrate_train_config(history["train_config"], config)
-    return CheckpointInfo(config, meta["task"], history, meta["version"], source, size)
+    info = CheckpointInfo(config, meta["task"], history, meta["version"], source, len(data))
+    return info, entries
+
+
+def _checked(data: bytes, source: str) -> tuple[CheckpointInfo, dict[str, _Entry]]:
+    """``_validated``, with any exception it did not foresee turned into a CheckpointError.
+
+    The net is this wide on purpose: everything inside parses untrusted bytes with small
+    allocations only, and a reader must get one sentence, never a traceback."""
+    try:
+        return _validated(data, source)
+    except CheckpointError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the documented safety net
+        raise CheckpointError(f"{source} could not be validated ({type(err).__name__}: "
+                              f"{_describe(str(err))})") from err
 
 
 def read_info(path: str | os.PathLike) -> CheckpointInfo:
-    """The metadata of a checkpoint file, validated, without building the model."""
+    """The metadata of a checkpoint file, validated (tensor shapes too), without its data."""
     data = _read(path)
-    return _info(_header(data, str(path)), str(path), len(data))
+    return _checked(data, str(path))[0]
 
 
 def load_bytes(data: bytes, source: str = "<bytes>") -> tuple[nn.Module, CheckpointInfo]:
@@ -222,31 +519,18 @@ def load_bytes(data: bytes, source: str = "<bytes>") -> tuple[nn.Module, Checkpo
     data = bytes(data)
     if len(data) > MAX_BYTES:
         raise CheckpointError(f"{source}: {len(data):,} bytes is above the {MAX_BYTES:,} limit")
-    header = _header(data, source)
-    info = _info(header, source, len(data))
+    info, entries = _checked(data, source)
     try:
         tensors = load_tensors(data)
-    except Exception as err:  # safetensors raises its own SafetensorError
+    except Exception as err:  # noqa: BLE001 - safetensors raises its own SafetensorError
         raise CheckpointError(f"{source} is corrupt: {err}") from None
-    model = build_model(info.model_config)
-    expected = model.state_dict()
-    missing = sorted(set(expected) - set(tensors))
-    unexpected = sorted(set(tensors) - set(expected))
-    if missing or unexpected:
-        raise CheckpointError(f"{source}: tensors do not match the model config: missing "
-                              f"{missing[:5]}, unexpected {unexpected[:5]}")
-    dtypes = {t.dtype for t in tensors.values()}
     for name, tensor in tensors.items():
-        if tensor.shape != expected[name].shape:
-            raise CheckpointError(f"{source}: tensor {name} has shape {tuple(tensor.shape)}; "
-                                  f"the model config needs {tuple(expected[name].shape)}")
         if not torch.isfinite(tensor).all():
             raise CheckpointError(f"{source}: tensor {name} has NaN or Inf values")
-    if len(dtypes) > 1:
-        raise CheckpointError(f"{source}: tensors must share one dtype; "
-                              f"got {sorted(map(str, dtypes))}")
-    model = model.to(dtypes.pop() if dtypes else torch.float32)
-    model.load_state_dict(tensors, strict=True)
+    stored = next(iter(entries.values())).dtype if entries else "F32"
+    dtype = torch.float32 if stored in _WIDENED else _DTYPES[stored][0]
+    model = build_model(info.model_config).to(dtype)
+    model.load_state_dict({k: v.to(dtype) for k, v in tensors.items()}, strict=True)
     model.eval()
     return model, info
 

@@ -5,7 +5,18 @@
     torchrun --nproc_per_node=2 -m tnn_core.training --task charlm --steps 500 --out lm.safetensors
 
 Under torchrun every rank trains with DistributedDataParallel on its own batches; only
-rank 0 prints, shows the progress bar and writes the checkpoint.
+rank 0 prints, shows the progress bar and writes the checkpoint. A collective that waits
+longer than --ddp-timeout seconds (a rank stopped or hung) ends the run with a message
+naming the ranks and exit status 3.
+
+Nothing is lost: with --out, the checkpoint and OUT.resume.safetensors (optimizer state,
+batch generators; safetensors, never pickle) are written every --checkpoint-every steps,
+at the end, and when the run is stopped by SIGTERM or Ctrl-C (it ends after the current
+step, saves, and exits 0). The same command with --resume continues from them to --steps
+with the updates the uninterrupted run would have made (bit for bit on the CPU); --steps,
+--device, --checkpoint-every and --ddp-timeout may change, any other setting must be the
+same.
+Exit status: 0 completed or stopped and saved, 1 diverged, 2 bad settings, 3 DDP timeout.
 """
 
 from __future__ import annotations
@@ -14,7 +25,9 @@ import argparse
 import hashlib
 import os
 import shlex
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import torch
@@ -25,7 +38,8 @@ from tnn_core.operators import ALL_KINDS, OperatorConfig
 from tnn_core.operators.config import FD_INPUTS
 from tnn_core.training.checkpoint import save
 from tnn_core.training.config import DEVICES, DTYPES, SCHEDULES, TrainConfig, model_for_task
-from tnn_core.training.loop import Callbacks, train
+from tnn_core.training.loop import Callbacks, CollectiveTimeout, train
+from tnn_core.training.resume import load_resume, resume_path, write_state
 from tnn_core.training.tasks import TASKS, Task, get_task
 
 # CLI option -> (task config field, the tasks that have it)
@@ -48,7 +62,7 @@ TASK_OPTIONS = {
 # the flags that go into TrainConfig, ModelConfig and OperatorConfig as they are
 TRAIN_FIELDS = ("task", "steps", "batch_size", "lr", "weight_decay", "warmup", "schedule",
                 "clip", "eval_every", "eval_batches", "eval_batch_size", "seed", "device",
-                "dtype")
+                "dtype", "ddp_timeout")
 MODEL_FIELDS = ("dim", "layers", "expand_ratio")
 OPERATOR_FIELDS = ("decay", "rank", "band", "rpe_dim", "rpe_layers", "activation", "fd_input",
                    "heads", "sparse_density", "max_length", "sparse_l1", "psf_activation")
@@ -60,6 +74,12 @@ def parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task", choices=tuple(TASKS), default=train.task, help="what to learn")
     p.add_argument("--out", type=Path, help="checkpoint to write (.safetensors); none if unset")
+    p.add_argument("--checkpoint-every", type=int, default=None, metavar="K",
+                   help="with --out: save the checkpoint and OUT.resume.safetensors every K "
+                        f"steps (default {train.checkpoint_every}; 0: only at the end and on "
+                        "SIGTERM / Ctrl-C)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run saved at --out (same settings; --steps may grow)")
 
     t = p.add_argument_group("task options (default: the task's own)")
     t.add_argument("--seq-len", type=int, help="training length n (charlm, listops, recall)")
@@ -135,6 +155,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (torch.set_num_threads); default: torch's own")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--ddp-timeout", type=float, default=train.ddp_timeout, metavar="SECONDS",
+                   help="under torchrun: how long a rank waits for the others in a collective "
+                        "before the run fails with a message naming them")
     r.add_argument("--weights-digest", type=Path, default=None, metavar="DIR",
                    help="each rank writes the SHA-256 of its final weights to "
                         "DIR/rank<R>.sha256 (checks that DDP ranks agree)")
@@ -160,7 +183,14 @@ def config_from_args(args: argparse.Namespace, task: Task) -> TrainConfig:
     operator = OperatorConfig(kind=args.operator, causal=causal,
                               **{name: getattr(args, name) for name in OPERATOR_FIELDS})
     model = ModelConfig(operator=operator, **{name: getattr(args, name) for name in MODEL_FIELDS})
-    return TrainConfig(model=model_for_task(model, task),
+    every = args.checkpoint_every
+    if every is None:
+        every = TrainConfig.checkpoint_every if args.out is not None else 0
+    elif args.out is None:
+        raise ValueError("--checkpoint-every needs --out, the checkpoint to write")
+    if args.resume and args.out is None:
+        raise ValueError("--resume needs --out, the checkpoint to continue")
+    return TrainConfig(model=model_for_task(model, task), checkpoint_every=every,
                        **{name: getattr(args, name) for name in TRAIN_FIELDS})
 
 
@@ -179,6 +209,45 @@ def weights_digest(model: torch.nn.Module) -> str:
     return h.hexdigest()
 
 
+def save_run(out: Path, model: torch.nn.Module, task: Task, history: dict, state) -> Path:
+    """The checkpoint at ``out`` and, when the run can go on (``state``), its resume file.
+
+    The resume file goes first: a save cut off between the two leaves files of different
+    steps, which ``--resume`` refuses, never a checkpoint newer than its resume file
+    that would resume silently from the wrong optimizer state."""
+    if state is not None:
+        write_state(resume_path(out), state)
+    else:
+        resume_path(out).unlink(missing_ok=True)
+    return save(out, model, task.info(), history)
+
+
+class StopOnSignal:
+    """While active, SIGTERM and Ctrl-C (SIGINT) set ``event`` (the run ends after its
+    step and saves) instead of killing the process; a second Ctrl-C interrupts at once.
+    The previous handlers are put back on exit."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self, event: threading.Event):
+        self.event = event
+        self.previous: dict = {}
+
+    def _handle(self, signum, frame) -> None:
+        if signum == signal.SIGINT and self.event.is_set():
+            raise KeyboardInterrupt
+        self.event.set()
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self.previous = {sig: signal.signal(sig, self._handle) for sig in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
@@ -189,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         task = get_task(args.task, task_settings(args))
         config = config_from_args(args, task)
+        resume = (load_resume(args.out, config.to_dict(), task.info()) if args.resume
+                  else None)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -218,7 +289,24 @@ def main(argv: list[str] | None = None) -> int:
             (bar.write if bar is not None else print)(line)
 
         callbacks.on_eval = on_eval
-    result = train(config, task, callbacks=callbacks, command=command_line(argv))
+        if args.out is not None:
+
+            def on_checkpoint(model, history, state):
+                save_run(args.out, model, task, history, state)
+                (bar.write if bar is not None else print)(f"step {state.step:>6}: saved "
+                                                          f"{args.out}")
+
+            callbacks.on_checkpoint = on_checkpoint
+        if bar is not None and resume is not None:
+            bar.update(resume.state.step)
+    stop = threading.Event()
+    try:
+        with StopOnSignal(stop):
+            result = train(config, task, callbacks=callbacks, stop_event=stop,
+                           command=command_line(argv), resume=resume)
+    except CollectiveTimeout as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 3
     if bar is not None:
         bar.close()
     if args.weights_digest is not None:
@@ -232,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{result.history['tokens_per_s']:,.0f} tokens/s on {result.history['device']}, "
           f"{result.history['wall_s']:.1f} s")
     if args.out is not None:
-        path = save(args.out, result.model, task.info(), result.history, result.model_config)
+        path = save_run(args.out, result.model, task, result.history, result.state)
         print(f"saved {path} ({path.stat().st_size / 1e6:.2f} MB)")
     return 0 if result.status != "diverged" else 1
 

@@ -52,6 +52,8 @@ class TrainConfig:
     seed: int = 0  # seeds the model and the batches
     device: str = "auto"  # auto (CUDA when available), cpu or cuda
     dtype: str = "float32"  # float32, float64, or bfloat16 (autocast; weights stay float32)
+    checkpoint_every: int = 500  # hand on_checkpoint a resumable state every k steps; 0: never
+    ddp_timeout: float = 300.0  # seconds a collective may wait under torchrun before failing
     model: ModelConfig = field(default_factory=ModelConfig)  # see model_for_task
 
     def __post_init__(self):
@@ -60,10 +62,12 @@ class TrainConfig:
         check_choice("device", self.device, DEVICES)
         check_choice("dtype", self.dtype, DTYPES)
         for name, low in (("steps", 0), ("batch_size", 1), ("warmup", 0), ("eval_every", 1),
-                          ("eval_batches", 1), ("eval_batch_size", 1), ("seed", 0)):
+                          ("eval_batches", 1), ("eval_batch_size", 1), ("seed", 0),
+                          ("checkpoint_every", 0)):
             check_int(name, getattr(self, name), low)
         for name in ("lr", "weight_decay", "clip"):
             check_number(name, getattr(self, name), 0)
+        check_number("ddp_timeout", self.ddp_timeout, 1, 86_400)
         if not isinstance(self.model, ModelConfig):
             raise ValueError(f"model must be a ModelConfig; got {self.model!r}")
         kind = TASKS[self.task][0].kind

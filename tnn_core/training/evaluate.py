@@ -171,7 +171,12 @@ def _factors(text: str) -> tuple[int, ...]:
                          f"got {text!r}") from None
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command line; prints one JSON line, or one ``error:`` line on stderr and exits 2."""
     p = argparse.ArgumentParser(prog="python -m tnn_core.training.evaluate", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("checkpoint", help="a .safetensors checkpoint written by tnn_core.training")
@@ -204,8 +209,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             result = evaluate_checkpoint(model, info, args.length, args.batches,
                                          args.batch_size, text)
-    except (CheckpointError, ValueError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
+    except (CheckpointError, ValueError, OSError) as err:  # bad input: its own sentence
+        print(f"error: {_one_line(str(err))}", file=sys.stderr)
+        return 2
+    except Exception as err:  # noqa: BLE001 - a command-line tool answers with one line
+        print(f"error: evaluation failed ({type(err).__name__}: {_one_line(str(err))})",
+              file=sys.stderr)
         return 2
     print(json.dumps(result))
     return 0

@@ -16,11 +16,19 @@
 * A non-finite loss or gradient stops the run: the weights go back to the last ones
   whose loss was finite (never the diverged ones), status "diverged"; the final
   evaluation is of those weights.
-* ``stop_event`` (a ``threading.Event``) ends the run after the current step.
+* ``stop_event`` (a ``threading.Event``) ends the run after the current step; under
+  torchrun the ranks agree to stop when any rank's event is set.
+* Resumable: every ``checkpoint_every`` steps ``on_checkpoint`` gets the model, the
+  history and a ``TrainState`` (AdamW's state, every rank's batch generator; see
+  training/resume.py; under torchrun every rank builds it, a collective), and so does the
+  result at the end; ``train(..., resume=...)`` continues from one exactly as the run
+  would have gone on (the learning rate is a function of the step, and every random draw
+  comes from the batch generator).
 * Under ``torchrun`` (WORLD_SIZE > 1) the model is wrapped in DistributedDataParallel
   (gloo on CPU, nccl on CUDA; DDP broadcasts rank 0's initial weights); every rank draws
   different batches, the loss is averaged over ranks, and only rank 0 evaluates and
-  calls the callbacks.
+  calls the callbacks. A collective that waits longer than ``ddp_timeout`` seconds (a
+  rank stopped or hung) raises ``CollectiveTimeout`` on the ranks still running.
 
 The data flow is model-agnostic: a task gives (tokens [B, n], targets), the model maps
 tokens to logits ([B, n, V] for lm, [B, C] for classify), cross-entropy skips IGNORE.
@@ -31,11 +39,13 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import statistics
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import torch
 import torch.nn.functional as F
@@ -44,12 +54,14 @@ from torch import nn
 from tnn_core import __version__
 from tnn_core.checks import check_choice
 from tnn_core.models import ModelConfig, build_model
+from tnn_core.training.checkpoint import EVAL_BYTES_LIMIT, EVAL_FACTOR, eval_bytes
 from tnn_core.training.config import DEVICES, SCHEDULES, TrainConfig
 from tnn_core.training.evaluate import autocast, evaluate
-from tnn_core.training.tasks import IGNORE, Task, get_task
+from tnn_core.training.resume import Resume, TrainState, load_optimizer_tensors, optimizer_tensors
+from tnn_core.training.tasks import IGNORE, Task, get_task, task_shape
 
-__all__ = ["Callbacks", "TrainResult", "train", "learning_rate", "task_loss", "objective",
-           "resolve_device"]
+__all__ = ["Callbacks", "TrainResult", "CollectiveTimeout", "train", "learning_rate",
+           "task_loss", "objective", "resolve_device"]
 
 log = logging.getLogger(__name__)
 _THROUGHPUT_WARMUP = 5  # steps left out of the median tokens/s
@@ -71,6 +83,12 @@ class Callbacks:
 
     on_step: Callable[[int, float, float, float], None] | None = None  # (step, loss, tok/s, lr)
     on_eval: Callable[[int, dict], None] | None = None  # (step, metrics)
+    # (model, history so far, state) every config.checkpoint_every steps
+    on_checkpoint: Callable[[nn.Module, dict, TrainState], None] | None = None
+
+
+class CollectiveTimeout(RuntimeError):
+    """Under torchrun: a collective waited longer than ``ddp_timeout`` for another rank."""
 
 
 @dataclass
@@ -82,6 +100,7 @@ class TrainResult:
     status: str  # "completed", "stopped" (stop_event) or "diverged" (non-finite loss)
     message: str
     history: dict = field(default_factory=dict)
+    state: TrainState | None = None  # what a resumed run continues from; None if diverged
 
     @property
     def final_metrics(self) -> dict:
@@ -146,16 +165,23 @@ def _optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
 
 
 def train(config: TrainConfig, task: Task | None = None, callbacks: Callbacks | None = None,
-          stop_event: threading.Event | None = None, command: str | None = None) -> TrainResult:
+          stop_event: threading.Event | None = None, command: str | None = None,
+          resume: Resume | None = None) -> TrainResult:
     """Train a model of ``config`` on ``task`` (default: ``get_task(config.task)``).
 
     ``command`` is recorded in the history (the CLI passes its command line).
-    ``stop_event`` is for single-process runs (the app); under torchrun every rank
-    must see the same event, so leave it None there."""
+    ``resume`` (``resume.load_resume``) continues a stopped run of the same config."""
     if task is None:
         task = get_task(config.task)
     elif task.name != config.task:
         raise ValueError(f"task must match config.task={config.task!r}; got {task.name!r}")
+    needed = eval_bytes(config.model_config(task), task_shape(task.info()))
+    if needed > EVAL_BYTES_LIMIT:  # refused now, not after the run: the loader would refuse it
+        raise ValueError(f"seq_len {task.seq_len} at this width needs about "
+                         f"{needed / 2**20:,.0f} MiB to evaluate at {EVAL_FACTOR}x its length; "
+                         f"checkpoints are limited to EVAL_BYTES_LIMIT = "
+                         f"{EVAL_BYTES_LIMIT / 2**20:,.0f} MiB: use a shorter seq_len or a "
+                         f"narrower model")
     callbacks = callbacks or Callbacks()
     rank, world, local_rank = _distributed()
     device = resolve_device(config.device, local_rank)
@@ -164,34 +190,89 @@ def train(config: TrainConfig, task: Task | None = None, callbacks: Callbacks | 
         if device.type == "cuda":
             torch.cuda.set_device(device)
         backend = "nccl" if device.type == "cuda" else "gloo"
-        torch.distributed.init_process_group(backend)
+        torch.distributed.init_process_group(backend,
+                                             timeout=timedelta(seconds=config.ddp_timeout))
         own_group = True
     try:
-        return _loop(config, task, callbacks, stop_event, command, rank, world, device)
+        return _loop(config, task, callbacks, stop_event, command, resume, rank, world, device)
+    except RuntimeError as err:
+        # gloo: "Timed out waiting 10000ms for recv ..."; nccl's watchdog: "... timeout"
+        if world <= 1 or not re.search(r"timed out|timeout", str(err), re.IGNORECASE):
+            raise
+        others = ", ".join(str(r) for r in range(world) if r != rank)
+        raise CollectiveTimeout(
+            f"rank {rank} of {world}: a collective waited more than ddp_timeout="
+            f"{config.ddp_timeout:g} s, so rank {others} has stopped or hung "
+            f"({str(err).splitlines()[0]})") from None
     finally:
         if own_group:
             torch.distributed.destroy_process_group()
 
 
-def _loop(config, task, callbacks, stop_event, command, rank, world, device) -> TrainResult:
-    model_config, model = _build(config, task, device)
-    net = model
+def _stop_requested(stop_event: threading.Event | None, world: int,
+                    device: torch.device) -> bool:
+    """Whether any rank's ``stop_event`` is set (one all-reduce under torchrun)."""
+    asked = stop_event is not None and stop_event.is_set()
+    if world <= 1:
+        return asked
+    flag = torch.tensor([float(asked)], device=device)
+    torch.distributed.all_reduce(flag)
+    return bool(flag.item() > 0)
+
+
+def _state(model, optimizer, generator, step, config, task, world) -> TrainState:
+    """The resumable state after ``step`` updates; under torchrun a collective (every
+    rank's generator is gathered), so every rank calls it at the same step."""
+    generators = [generator.get_state()]  # [5056] uint8
     if world > 1:
-        ids = [device.index] if device.type == "cuda" else None
-        net = nn.parallel.DistributedDataParallel(model, device_ids=ids)
+        generators = [torch.empty_like(generators[0]) for _ in range(world)]
+        torch.distributed.all_gather(generators, generator.get_state())
+    return TrainState(step, optimizer_tensors(model, optimizer), generators, config.to_dict(),
+                      task.info())
+
+
+def _loop(config, task, callbacks, stop_event, command, resume, rank, world,
+          device) -> TrainResult:
+    model_config, model = _build(config, task, device)
     optimizer = _optimizer(model, config)
-    params = list(model.parameters())
-    good = [p.detach().clone() for p in params]  # the last weights with a finite loss
-    kept = 0  # ... after this many updates
     generator = torch.Generator().manual_seed(config.seed + 7919 * rank)
-    lead = rank == 0
     history = {"command": command, "device": str(device), "dtype": config.dtype,
                "world_size": world, "torch": torch.__version__, "version": __version__,
                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "metric_name": task.metric_name,
                "train_loss": [], "evals": []}
+    step, elapsed = 0, 0.0
+    if resume is not None:
+        if len(resume.state.generators) != world:
+            raise ValueError(f"cannot resume a run of {len(resume.state.generators)} "
+                             f"process(es) with {world}: the batches would differ")
+        with torch.no_grad():
+            model.load_state_dict(resume.weights, strict=True)
+        load_optimizer_tensors(model, optimizer, resume.state.optimizer, "the resume file")
+        generator.set_state(resume.state.generators[rank])
+        step, elapsed = resume.state.step, float(resume.history.get("wall_s") or 0.0)
+        history.update(started=resume.history.get("started"),
+                       train_loss=list(resume.history.get("train_loss", []))[:step],
+                       evals=[e for e in resume.history.get("evals", []) if e["step"] <= step],
+                       resumed_at=[*resume.history.get("resumed_at", []), step])
+    net = model
+    if world > 1:
+        ids = [device.index] if device.type == "cuda" else None
+        net = nn.parallel.DistributedDataParallel(model, device_ids=ids)
+    params = list(model.parameters())
+    good = [p.detach().clone() for p in params]  # the last weights with a finite loss
+    kept = step  # ... after this many updates
+    lead = rank == 0
     tokens_per_s: list[float] = []
-    start = time.perf_counter()
-    window: list[float] = []
+    start = time.perf_counter() - elapsed
+    last_eval = history["evals"][-1]["step"] if history["evals"] else 0
+    window: list[float] = history["train_loss"][last_eval:]  # losses since the last eval
+
+    def history_now(status: str, message: str) -> dict:
+        return {**history, "status": status, "message": message, "steps": step,
+                "wall_s": time.perf_counter() - start,
+                "tokens_per_s": statistics.median(tokens_per_s[_THROUGHPUT_WARMUP:]
+                                                  or tokens_per_s or [0.0]),
+                "train_config": config.to_dict()}
 
     def run_eval(step: int, lr: float) -> None:
         if not lead:
@@ -209,11 +290,12 @@ def _loop(config, task, callbacks, stop_event, command, rank, world, device) -> 
         if callbacks.on_eval is not None:
             callbacks.on_eval(step, dict(entry))
 
-    status, message, step, lr = "completed", f"trained {config.steps} steps", 0, 0.0
-    run_eval(0, learning_rate(0, config))
+    status, message, lr = "completed", f"trained {config.steps} steps", 0.0
+    if step == 0:
+        run_eval(0, learning_rate(0, config))
     model.train()
     while step < config.steps:
-        if stop_event is not None and stop_event.is_set():
+        if _stop_requested(stop_event, world, device):
             status, message = "stopped", f"stopped by request after {step} steps"
             break
         t0 = time.perf_counter()
@@ -259,6 +341,13 @@ def _loop(config, task, callbacks, stop_event, command, rank, world, device) -> 
             callbacks.on_step(step, loss_value, rate, lr)
         if step % config.eval_every == 0 and step < config.steps:
             run_eval(step, lr)
+        wanted = callbacks.on_checkpoint is not None or world > 1  # other ranks: no callbacks
+        if wanted and config.checkpoint_every and step % config.checkpoint_every == 0 \
+                and step < config.steps:
+            state = _state(model, optimizer, generator, step, config, task, world)
+            if lead and callbacks.on_checkpoint is not None:
+                message_now = f"checkpoint after {step} of {config.steps} steps"
+                callbacks.on_checkpoint(model, history_now("checkpoint", message_now), state)
 
     finite = all(bool(torch.isfinite(p).all()) for p in params)
     if status == "diverged" or not finite:
@@ -271,12 +360,11 @@ def _loop(config, task, callbacks, stop_event, command, rank, world, device) -> 
                 p.copy_(g)
         step = kept
         log.warning("%s", message)
+    state = None
+    if status != "diverged":
+        state = _state(model, optimizer, generator, step, config, task, world)
     if not history["evals"] or history["evals"][-1]["step"] != step:
         run_eval(step, lr)
-    history.update(status=status, message=message, steps=step,
-                   wall_s=time.perf_counter() - start,
-                   tokens_per_s=statistics.median(tokens_per_s[_THROUGHPUT_WARMUP:]
-                                                  or tokens_per_s or [0.0]),
-                   train_config=config.to_dict())
     model.eval()
-    return TrainResult(model, task, config, model_config, status, message, history)
+    return TrainResult(model, task, config, model_config, status, message,
+                       history_now(status, message), state)

@@ -13,16 +13,18 @@ fixed ``validation(batch_size, batches, length=None)`` batches, ``chance``,
 
 from __future__ import annotations
 
-from dataclasses import is_dataclass
+import reprlib
+from dataclasses import dataclass, is_dataclass
 
 from tnn_core.checks import check_choice, config_from_dict
 from tnn_core.training.tasks.base import IGNORE, Task
-from tnn_core.training.tasks.charlm import CharLMConfig, CharLMTask
-from tnn_core.training.tasks.digits import DigitsConfig, DigitsTask
-from tnn_core.training.tasks.listops import ListOpsConfig, ListOpsTask
+from tnn_core.training.tasks.charlm import MAX_VOCAB, CharLMConfig, CharLMTask
+from tnn_core.training.tasks.digits import LEVELS, DigitsConfig, DigitsTask
+from tnn_core.training.tasks.listops import TOKENS, ListOpsConfig, ListOpsTask
 from tnn_core.training.tasks.recall import RecallConfig, RecallTask
 
-__all__ = ["IGNORE", "TASKS", "Task", "get_task", "task_from_info", "task_config",
+__all__ = ["IGNORE", "TASKS", "Task", "TaskShape", "get_task", "task_from_info", "task_config",
+           "task_shape",
            "CharLMConfig", "CharLMTask", "DigitsConfig", "DigitsTask", "ListOpsConfig",
            "ListOpsTask", "RecallConfig", "RecallTask"]
 
@@ -55,15 +57,70 @@ def get_task(name: str, settings=None) -> Task:
     return task_cls(task_config(name, settings))
 
 
+@dataclass(frozen=True)
+class TaskShape:
+    """What a model needs from a task, known from ``Task.info()`` without building its data."""
+
+    name: str
+    kind: str  # "lm" or "classify"
+    vocab_size: int
+    num_classes: int | None  # classify only
+    seq_len: int  # the training length n
+    extrapolates: bool  # False: the task exists at seq_len only
+
+
+_SOURCE_KINDS = ("stdlib", "file", "bytes")
+
+
+def task_shape(info) -> TaskShape:
+    """Validate ``Task.info()`` read from an untrusted file and return its shape.
+
+    Every field's type is checked: the settings by their config's bounds, charlm's
+    vocabulary (required) as a string of distinct characters, its source as a dict of
+    strings. A bad one is a ValueError naming it. Nothing is built, so this is cheap."""
+    if not isinstance(info, dict) or not isinstance(info.get("name"), str):
+        raise ValueError(f"task info must be a dict with a string 'name'; got "
+                         f"{_short(info)}")
+    name = info["name"]
+    task_cls, _ = _entry(name)
+    settings = info.get("settings")
+    if settings is not None and not isinstance(settings, dict):
+        raise ValueError(f"task settings must be a dict; got {type(settings).__name__}")
+    config = task_config(name, settings)
+    if name == "charlm":
+        vocab, source = info.get("vocab"), info.get("source")
+        if not (isinstance(vocab, str) and len(vocab) < MAX_VOCAB
+                and len(set(vocab)) == len(vocab)):
+            raise ValueError(f"charlm vocab must be a string of at most {MAX_VOCAB - 1} "
+                             f"distinct characters; got {_short(vocab)}")
+        if source is not None and not (
+                isinstance(source, dict) and source.get("kind", "stdlib") in _SOURCE_KINDS
+                and all(isinstance(source.get(k, ""), str) for k in ("name", "sha256"))):
+            raise ValueError(f"charlm source must be a dict with kind in {_SOURCE_KINDS} and "
+                             f"string name and sha256; got {_short(source)}")
+        vocab_size = len(vocab) + 1  # as CharLMTask.__init__: UNK, then the vocabulary
+    elif name == "recall":
+        vocab_size = 1 + config.num_keys + config.num_values  # as RecallTask.__init__
+    else:
+        vocab_size = len(TOKENS) if name == "listops" else LEVELS
+    seq_len = config.size**2 if name == "digits" else config.seq_len
+    return TaskShape(name, task_cls.kind, vocab_size, task_cls.num_classes, seq_len,
+                     task_cls.extrapolates)
+
+
+def _short(value) -> str:
+    """A short repr of an untrusted value, for a message (reprlib: never the whole of it)."""
+    text = reprlib.repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
 def task_from_info(info: dict, data: bytes | None = None) -> Task:
-    """Rebuild a task from ``Task.info()`` (e.g. checkpoint metadata).
+    """Rebuild a task from ``Task.info()`` (e.g. checkpoint metadata), checked by ``task_shape``.
 
     charlm keeps the stored vocabulary. A charlm trained on an uploaded text needs that
     text again as ``data``; one trained on a file reads the file when it still exists.
     """
-    if not isinstance(info, dict) or "name" not in info:
-        raise ValueError(f"task info must be a dict with a 'name'; got {info!r}")
-    name = info["name"]
+    name = task_shape(info).name
     config = task_config(name, info.get("settings"))
     if name != "charlm":
         return get_task(name, config)

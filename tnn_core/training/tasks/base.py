@@ -22,9 +22,11 @@ import torch
 
 from tnn_core.checks import check_choice, check_int
 
-__all__ = ["IGNORE", "SPLITS", "Task", "check_split", "seed_from"]
+__all__ = ["IGNORE", "MAX_SEED", "MAX_SEQ_LEN", "SPLITS", "Task", "check_split", "seed_from"]
 
 IGNORE = -100  # target id that the loss and the accuracy skip (F.cross_entropy's default)
+MAX_SEQ_LEN = 65_536  # the longest training length n any task config accepts
+MAX_SEED = 2**63 - 1  # torch.Generator.manual_seed's range
 SPLITS = ("train", "val")
 
 

@@ -39,15 +39,16 @@ import numpy as np
 import torch
 
 from tnn_core.checks import check_int, check_number
-from tnn_core.training.tasks.base import Task, check_split
+from tnn_core.training.tasks.base import MAX_SEED, MAX_SEQ_LEN, Task, check_split
 
-__all__ = ["CharLMConfig", "CharLMTask", "MAX_TEXT_BYTES", "MIN_TEXT_BYTES", "decode_text",
-           "stdlib_files"]
+__all__ = ["CharLMConfig", "CharLMTask", "MAX_TEXT_BYTES", "MIN_TEXT_BYTES", "MAX_VOCAB",
+           "decode_text", "stdlib_files"]
 
 log = logging.getLogger(__name__)
 
 MAX_TEXT_BYTES = 20 * 2**20  # a user text above this (20 MB, as Streamlit counts) is refused
 MIN_TEXT_BYTES = 1_000  # ... and below this
+MAX_VOCAB = 65_536  # characters in a vocabulary at most, UNK included
 _SKIP_DIRS = {"site-packages", "dist-packages", "test", "tests", "idle_test", "__pycache__"}
 _CONTROL_LIMIT = 0.01  # share of control characters (other than \t \n \r \f \v) that is binary
 
@@ -64,10 +65,10 @@ class CharLMConfig:
     val_seed: int = 1234  # seeds the fixed validation windows
 
     def __post_init__(self):
-        check_int("seq_len", self.seq_len, 1)
-        check_int("max_bytes", self.max_bytes, 10_000)
-        check_int("max_vocab", self.max_vocab, 2)
-        check_int("val_seed", self.val_seed, 0)
+        check_int("seq_len", self.seq_len, 1, MAX_SEQ_LEN)
+        check_int("max_bytes", self.max_bytes, 10_000, 1_000_000_000)
+        check_int("max_vocab", self.max_vocab, 2, MAX_VOCAB)
+        check_int("val_seed", self.val_seed, 0, MAX_SEED)
         if self.text is not None and not isinstance(self.text, str):
             raise ValueError(f"text must be a file path or None; got {self.text!r}")
         check_number("val_fraction", self.val_fraction, 0.01, 0.5)

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from tnn_core.checks import check_choice, check_int, check_number
-from tnn_core.training.tasks.base import Task, check_split
+from tnn_core.training.tasks.base import MAX_SEED, Task, check_split
 
 __all__ = ["DigitsConfig", "DigitsTask", "LEVELS", "load_images"]
 
@@ -41,7 +41,7 @@ class DigitsConfig:
     def __post_init__(self):
         check_choice("size", self.size, (8, 32))
         check_number("val_fraction", self.val_fraction, 0.05, 0.5)
-        check_int("split_seed", self.split_seed, 0)
+        check_int("split_seed", self.split_seed, 0, MAX_SEED)
 
 
 def load_images(size: int) -> tuple[torch.Tensor, torch.Tensor]:

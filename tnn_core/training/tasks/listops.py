@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from tnn_core.checks import check_int, check_number
-from tnn_core.training.tasks.base import Task, check_split, seed_from
+from tnn_core.training.tasks.base import MAX_SEED, MAX_SEQ_LEN, Task, check_split, seed_from
 
 __all__ = ["ListOpsConfig", "ListOpsTask", "OPERATORS", "TOKENS", "evaluate_tree",
            "tree_tokens"]
@@ -52,11 +52,11 @@ class ListOpsConfig:
     val_size: int = 2048  # first expressions of that stream, never yielded for training
 
     def __post_init__(self):
-        check_int("seq_len", self.seq_len, 4)
+        check_int("seq_len", self.seq_len, 4, MAX_SEQ_LEN)
         check_int("max_depth", self.max_depth, 1, 20)
-        check_int("max_args", self.max_args, 2)
-        check_int("val_seed", self.val_seed, 0)
-        check_int("val_size", self.val_size, 0)
+        check_int("max_args", self.max_args, 2, 100)
+        check_int("val_seed", self.val_seed, 0, MAX_SEED)
+        check_int("val_size", self.val_size, 0, 100_000)
         check_number("nest_prob", self.nest_prob, 0, 1)
 
 

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from tnn_core.checks import check_int
-from tnn_core.training.tasks.base import IGNORE, Task, check_split
+from tnn_core.training.tasks.base import IGNORE, MAX_SEED, MAX_SEQ_LEN, Task, check_split
 
 __all__ = ["RecallConfig", "RecallTask"]
 
@@ -42,12 +42,13 @@ class RecallConfig:
     val_seed: int = 1234  # seeds the fixed validation batches
 
     def __post_init__(self):
-        check_int("num_pairs", self.num_pairs, 1)
+        check_int("num_pairs", self.num_pairs, 1, MAX_SEQ_LEN // 4)
         check_int("num_queries", self.num_queries, 1, self.num_pairs, span="[1, num_pairs]")
-        check_int("num_keys", self.num_keys, self.num_pairs)
-        check_int("num_values", self.num_values, 2)
-        check_int("seq_len", self.seq_len, 2 * (self.num_pairs + self.num_queries))
-        check_int("val_seed", self.val_seed, 0)
+        check_int("num_keys", self.num_keys, self.num_pairs, 100_000)
+        check_int("num_values", self.num_values, 2, 100_000)
+        check_int("seq_len", self.seq_len, 2 * (self.num_pairs + self.num_queries), MAX_SEQ_LEN,
+                  span="[2 (num_pairs + num_queries), MAX_SEQ_LEN]")
+        check_int("val_seed", self.val_seed, 0, MAX_SEED)
 
 
 class RecallTask(Task):
