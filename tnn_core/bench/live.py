@@ -55,7 +55,7 @@ def live_speed(n: int, rank: int, band: int, batch: int = 8, dim: int = 64, repe
     equal cost); ``dense_channels`` says how many were timed. None above ``dense_max_n``.
 
     Returns ms: ``ski_ms``, ``fft_ms``, ``dense_ms``, their ``*_iqr_ms`` and
-    ``*_quartiles_ms`` (first and third quartile); speed-ups
+    ``*_quartiles_ms`` (first quartile, median, third quartile); speed-ups
     ``speedup_vs_fft`` = fft/ski and ``speedup_vs_dense`` = dense/ski; the flops of each
     product on the whole [batch, n, dim] (``ski_flops``, ``fft_flops``, ``dense_flops``,
     from ``tnn_core.bench.flops``; the dense count whether timed or not); and n, rank,
@@ -89,7 +89,7 @@ def live_speed(n: int, rank: int, band: int, batch: int = 8, dim: int = 64, repe
         scale = dim / dense_channels if key == "dense" else 1.0  # dense: to all D channels
         low, high = quartiles(values)
         ms[key], iqr[key] = statistics.median(values) * scale, (high - low) * scale
-        spans[key] = (low * scale, high * scale)
+        spans[key] = (low * scale, ms[key], high * scale)
     dense_ms = ms.get("dense")
     return dict(n=n, rank=rank, band=band, batch=batch, dim=dim, repeats=repeats,
                 warmup=warmup, ski_ms=ms["ski"], fft_ms=ms["fft"], dense_ms=dense_ms,

@@ -13,6 +13,7 @@ import torch
 
 from tnn_core.analysis.dense import HEATMAP_CELLS, dense_toeplitz, display_indices
 from tnn_core.bench import timing
+from tnn_core.bench.harness import order
 
 __all__ = ["KernelView", "kernel_view", "FftCheck", "fft_check"]
 
@@ -72,7 +73,8 @@ def fft_check(coeffs: np.ndarray, seed: int, device: str) -> FftCheck:
     n, batch = r["n"], r["batch"]
     fft_iqr, dense_iqr = (r["fft_p25_ms"], r["fft_p75_ms"]), (r["dense_p25_ms"],
                                                                r["dense_p75_ms"])
-    separate = fft_iqr[1] < dense_iqr[0] or dense_iqr[1] < fft_iqr[0]
+    separate = order((fft_iqr[0], r["fft_ms"], fft_iqr[1]),
+                     (dense_iqr[0], r["dense_ms"], dense_iqr[1])) != 0
     speedup = r["dense_ms"] / r["fft_ms"]
     flop_ratio = r["dense_flops"] / r["fft_flops"]
     cross = r["flop_crossover_n"]

@@ -37,11 +37,12 @@ from tnn_core.analysis.errors import (
 from tnn_core.analysis.norms import single_threaded_blas
 from tnn_core.analysis.persymmetric import kernel_rfft, toeplitz_singular_values
 from tnn_core.analysis.profiles import FrequencyResponse, decay_profile, frequency_response
+from tnn_core.bench.harness import order
 from tnn_core.core.toeplitz import fft_size
 
-__all__ = ["ROUNDOFF_FLOOR", "CURVE_FLOOR", "ratio_text", "Settings", "fit_to_length", "Heatmaps",
-           "DecayPanel", "SmoothSpectrum", "Theorem1Panel", "DecompositionView",
-           "decomposition_view", "RankCurve", "rank_curve"]
+__all__ = ["ROUNDOFF_FLOOR", "CURVE_FLOOR", "ratio_text", "speed_text", "Settings",
+           "fit_to_length", "Heatmaps", "DecayPanel", "SmoothSpectrum", "Theorem1Panel",
+           "DecompositionView", "decomposition_view", "RankCurve", "rank_curve"]
 
 ROUNDOFF_FLOOR = 1e-13  # relative to a chart's largest value: below it is float64 round-off
 CURVE_FLOOR = 1e-7  # relative Frobenius error: the Gram formula reads an exact fit as ~1e-8
@@ -63,12 +64,12 @@ def ratio_text(ratio: float) -> str:
     return f"{factor:.{decimals}f}× {'faster' if ratio >= 1 else 'slower'}"
 
 
-def speed_text(ski: tuple[float, float], other: tuple[float, float], ratio: float) -> str:
-    """SKI against another product: "2.3× faster", or "same within noise" when the two
-    interquartile ranges ``ski`` and ``other`` (ms, first and third quartile) overlap."""
-    if ski[0] <= other[1] and other[0] <= ski[1]:
-        return "same within noise (quartiles overlap)"
-    return ratio_text(ratio)
+def speed_text(ski: tuple[float, float, float], other: tuple[float, float, float]) -> str:
+    """SKI against another product, each timed as (p25, median, p75) ms: "2.3× faster", or
+    "≈ same (within noise)" where the quartile ranges overlap (``harness.order``)."""
+    if order(ski, other) == 0:
+        return "≈ same (within noise)"
+    return ratio_text(other[1] / ski[1])
 
 
 @dataclass(frozen=True)

@@ -344,10 +344,6 @@ class LengthSweep:
     length: np.ndarray
     metric: np.ndarray  # NaN where the task exists at its training length only
     loss: np.ndarray
-    note: tuple[str, ...]  # why a length has no metric ("" when it has one)
-
-    def columns(self) -> dict[str, np.ndarray | tuple]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def length_sweep(model: nn.Module, task: Task) -> LengthSweep:
@@ -355,8 +351,7 @@ def length_sweep(model: nn.Module, task: Task) -> LengthSweep:
     return LengthSweep(
         factor=np.array([r["factor"] for r in rows]), length=np.array([r["length"] for r in rows]),
         metric=np.array([math.nan if r["metric"] is None else r["metric"] for r in rows]),
-        loss=np.array([math.nan if r["loss"] is None else r["loss"] for r in rows]),
-        note=tuple(r["note"] for r in rows))
+        loss=np.array([math.nan if r["loss"] is None else r["loss"] for r in rows]))
 
 
 @dataclass(frozen=True)
