@@ -194,7 +194,11 @@ def train(config: TrainConfig, task: Task | None = None, callbacks: Callbacks | 
                                              timeout=timedelta(seconds=config.ddp_timeout))
         own_group = True
     try:
-        return _loop(config, task, callbacks, stop_event, command, resume, rank, world, device)
+        result = _loop(config, task, callbacks, stop_event, command, resume, rank, world,
+                       device)
+        if own_group:  # leave together: gloo can abort a rank whose peer tears down first
+            torch.distributed.barrier()
+        return result
     except RuntimeError as err:
         # gloo: "Timed out waiting 10000ms for recv ..."; nccl's watchdog: "... timeout"
         if world <= 1 or not re.search(r"timed out|timeout", str(err), re.IGNORECASE):
