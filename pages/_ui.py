@@ -20,12 +20,14 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from tnn_core import analysis, bench
 from tnn_core.analysis import presets as kernels
+from tnn_core.analysis.dense import display_line
 from tnn_core.checks import check_int
 from tnn_core.lab import decomposition as decomposition_lab
 from tnn_core.lab import frequency as frequency_lab
 from tnn_core.lab import inspect as inspect_lab
 from tnn_core.lab import uploads as uploads_lab
 from tnn_core.lab.basics import KernelView
+from tnn_core.lab.quiet_timing import Measurement, QuietTimer
 from tnn_core.training import checkpoint
 from tnn_core.training.tasks import Task, task_from_info
 
@@ -38,7 +40,10 @@ def ensure_app_frame() -> None:
     a deep link (a teacher's shared /basics?n=200) would run the page alone,
     without app.py's sidebar and page list. Switch to st.navigation and rerun
     through app.py; the URL, and with it the page and its query params, is kept.
+
+    It also tells the background timer that a page script runs (``page_activity``).
     """
+    page_activity()
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
         st.rerun()
@@ -109,7 +114,8 @@ def custom_kernel(text: str, causal: bool) -> np.ndarray:
 def heatmap(view: KernelView, title: str, zrange: tuple[float, float] | None = None
             ) -> go.Figure:
     """T at the rows/columns ``view`` samples, row 0 on top; the title says when 1 in k shows."""
-    fig = go.Figure(go.Heatmap(z=view.matrix, x=view.indices, y=view.indices, colorscale="RdBu",
+    fig = go.Figure(go.Heatmap(z=view.matrix.astype(np.float32), x=view.indices,
+                               y=view.indices, colorscale="RdBu",
                                zmid=0.0, zmin=None if zrange is None else zrange[0],
                                zmax=None if zrange is None else zrange[1],
                                hovertemplate="row %{y}, col %{x}: %{z:.4g}<extra></extra>"))
@@ -139,7 +145,8 @@ def hline(fig: go.Figure, y: float, text: str, log_y: bool = False, **line) -> N
 
 
 def kernel_plot(view: KernelView, title: str = "Kernel t_k against lag k") -> go.Figure:
-    fig = go.Figure(go.Scatter(x=view.lags, y=view.coeffs, name="t_k",
+    lags, coeffs = display_line(view.lags, view.coeffs)
+    fig = go.Figure(go.Scatter(x=lags, y=coeffs, name="t_k",
                                mode="lines+markers" if view.n <= 64 else "lines"))
     fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=40, b=10),
                       xaxis_title="lag k = i - j", yaxis_title="t_k")
@@ -165,9 +172,15 @@ SOURCE_LABELS = {
 
 
 @st.cache_data(max_entries=32, show_spinner="Decomposing…")
-def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, method: str,
-                       decay: float) -> decomposition_lab.DecompositionView:
-    return decomposition_lab.decomposition_view(coeffs, band, rank, causal, method, decay)
+def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool,
+                       method: str) -> decomposition_lab.DecompositionView:
+    return decomposition_lab.decomposition_view(coeffs, band, rank, causal, method)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def kernel_profiles(coeffs: np.ndarray, causal: bool,
+                    decay: float) -> decomposition_lab.KernelProfiles:
+    return decomposition_lab.kernel_profiles(coeffs, causal, decay)
 
 
 @st.cache_data(max_entries=32, show_spinner="Error against r…")
@@ -299,19 +312,58 @@ def length_sweep(key: str, model_id: int, _model, _task) -> inspect_lab.LengthSw
     return inspect_lab.length_sweep(_model, _task)
 
 
-LIVE_SPEED_ENTRIES = 64  # settings remembered per session
+# -- timings taken in the background ---------------------------------------------------------
+MEASUREMENTS_KEPT = 64  # settings remembered per session and kind
+POLL_S = 0.5  # how often a page waiting for a timing looks again
 
 
-def live_speed(n: int, rank: int, band: int, device: str) -> dict:
-    """The Decomposition page's speed readout, measured once per setting in this session.
+@st.cache_resource
+def quiet_timer() -> QuietTimer:
+    """The server's one background timer (see ``tnn_core.lab.quiet_timing``)."""
+    return QuietTimer()
+
+
+def page_activity() -> None:
+    """A page script (or a fragment of one) is running: timings wait until it is over."""
+    quiet_timer().activity()
+
+
+def measurement(kind: str, setting: tuple, run) -> Measurement:
+    """This session's timing of ``setting``, submitted once and taken in the background.
 
     A timing is a measurement of this machine now, so it is not shared between sessions:
-    one noisy first measurement must not stick for everyone."""
-    measured = st.session_state.setdefault("live_speed", {})
-    setting = (n, rank, band, device)
-    if setting not in measured:
-        with st.spinner("Timing band + low rank…"):
-            measured[setting] = bench.live_speed(n, rank, band, device=device)
-        while len(measured) > LIVE_SPEED_ENTRIES:
-            del measured[next(iter(measured))]  # the oldest setting
-    return measured[setting]
+    one noisy measurement must not stick for everyone. Submitting a new setting drops
+    this session's timings of ``kind`` not taken yet (a slider dragged through ten values
+    is timed at the last)."""
+    taken = st.session_state.setdefault(f"measured:{kind}", {})
+    found = taken.get(setting)
+    if found is None or (found.cancelled and not found.ready):
+        for older in taken.values():
+            older.cancel()
+        found = taken[setting] = quiet_timer().submit(run)
+        while len(taken) > MEASUREMENTS_KEPT:
+            del taken[next(iter(taken))]  # the oldest setting
+    return found
+
+
+def when_measured(found: Measurement, draw, waiting) -> None:
+    """``draw(found)`` if it has been taken; else ``waiting()`` in a fragment that looks
+    again every POLL_S seconds and reruns the page once the timing is in (which also
+    stops the looking)."""
+    if found.ready:
+        draw(found)
+        return
+
+    @st.fragment(run_every=POLL_S)
+    def poll():
+        if found.ready:
+            st.rerun()
+        waiting()
+
+    poll()
+
+
+def live_speed(n: int, rank: int, band: int, device: str) -> Measurement:
+    """The Decomposition page's speed readout at this setting (``bench.live_speed``)."""
+    return measurement("live_speed", (n, rank, band, device),
+                       lambda: bench.live_speed(n, rank, band, device=device))

@@ -3,11 +3,13 @@
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
 from pages import _ui
+from tnn_core.analysis.dense import display_line
 from tnn_core.analysis.presets import MAX_TYPED_CHARS, MAX_TYPED_LENGTH, OPERATOR_CHANNELS
 from tnn_core.bench.timing import format_flops
 from tnn_core.lab import decomposition as lab
@@ -126,24 +128,11 @@ n = c1.slider("Length n", 1, 4096, 512, key="n", bind="query-params",
               disabled=source.name == "custom",
               help="T is n × n. Everything on this page is exact at this n; heatmaps show "
                    "every k-th row and column when n is large. Typed coefficients fix n.")
-decay = c1.slider("Decay λ", 0.50, 1.00, 0.99, step=0.005, key="decay", bind="query-params",
+decay = c2.slider("Decay λ", 0.50, 1.00, 0.99, step=0.005, key="decay", bind="query-params",
                   disabled=source.name in ("custom", "checkpoint", "fd"),
                   help="The kernel's decay λ^|k| (synthetic kernels and fresh TNN/SKI "
                        "operators; FD-TNN has no decay bias, and typed and learned kernels "
                        "have their own). λ = 1: no decay.")
-band = c2.slider("Band m", 1, 512, 9, key="band", bind="query-params",
-                 help="Diagonals in the sparse part: lags |k| ≤ m//2 (causal: 0 ≤ k < m), at "
-                      "most 2n − 2. Its taps are the best convolution given the low-rank part.")
-rank = c2.slider("Inducing points r", 2, 512, 32, key="rank", bind="query-params",
-                 help="Rank of W A Wᵀ: r points evenly spaced on [0, n-1], spacing "
-                      "h = (n-1)/(r-1); at most n.")
-method = c3.radio("Low-rank A", ["sample", "fit"], key="method", bind="query-params",
-                  horizontal=True,
-                  help="sample: A_ij = k̃(p_i - p_j), the kernel continued across the band "
-                       "(as SKI-TNN does). fit: the Toeplitz A that minimises the Frobenius "
-                       "error (least squares). fit is optimal in Frobenius norm only: in "
-                       "spectral norm it is worse than sample in about 13 % of settings "
-                       "(up to 1.10×).")
 causal = c3.toggle("Causal", key="causal", bind="query-params",
                    help="A causal kernel is zero at negative lags. Watch what that does to "
                         "the low-rank part.")
@@ -160,177 +149,251 @@ if length < 2:
             "Set n ≥ 2, or type three or more coefficients, to decompose.",
             icon=":material/info:")
     st.stop()
-settings = lab.fit_to_length(length, band, rank)
-if settings.note:
-    st.info(settings.note, icon=":material/info:")
-band, rank = settings.band, settings.rank
-try:
-    view = _ui.decomposition_view(coeffs, band, rank, causal, method, decay)
-except ValueError as err:
-    _ui.show_error(err)
-    st.stop()
-if view.note:
-    st.warning(view.note, icon=":material/info:")
-for warning in view.warnings:
-    st.warning(warning, icon=":material/warning:")
-
-# -- error metrics --------------------------------------------------------------------------
-m = st.columns(3)
-m[0].metric("Relative spectral error", _ui.fmt(view.relative_spectral, ".2e"),
-            delta=f"optimum {_ui.fmt(view.relative_optimal_spectral, '.2e')}", delta_color="off",
-            help="‖T − approx‖₂ / ‖T‖₂. The optimum is σ_{r+1}(T − band)/‖T‖₂: no rank-r "
-                 "part with this band does better (Eckart–Young).")
-m[1].metric("Relative Frobenius error", _ui.fmt(view.relative_frobenius, ".2e"),
-            delta=f"optimum {_ui.fmt(view.relative_optimal_frobenius, '.2e')}",
-            delta_color="off",
-            help="‖T − approx‖_F / ‖T‖_F, and the best any rank-r part with this band does.")
-m[2].metric("Spectral error / optimum", _ui.fmt(view.gap, ".2f"),
-            help="SKI's spectral error divided by the Eckart–Young optimum (1 = optimal).")
-st.caption(f"The optima are for T minus **this method's band**: its taps are fitted given the "
-           f"low-rank part, so sample and fit have different optima. fit minimises the "
-           f"Frobenius error only; in spectral norm it is worse than sample in about 13 % of "
-           f"settings (up to 1.10×). Spectral norms by {view.spectral_method} (exact to 1e-3 "
-           f"or better).")
-
-# -- Theorem 1 ------------------------------------------------------------------------------
-th = view.theorem1.terms
-st.subheader("Theorem 1, term by term")
-st.latex(r"\|E_{SKI}\|_2 \le \sqrt{nr}\,\frac{h^2}{8}\,L\left(2\sqrt n + "
-         r"\frac{\min(\sigma_1(F), \sigma_1(B))}{\sigma_r(A)}\right) + \|E_{nyst}\|_2,"
-         r"\quad E_{SKI} = WAW^\top - T_{r,opt}")
-t = st.columns(4)
-t[0].metric("h²/8 · max|k̃''|", _ui.fmt(th.interpolation_error, ".3g"),
-            help=f"Theorem 1's interpolation error for one interpolated index: h = "
-                 f"{th.spacing:.3g}, L = max|k̃''| = {th.curvature:.3g}, by second differences "
-                 f"k̃(k+1) − 2k̃(k) + k̃(k−1) of the kernel continued across the band, over the "
-                 f"off-band lags (largest at lag {th.curvature_lag}).")
-t[1].metric("Max entry error off the band", _ui.fmt(th.entry_error, ".3g"),
-            delta=f"bound 2·h²/8·L = {2 * th.interpolation_error:.3g}", delta_color="off",
-            help="max |W A Wᵀ − T| over the entries whose lag is not in the band, with A "
-                 "sampled. W A Wᵀ interpolates rows and columns, so the per-index term counts "
-                 "twice.")
-t[2].metric("Theorem 1 right-hand side", _ui.fmt(th.right_hand_side, ".3g"),
-            help=f"The whole bound for the smooth part T_s = Toeplitz(k̃): σ_r(A) = "
-                 f"{th.a_extreme[1]:.3g}, ‖E_nyst‖₂ = {_ui.fmt(th.nystrom_error, '.3g')}.")
-t[3].metric("Measured ‖E_SKI‖₂", _ui.fmt(th.ski_error, ".3g"),
-            help="‖W A Wᵀ − T_{r,opt}‖₂, T_{r,opt} the best rank-r approximation of T_s (SVD).")
-st.caption(" ".join(view.theorem1.caveats))
-
-# -- live speed -----------------------------------------------------------------------------
-speed = _ui.live_speed(view.n, rank, band, _ui.device())
-ski_span, fft_span, dense_span = (speed[f"{name}_quartiles_ms"] for name in ("ski", "fft", "dense"))
 
 
-s = st.columns(4)
-s[0].metric("SKI: band + W A Wᵀ", f"{speed['ski_ms']:.3g} ms",
-            help=f"Forward time at this n, r and m: {speed['batch']} sequences × {speed['dim']} "
-                 f"channels, median and interquartile range of {speed['repeats']} interleaved "
-                 f"runs on {speed['device']}, measured once per setting in this session.")
-s[1].metric("FFT product (TNO)", f"{speed['fft_ms']:.3g} ms",
-            delta=f"SKI {lab.speed_text(ski_span, fft_span)}",
-            delta_color="off",
-            help="The exact Toeplitz product by FFT, O(n log n). The comparison says "
-                 "'within noise' where the two times' quartile ranges overlap.")
-dense_note = ("not timed above n = 4096" if not speed["dense_channels"] else
-              "all channels timed" if speed["dense_channels"] == speed["dim"] else
-              f"timed on {speed['dense_channels']} of the {speed['dim']} channels (their n × n "
-              f"matrices fit 64 MB), scaled to {speed['dim']}: the channels are equal, "
-              f"independent products")
-s[2].metric("Dense product", f"{speed['dense_ms']:.3g} ms" if speed["dense_ms"] else "—",
-            delta=f"SKI {lab.speed_text(ski_span, dense_span)}"
-            if speed["dense_ms"] else None, delta_color="off",
-            help=f"The n × n matrix times the input, O(n²); {dense_note}.")
-for column, name in zip(s[:3], ("ski", "fft", "dense"), strict=True):
-    quartiles = speed[name + "_quartiles_ms"]
-    spread = (f"quartiles {quartiles[0]:.3g}–{quartiles[2]:.3g} ms · " if quartiles else "")
-    column.caption(f"{spread}{format_flops(speed[name + '_flops'])} (from the formula)")
-s[3].caption("The trade-off: more inducing points or a wider band lower the error above "
-             "and cost time here. The band's cost grows with m, the low-rank part's with "
-             "n, not with r; the FFT product grows as n log n (see the Speed page). Flop "
-             "counts are deterministic; times vary with the machine's load.")
+@st.fragment
+def decomposition(coeffs, causal: bool) -> None:
+    """Everything that depends on m, r and the method: a move of those reruns only this."""
+    _ui.page_activity()
+    c1, c2, c3 = st.columns(3)
+    band = c1.slider("Band m", 1, 512, 9, key="band", bind="query-params",
+                     help="Diagonals in the sparse part: lags |k| ≤ m//2 (causal: 0 ≤ k < m), "
+                          "at most 2n − 2. Its taps are the best convolution given the "
+                          "low-rank part.")
+    rank = c2.slider("Inducing points r", 2, 512, 32, key="rank", bind="query-params",
+                     help="Rank of W A Wᵀ: r points evenly spaced on [0, n-1], spacing "
+                          "h = (n-1)/(r-1); at most n.")
+    method = c3.radio("Low-rank A", ["sample", "fit"], key="method", bind="query-params",
+                      horizontal=True,
+                      help="sample: A_ij = k̃(p_i - p_j), the kernel continued across the "
+                           "band (as SKI-TNN does). fit: the Toeplitz A that minimises the "
+                           "Frobenius error (least squares). fit is optimal in Frobenius norm "
+                           "only: in spectral norm it is worse than sample in about 13 % of "
+                           "settings (up to 1.10×).")
+    settings = lab.fit_to_length((len(coeffs) + 1) // 2, band, rank)
+    if settings.note:
+        st.info(settings.note, icon=":material/info:")
+    band, rank = settings.band, settings.rank
+    try:
+        view = _ui.decomposition_view(coeffs, band, rank, causal, method)
+    except ValueError as err:
+        _ui.show_error(err)
+        return
+    if view.note:
+        st.warning(view.note, icon=":material/info:")
+    for warning in view.warnings:
+        st.warning(warning, icon=":material/warning:")
+    error_metrics(view)
+    theorem1(view)
+    _ui.when_measured(_ui.live_speed(view.n, rank, band, _ui.device()), speed_readout,
+                      lambda: speed_waiting(view.n, rank, band))
+    matrices(view)
+    left, right = st.columns(2)
+    left.plotly_chart(kernel_figure(view), key="chart-kernel")
+    left.caption("Dominant period of the smooth part: "
+                 + ("none (largest at ω = 0)" if view.dominant_period == float("inf") else
+                    f"{view.dominant_period:.3g} lags; SKI needs h = {view.spacing:.3g} below "
+                    f"half of it"))
+    singular_values(view, right)
+    rank_curve(coeffs, band, rank, causal)
 
-# -- the four matrices ----------------------------------------------------------------------
-maps = view.heatmaps
-parts = make_subplots(rows=1, cols=3, horizontal_spacing=0.05,
-                      subplot_titles=("T (SKI's target)" if source.name == "ski" else "T",
-                                      "= band", "+ low rank W A Wᵀ"))
-for col, matrix in enumerate((maps.T, maps.band, maps.low_rank), start=1):
-    parts.add_trace(go.Heatmap(z=matrix, x=maps.idx, y=maps.idx, zmin=-maps.limit,
-                               zmax=maps.limit, zmid=0, colorscale="RdBu", showscale=col == 3,
-                               hovertemplate="row %{y}, col %{x}: %{z:.3g}<extra></extra>"),
-                    row=1, col=col)
-    parts.update_yaxes(autorange="reversed", row=1, col=col)
-parts.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10))
-residual = go.Figure(go.Heatmap(z=maps.residual, x=maps.idx, y=maps.idx,
-                                zmin=-maps.residual_limit, zmax=maps.residual_limit, zmid=0,
-                                colorscale="PuOr",
-                                hovertemplate="row %{y}, col %{x}: %{z:.3g}<extra></extra>"))
-residual.update_yaxes(autorange="reversed")
-residual.update_layout(title=f"+ residual (own scale, ±{maps.residual_limit:.2g})", height=340,
+
+# -- the sections the fragment draws ------------------------------------------------------
+def error_metrics(view) -> None:
+    m = st.columns(3)
+    m[0].metric("Relative spectral error", _ui.fmt(view.relative_spectral, ".2e"),
+                delta=f"optimum {_ui.fmt(view.relative_optimal_spectral, '.2e')}",
+                delta_color="off",
+                help="‖T − approx‖₂ / ‖T‖₂. The optimum is σ_{r+1}(T − band)/‖T‖₂: no rank-r "
+                     "part with this band does better (Eckart–Young).")
+    m[1].metric("Relative Frobenius error", _ui.fmt(view.relative_frobenius, ".2e"),
+                delta=f"optimum {_ui.fmt(view.relative_optimal_frobenius, '.2e')}",
+                delta_color="off",
+                help="‖T − approx‖_F / ‖T‖_F, and the best any rank-r part with this band "
+                     "does.")
+    m[2].metric("Spectral error / optimum", _ui.fmt(view.gap, ".2f"),
+                help="SKI's spectral error divided by the Eckart–Young optimum (1 = optimal).")
+    st.caption(f"The optima are for T minus **this method's band**: its taps are fitted given "
+               f"the low-rank part, so sample and fit have different optima. fit minimises "
+               f"the Frobenius error only; in spectral norm it is worse than sample in about "
+               f"13 % of settings (up to 1.10×). Spectral norms by {view.spectral_method} "
+               f"(exact to 1e-3 or better).")
+
+
+def theorem1(view) -> None:
+    th = view.theorem1.terms
+    st.subheader("Theorem 1, term by term")
+    st.latex(r"\|E_{SKI}\|_2 \le \sqrt{nr}\,\frac{h^2}{8}\,L\left(2\sqrt n + "
+             r"\frac{\min(\sigma_1(F), \sigma_1(B))}{\sigma_r(A)}\right) + \|E_{nyst}\|_2,"
+             r"\quad E_{SKI} = WAW^\top - T_{r,opt}")
+    t = st.columns(4)
+    t[0].metric("h²/8 · max|k̃''|", _ui.fmt(th.interpolation_error, ".3g"),
+                help=f"Theorem 1's interpolation error for one interpolated index: h = "
+                     f"{th.spacing:.3g}, L = max|k̃''| = {th.curvature:.3g}, by second "
+                     f"differences k̃(k+1) − 2k̃(k) + k̃(k−1) of the kernel continued across "
+                     f"the band, over the off-band lags (largest at lag {th.curvature_lag}).")
+    t[1].metric("Max entry error off the band", _ui.fmt(th.entry_error, ".3g"),
+                delta=f"bound 2·h²/8·L = {2 * th.interpolation_error:.3g}", delta_color="off",
+                help="max |W A Wᵀ − T| over the entries whose lag is not in the band, with A "
+                     "sampled. W A Wᵀ interpolates rows and columns, so the per-index term "
+                     "counts twice.")
+    t[2].metric("Theorem 1 right-hand side", _ui.fmt(th.right_hand_side, ".3g"),
+                help=f"The whole bound for the smooth part T_s = Toeplitz(k̃): σ_r(A) = "
+                     f"{th.a_extreme[1]:.3g}, ‖E_nyst‖₂ = {_ui.fmt(th.nystrom_error, '.3g')}.")
+    t[3].metric("Measured ‖E_SKI‖₂", _ui.fmt(th.ski_error, ".3g"),
+                help="‖W A Wᵀ − T_{r,opt}‖₂, T_{r,opt} the best rank-r approximation of T_s "
+                     "(SVD).")
+    st.caption(" ".join(view.theorem1.caveats))
+
+
+SPEED_LABELS = ("SKI: band + W A Wᵀ", "FFT product (TNO)", "Dense product")
+TRADE_OFF = ("The trade-off: more inducing points or a wider band lower the error above and "
+             "cost time here. The band's cost grows with m, the low-rank part's with n, not "
+             "with r; the FFT product grows as n log n (see the Speed page). Flop counts are "
+             "deterministic; times vary with the machine's load.")
+
+
+def speed_waiting(n: int, rank: int, band: int) -> None:
+    """The readout's place while its timing waits for a quiet server."""
+    s = st.columns(4)
+    for column, label in zip(s[:3], SPEED_LABELS, strict=True):
+        column.metric(label, "…", help="Timed in the background once the page is idle.")
+    s[3].caption(f"Timing n = {n}, r = {rank}, m = {band} once the page is idle, so the "
+                 "measurement does not compete with drawing it. " + TRADE_OFF)
+
+
+def speed_readout(found) -> None:
+    if found.error is not None:
+        _ui.show_error(found.error)
+        return
+    speed = found.result
+    ski_span, fft_span, dense_span = (speed[f"{name}_quartiles_ms"]
+                                      for name in ("ski", "fft", "dense"))
+    s = st.columns(4)
+    s[0].metric(SPEED_LABELS[0], f"{speed['ski_ms']:.3g} ms",
+                help=f"Forward time at this n, r and m: {speed['batch']} sequences × "
+                     f"{speed['dim']} channels, median and interquartile range of "
+                     f"{speed['repeats']} interleaved runs on {speed['device']}, measured once "
+                     f"per setting in this session, in the background while the page was "
+                     f"idle.")
+    s[1].metric(SPEED_LABELS[1], f"{speed['fft_ms']:.3g} ms",
+                delta=f"SKI {lab.speed_text(ski_span, fft_span)}", delta_color="off",
+                help="The exact Toeplitz product by FFT, O(n log n). The comparison says "
+                     "'within noise' where the two times' quartile ranges overlap.")
+    dense_note = ("not timed above n = 4096" if not speed["dense_channels"] else
+                  "all channels timed" if speed["dense_channels"] == speed["dim"] else
+                  f"timed on {speed['dense_channels']} of the {speed['dim']} channels (their "
+                  f"n × n matrices fit 64 MB), scaled to {speed['dim']}: the channels are "
+                  f"equal, independent products")
+    s[2].metric(SPEED_LABELS[2], f"{speed['dense_ms']:.3g} ms" if speed["dense_ms"] else "—",
+                delta=f"SKI {lab.speed_text(ski_span, dense_span)}"
+                if speed["dense_ms"] else None, delta_color="off",
+                help=f"The n × n matrix times the input, O(n²); {dense_note}.")
+    for column, name in zip(s[:3], ("ski", "fft", "dense"), strict=True):
+        quartiles = speed[name + "_quartiles_ms"]
+        spread = (f"quartiles {quartiles[0]:.3g}–{quartiles[2]:.3g} ms · " if quartiles
+                  else "")
+        column.caption(f"{spread}{format_flops(speed[name + '_flops'])} (from the formula)")
+    busy = (" These times were taken while other work ran on the server (three attempts "
+            "were disturbed): read them with care." if found.disturbed else "")
+    s[3].caption(TRADE_OFF + busy)
+
+
+def heatmap_trace(matrix, maps, limit: float, colorscale: str, **extra) -> go.Heatmap:
+    return go.Heatmap(z=matrix.astype(np.float32), x=maps.idx, y=maps.idx, zmin=-limit,
+                      zmax=limit, zmid=0, colorscale=colorscale,
+                      hovertemplate="row %{y}, col %{x}: %{z:.3g}<extra></extra>", **extra)
+
+
+def matrices(view) -> None:
+    maps = view.heatmaps
+    parts = make_subplots(rows=1, cols=3, horizontal_spacing=0.05,
+                          subplot_titles=("T (SKI's target)" if source.name == "ski" else "T",
+                                          "= band", "+ low rank W A Wᵀ"))
+    for col, matrix in enumerate((maps.T, maps.band, maps.low_rank), start=1):
+        parts.add_trace(heatmap_trace(matrix, maps, maps.limit, "RdBu", showscale=col == 3),
+                        row=1, col=col)
+        parts.update_yaxes(autorange="reversed", row=1, col=col)
+    parts.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10))
+    residual = go.Figure(heatmap_trace(maps.residual, maps, maps.residual_limit, "PuOr"))
+    residual.update_yaxes(autorange="reversed")
+    residual.update_layout(title=f"+ residual (own scale, ±{maps.residual_limit:.2g})",
+                           height=340, margin=dict(l=10, r=10, t=40, b=10))
+    hl, hr = st.columns([3, 1])
+    hl.plotly_chart(parts, key="chart-parts")
+    hr.plotly_chart(residual, key="chart-residual")
+    if maps.step > 1:
+        st.caption(f"Heatmaps show 1 row and column in {maps.step} of the {view.n} × "
+                   f"{view.n} matrices; the errors above are exact.")
+
+
+def kernel_figure(view) -> go.Figure:
+    kfig = go.Figure()
+    lags, values = display_line(view.lags, view.coeffs)
+    kfig.add_scatter(x=lags, y=values, name="t_k", mode="lines")
+    kfig.add_scatter(x=view.inducing_lags, y=view.inducing_values, mode="markers",
+                     name="A's lags (p_i − p_j)", marker=dict(size=6, symbol="circle-open"))
+    kfig.add_vrect(x0=view.band_span[0], x1=view.band_span[1], fillcolor="orange",
+                   opacity=0.25, line_width=0, annotation_text="band",
+                   annotation_position="top left")
+    kfig.update_layout(title="Kernel against lag: band shaded, inducing lags marked"
+                       + (" (SKI's Toeplitz target)" if source.name == "ski" else ""),
+                       height=360, xaxis_title="lag k", margin=dict(l=10, r=10, t=40, b=10),
+                       legend=dict(orientation="h", y=-0.25))
+    return kfig
+
+
+def singular_values(view, column) -> None:
+    sm = view.smooth
+    sfig = go.Figure(go.Scatter(x=sm.index, y=sm.values, mode="lines+markers",
+                                marker=dict(size=3), name="σ_i(T_s)"))
+    sfig.add_vline(x=view.rank, line_dash="dash", annotation_text=f"r = {view.rank}")
+    if sm.next_value == sm.next_value:  # not nan: σ_{r+1} is drawn
+        sfig.add_scatter(x=[view.rank + 1], y=[sm.next_value], mode="markers",
+                         name="σ_{r+1}(T_s)", marker=dict(size=9, symbol="diamond"))
+    sfig.update_yaxes(type="log", exponentformat="power")
+    sfig.update_layout(title="Singular values of the smooth part T_s (same for every r)",
+                       height=360, xaxis_title="i", margin=dict(l=10, r=10, t=40, b=10),
+                       legend=dict(orientation="h", y=-0.25))
+    column.plotly_chart(sfig, key="chart-singular-values")
+    column.caption("T_s = Toeplitz(k̃): the kernel with its band lags replaced by the straight "
+                   "line across them (what sampled A interpolates); it does not depend on r. "
+                   "σ_{r+1}(T_s) is the best spectral error of any rank-r approximation of "
+                   "T_s. "
+                   + (f"{sm.dropped} values below {lab.ROUNDOFF_FLOOR:g} σ₁ (round-off) not "
+                      f"drawn. " if sm.dropped else "")
+                   + ("Top values only at this n." if view.n > 512 else ""))
+
+
+def rank_curve(coeffs, band: int, rank: int, causal: bool) -> None:
+    curve = _ui.rank_curve(coeffs, band, causal)
+    cfig = go.Figure()
+    for errors, name in ((curve.sample, "SKI, sampled A"), (curve.fit, "SKI, fitted A"),
+                         (curve.optimal, "optimal rank r (SVD)")):
+        cfig.add_scatter(x=curve.ranks, y=errors, name=name, mode="lines+markers")
+    _ui.vline(cfig, rank, f"current r = {rank}", log_x=True, line_dash="dash")
+    cfig.update_xaxes(type="log", title="inducing points r")
+    cfig.update_yaxes(type="log", title="relative Frobenius error", exponentformat="power")
+    cfig.update_layout(title=f"Error against r at m = {band}", height=380,
                        margin=dict(l=10, r=10, t=40, b=10))
-hl, hr = st.columns([3, 1])
-hl.plotly_chart(parts, key="chart-parts")
-hr.plotly_chart(residual, key="chart-residual")
-if maps.step > 1:
-    st.caption(f"Heatmaps show 1 row and column in {maps.step} of the {view.n} × "
-               f"{view.n} matrices; the errors above are exact.")
+    st.plotly_chart(cfig, key="chart-rank-curve")
+    exact = ", ".join(str(r) for r in curve.exact)
+    st.caption(f"Errors below {lab.CURVE_FLOOR:g} are the formula's round-off (an exact fit "
+               "reads about 1e-8) and are not drawn, so the axis stays on the errors that "
+               "carry information"
+               + (f". Exact up to round-off (some curve below {lab.CURVE_FLOOR:g}): "
+                  f"r = {exact}." if len(curve.exact) else "."))
 
-# -- kernel and singular values ---------------------------------------------------------------
-left, right = st.columns(2)
-kfig = go.Figure()
-kfig.add_scatter(x=view.lags, y=view.coeffs, name="t_k", mode="lines")
-kfig.add_scatter(x=view.inducing_lags, y=view.inducing_values, mode="markers",
-                 name="A's lags (p_i − p_j)", marker=dict(size=6, symbol="circle-open"))
-kfig.add_vrect(x0=view.band_span[0], x1=view.band_span[1], fillcolor="orange", opacity=0.25,
-               line_width=0, annotation_text="band", annotation_position="top left")
-kfig.update_layout(title="Kernel against lag: band shaded, inducing lags marked"
-                   + (" (SKI's Toeplitz target)" if source.name == "ski" else ""), height=360,
-                   xaxis_title="lag k", margin=dict(l=10, r=10, t=40, b=10),
-                   legend=dict(orientation="h", y=-0.25))
-left.plotly_chart(kfig, key="chart-kernel")
 
-sm = view.smooth
-sfig = go.Figure(go.Scatter(x=sm.index, y=sm.values, mode="lines+markers",
-                            marker=dict(size=3), name="σ_i(T_s)"))
-sfig.add_vline(x=view.rank, line_dash="dash", annotation_text=f"r = {view.rank}")
-if sm.next_value == sm.next_value:  # not nan: σ_{r+1} is drawn
-    sfig.add_scatter(x=[view.rank + 1], y=[sm.next_value], mode="markers", name="σ_{r+1}(T_s)",
-                     marker=dict(size=9, symbol="diamond"))
-sfig.update_yaxes(type="log", exponentformat="power")
-sfig.update_layout(title="Singular values of the smooth part T_s (same for every r)",
-                   height=360, xaxis_title="i", margin=dict(l=10, r=10, t=40, b=10),
-                   legend=dict(orientation="h", y=-0.25))
-right.plotly_chart(sfig, key="chart-singular-values")
-right.caption("T_s = Toeplitz(k̃): the kernel with its band lags replaced by the straight line "
-              "across them (what sampled A interpolates); it does not depend on r. σ_{r+1}"
-              "(T_s) is the best spectral error of any rank-r approximation of T_s. "
-              + (f"{sm.dropped} values below {lab.ROUNDOFF_FLOOR:g} σ₁ (round-off) not drawn. "
-                 if sm.dropped else "")
-              + ("Top values only at this n." if view.n > 512 else ""))
-
-# -- error against r ----------------------------------------------------------------------------
-curve = _ui.rank_curve(coeffs, band, causal)
-cfig = go.Figure()
-for errors, name in ((curve.sample, "SKI, sampled A"), (curve.fit, "SKI, fitted A"),
-                     (curve.optimal, "optimal rank r (SVD)")):
-    cfig.add_scatter(x=curve.ranks, y=errors, name=name, mode="lines+markers")
-_ui.vline(cfig, rank, f"current r = {rank}", log_x=True, line_dash="dash")
-cfig.update_xaxes(type="log", title="inducing points r")
-cfig.update_yaxes(type="log", title="relative Frobenius error", exponentformat="power")
-cfig.update_layout(title=f"Error against r at m = {band}", height=380,
-                   margin=dict(l=10, r=10, t=40, b=10))
-st.plotly_chart(cfig, key="chart-rank-curve")
-exact = ", ".join(str(r) for r in curve.exact)
-st.caption(f"Errors below {lab.CURVE_FLOOR:g} are the formula's round-off (an exact fit reads "
-           "about 1e-8) and are not drawn, so the axis stays on the errors that carry "
-           "information" + (f". Exact up to round-off (some curve below {lab.CURVE_FLOOR:g}): "
-                            f"r = {exact}." if len(curve.exact) else "."))
+decomposition(coeffs, causal)
 
 # -- decay and frequency ------------------------------------------------------------------------
-d, f = view.decay, view.frequency
+profiles = _ui.kernel_profiles(coeffs, causal, decay)
+d, f = profiles.decay, profiles.frequency
 left, right = st.columns(2)
 dfig = go.Figure()
-dfig.add_scatter(x=d.lags, y=d.magnitude, name="|t_k|", mode="lines")
+lags, magnitude = display_line(d.lags, d.magnitude)
+dfig.add_scatter(x=lags, y=magnitude, name="|t_k|", mode="lines")
 dfig.add_scatter(x=d.lags, y=d.envelope, name=f"λ^|k|, λ = {decay}", line=dict(dash="dot"))
 if d.fit_line is not None:
     dfig.add_scatter(x=d.lags, y=d.fit_line, name=f"fit, λ_eff = {d.fitted_decay:.4f}",
@@ -346,8 +409,10 @@ if d.dropped:
                  f"and round-off) are gaps; the λ lines stop at the smallest |t_k| drawn.")
 
 ffig = make_subplots(specs=[[{"secondary_y": True}]])
-ffig.add_scatter(x=f.omega, y=f.magnitude, name="magnitude", secondary_y=False)
-ffig.add_scatter(x=f.omega, y=f.phase, name="phase (rad)", secondary_y=True,
+omega, magnitude = display_line(f.omega, f.magnitude)
+ffig.add_scatter(x=omega, y=magnitude, name="magnitude", secondary_y=False)
+omega, phase = display_line(f.omega, f.phase)
+ffig.add_scatter(x=omega, y=phase, name="phase (rad)", secondary_y=True,
                  line=dict(dash="dot"))
 ffig.update_yaxes(title_text="magnitude |k̂(ω)|", secondary_y=False)
 ffig.update_yaxes(title_text="phase (rad)", range=[-math.pi, math.pi], secondary_y=True,
@@ -357,10 +422,7 @@ ffig.update_layout(title="Frequency response of the kernel", height=360,
                    xaxis_title="ω (radians, 0 … π)",
                    margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
 right.plotly_chart(ffig, key="chart-frequency")
-right.caption("Dominant period of the smooth part: "
-              + ("none (largest at ω = 0)" if view.dominant_period == float("inf") else
-                 f"{view.dominant_period:.3g} lags; SKI needs h = {view.spacing:.3g} below half "
-                 f"of it"))
+
 
 st.markdown(
     "**What to notice.** Move *r* and watch the error curve: SKI tracks the optimum "

@@ -178,6 +178,77 @@ def test_speed_page_runs_and_cancels_a_benchmark(browser_page, server):
     assert_clean(page, "speed-band-crossover")
 
 
+# A chart's fingerprint in the browser: per trace its type and a digest of its x, y and z
+# (plain arrays or Plotly's base64 typed arrays), plus the layout's title and annotations.
+CHART_FINGERPRINT = """key => {
+  const plot = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+  if (!plot) return null;
+  const digest = v => [...JSON.stringify(v ?? null)].reduce(
+    (h, c) => (h * 31 + c.charCodeAt(0)) | 0, 0);
+  return JSON.stringify({
+    traces: plot.data.map(t => [t.type, digest(t.x), digest(t.y), digest(t.z)]),
+    title: plot.layout.title?.text ?? "",
+    notes: (plot.layout.annotations ?? []).map(a => a.text)});
+}"""
+DECOMPOSITION_CHARTS = ("chart-parts", "chart-residual", "chart-kernel",
+                        "chart-singular-values", "chart-rank-curve", "chart-decay",
+                        "chart-frequency")
+
+
+def decomposition_state(page) -> dict:
+    main = page.locator("[data-testid='stMain']")
+    values = {key: page.evaluate(CHART_FINGERPRINT, key) for key in DECOMPOSITION_CHARTS}
+    values["error"] = main.locator("[data-testid='stMetric']").filter(
+        has_text="Relative Frobenius error").locator("[data-testid='stMetricValue']").inner_text()
+    return values
+
+
+def speed_filled_in(page) -> None:
+    """Until the background timing of the current setting is on the page."""
+    page.wait_for_function("""() => [...document.querySelectorAll(
+        "[data-testid='stMain'] [data-testid='stMetric']")].some(m =>
+        m.innerText.includes("SKI: band") && m.querySelector(
+        "[data-testid='stMetricValue']").innerText.trim().endsWith(" ms"))""",
+                           timeout=120_000)
+    wait_idle(page)
+
+
+def test_decomposition_slider_moves_at_n_1024_update_what_they_should(browser_page, server):
+    """m and r live in a fragment: a move reruns only it. What depends on them changes, the
+    kernel's decay and frequency response (outside it) do not, and the speed readout of the
+    new setting is filled in once the page is idle."""
+    page = browser_page
+    page.goto(f"{server}/decomposition?n=1024")
+    wait_idle(page)
+    speed_filled_in(page)
+    main = page.locator("[data-testid='stMain']")
+    before = decomposition_state(page)
+    assert all(before[key] for key in DECOMPOSITION_CHARTS), before
+    slider = main.get_by_role("slider", name="Inducing points r")
+    slider.focus()
+    slider.press("ArrowRight")  # r = 33
+    wait_idle(page)
+    after_r = decomposition_state(page)
+    for key in ("chart-parts", "chart-residual", "chart-kernel", "chart-singular-values",
+                "chart-rank-curve", "error"):
+        assert after_r[key] != before[key], key
+    for key in ("chart-decay", "chart-frequency"):
+        assert after_r[key] == before[key], key
+    assert "current r = 33" in after_r["chart-rank-curve"]
+    assert re.search(r"[?&]rank=33(&|$)", page.url), page.url
+    slider = main.get_by_role("slider", name="Band m")
+    slider.focus()
+    slider.press("ArrowRight")  # m = 10
+    wait_idle(page)
+    after_m = decomposition_state(page)
+    assert "Error against r at m = 10" in after_m["chart-rank-curve"]
+    for key in ("chart-parts", "chart-kernel", "error"):
+        assert after_m[key] != after_r[key], key
+    speed_filled_in(page)
+    assert main.get_by_text(re.compile(r"Timing n = ")).count() == 0
+    assert_clean(page, "decomposition-n1024-after-moves")
+
+
 def test_inspect_opens_a_channel_in_decomposition(browser_page, server):
     """Inspect's button carries checkpoint, layer, channel and n to the Decomposition page."""
     page = browser_page

@@ -21,6 +21,7 @@ from tnn_core.lab.decomposition import (
     ROUNDOFF_FLOOR,
     decomposition_view,
     fit_to_length,
+    kernel_profiles,
     rank_curve,
     ratio_text,
     speed_text,
@@ -79,7 +80,7 @@ def test_theorem1_terms_against_numpy(n, band, rank, causal, method):
     best = U[:, :rank] @ np.diag(s[:rank]) @ Vt[:rank]
     a_sigma = np.linalg.svd(A, compute_uv=False)
 
-    panel = decomposition_view(t, band, rank, causal, method, 0.99).theorem1
+    panel = decomposition_view(t, band, rank, causal, method).theorem1
     terms = panel.terms
     assert terms.spacing == pytest.approx(h)
     assert terms.curvature == pytest.approx(L, rel=1e-12, abs=1e-15)
@@ -117,7 +118,7 @@ def test_theorem1_entry_error_in_row_blocks_and_no_dense_sides_above_512():
     low_rank = W @ at_lag(k, p[:, None] - p[None, :]) @ W.T
     i = np.arange(n)
     off = ~np.isin(np.subtract.outer(i, i), lags)
-    panel = decomposition_view(t, band, rank, False, "sample", 0.99).theorem1
+    panel = decomposition_view(t, band, rank, False, "sample").theorem1
     assert panel.terms.entry_error == pytest.approx(
         np.abs(low_rank - toeplitz_ref(t))[off].max(), rel=1e-9)
     assert math.isnan(panel.terms.right_hand_side) and math.isnan(panel.terms.ski_error)
@@ -127,7 +128,7 @@ def test_theorem1_entry_error_in_row_blocks_and_no_dense_sides_above_512():
 def test_kink_caveat_names_the_lag_where_the_band_line_meets_the_kernel():
     n, band = 200, 9
     t = synthetic_kernel("exponential", n, 0.9).numpy()
-    panel = decomposition_view(t, band, 16, False, "sample", 0.9).theorem1
+    panel = decomposition_view(t, band, 16, False, "sample").theorem1
     assert panel.terms.curvature_lag in (-5, 5)  # the line spans lags -5..5
     assert any(f"lag {panel.terms.curvature_lag}," in c and "kink" in c
                for c in panel.caveats)
@@ -144,7 +145,7 @@ def test_smooth_spectrum_is_T_smooth_and_does_not_move_with_r(causal):
                           compute_uv=False)
     drawn = sigma[sigma >= ROUNDOFF_FLOOR * sigma[0]]
     for rank in (4, 16, 60):
-        smooth = decomposition_view(t, band, rank, causal, "fit", 0.99).smooth
+        smooth = decomposition_view(t, band, rank, causal, "fit").smooth
         np.testing.assert_allclose(smooth.values, drawn, rtol=1e-9, atol=1e-12 * sigma[0])
         np.testing.assert_array_equal(smooth.index, np.arange(1, len(drawn) + 1))
         assert smooth.dropped == len(sigma) - len(drawn)
@@ -155,7 +156,7 @@ def test_smooth_spectrum_drops_round_off():
     """A rank-1 smooth part: one singular value, the rest round-off, not drawn."""
     n = 50
     t = np.ones(2 * n - 1)  # T = all ones, rank 1; the band line through ones is ones
-    smooth = decomposition_view(t, 3, 4, False, "sample", 0.99).smooth
+    smooth = decomposition_view(t, 3, 4, False, "sample").smooth
     assert smooth.values == pytest.approx([n])
     assert smooth.dropped == n - 1 and math.isnan(smooth.next_value)
 
@@ -181,7 +182,7 @@ def test_decay_panel_leaves_zeros_and_round_off_out_and_keeps_lines_on_the_data(
     t = 0.9 ** np.abs(k)
     t[np.abs(k) >= 100] = 0.0  # exact zeros from lag 100 on
     t[n - 1 + 50] = t[n - 1 - 50] = 1e-16  # round-off
-    d = decomposition_view(t, 5, 8, False, "sample", 0.5).decay
+    d = kernel_profiles(t, False, 0.5).decay
     magnitude = np.maximum(np.abs(t[n - 1:]), np.abs(t[n - 1::-1]))
     kept = magnitude >= ROUNDOFF_FLOOR * magnitude.max()
     np.testing.assert_array_equal(np.isnan(d.magnitude), ~kept)
@@ -200,7 +201,7 @@ def test_decay_panel_leaves_zeros_and_round_off_out_and_keeps_lines_on_the_data(
 def test_aliasing_warning_when_h_exceeds_half_the_period():
     n = 512
     t = synthetic_kernel("oscillating", n, 0.99).numpy()  # period 8
-    view = decomposition_view(t, 9, 32, False, "sample", 0.99)  # h = 511/31 = 16.5
+    view = decomposition_view(t, 9, 32, False, "sample")  # h = 511/31 = 16.5
     k = bridged(t, band_lags_ref(n, 9, False))
     N = 1024  # fft_size(512)
     column = np.concatenate([k[n - 1:], np.zeros(N - 2 * n + 1), k[: n - 1]])
@@ -211,15 +212,15 @@ def test_aliasing_warning_when_h_exceeds_half_the_period():
     assert any("> 1" in w for w in view.warnings)
     # r = 100: h = 5.2, below the period but above half of it: still aliasing
     assert any("Aliasing" in w
-               for w in decomposition_view(t, 9, 100, False, "sample", 0.99).warnings)
+               for w in decomposition_view(t, 9, 100, False, "sample").warnings)
     # r = 129: h = 511/128 < 4, no aliasing
     assert not any("Aliasing" in w
-                   for w in decomposition_view(t, 9, 129, False, "sample", 0.99).warnings)
+                   for w in decomposition_view(t, 9, 129, False, "sample").warnings)
 
 
 def test_no_warning_for_a_kernel_peaked_at_zero_frequency():
     t = synthetic_kernel("spike_smooth", 512, 0.99).numpy()
-    view = decomposition_view(t, 9, 8, False, "sample", 0.99)
+    view = decomposition_view(t, 9, 8, False, "sample")
     assert view.dominant_period == math.inf and view.warnings == ()
 
 

@@ -16,7 +16,13 @@ import pytest
 from tests.references import band_lags_ref, interp_ref, lopsided, toeplitz_ref
 from tnn_core.analysis.curves import CURVE_RANKS
 from tnn_core.analysis.decompose import decompose
-from tnn_core.lab.decomposition import ROUNDOFF_FLOOR, decomposition_view, rank_curve
+from tnn_core.lab.decomposition import (
+    HEATMAP_CELLS,
+    ROUNDOFF_FLOOR,
+    decomposition_view,
+    kernel_profiles,
+    rank_curve,
+)
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -42,9 +48,9 @@ def reference(t: np.ndarray, band: int, rank: int, causal: bool, a: np.ndarray) 
 def test_heatmaps_are_T_band_low_rank_and_residual_at_the_drawn_rows(n, band, rank, causal,
                                                                      method):
     t = lopsided(n, causal)
-    view = decomposition_view(t, band, rank, causal, method, 0.99)
+    view = decomposition_view(t, band, rank, causal, method)
     maps = view.heatmaps
-    step = math.ceil(n / 192)
+    step = math.ceil(n / HEATMAP_CELLS)
     np.testing.assert_array_equal(maps.idx, np.arange(0, n, step))
     assert maps.step == step
     ix = np.ix_(maps.idx, maps.idx)
@@ -65,10 +71,11 @@ def test_heatmaps_are_T_band_low_rank_and_residual_at_the_drawn_rows(n, band, ra
 
 
 def test_colour_limits_of_an_all_zero_kernel_are_one():
-    view = decomposition_view(np.zeros(7), 1, 2, False, "sample", 0.9)
+    view = decomposition_view(np.zeros(7), 1, 2, False, "sample")
     assert view.heatmaps.limit == view.heatmaps.residual_limit == 1.0
     assert "all-zero" in view.note and math.isnan(view.relative_frobenius)
-    assert math.isnan(view.gap) and view.decay.fit_line is None
+    assert math.isnan(view.gap)
+    assert kernel_profiles(np.zeros(7), False, 0.9).decay.fit_line is None
 
 
 # -- Decomposition: errors and gap ----------------------------------------------------------
@@ -79,7 +86,7 @@ def test_colour_limits_of_an_all_zero_kernel_are_one():
 ])
 def test_errors_and_gap(n, band, rank, causal, method):
     t = lopsided(n, causal)
-    view = decomposition_view(t, band, rank, causal, method, 0.99)
+    view = decomposition_view(t, band, rank, causal, method)
     ref = reference(t, band, rank, causal, view.inducing_values)
     T, R = ref["T"], ref["R"]
     sigma = np.linalg.svd(T - ref["B"], compute_uv=False)
@@ -105,7 +112,7 @@ def test_errors_and_gap(n, band, rank, causal, method):
 def test_inducing_lag_markers_are_p_i_minus_p_j_with_A_there(n, rank, causal):
     t = lopsided(n, causal)
     band = 5
-    view = decomposition_view(t, band, rank, causal, "sample", 0.99)
+    view = decomposition_view(t, band, rank, causal, "sample")
     p = np.linspace(0, n - 1, rank)  # the inducing points
     i, j = np.indices((rank, rank))
     # every lag p_i - p_j, once per lag l = i - j, in ascending order
@@ -128,7 +135,7 @@ def test_inducing_lag_markers_are_p_i_minus_p_j_with_A_there(n, rank, causal):
 @pytest.mark.parametrize("band,causal", [(9, False), (4, False), (5, True), (1, True)])
 def test_band_span_shades_exactly_the_band_lags(band, causal):
     n = 40
-    view = decomposition_view(lopsided(n, causal), band, 8, causal, "sample", 0.99)
+    view = decomposition_view(lopsided(n, causal), band, 8, causal, "sample")
     lo, hi = view.band_span
     inside = [k for k in range(-(n - 1), n) if lo < k < hi]
     assert inside == band_lags_ref(n, band, causal)
@@ -145,7 +152,7 @@ def test_decay_envelope_and_fitted_line(causal):
     t = 2.0 * true_decay ** np.abs(k)
     if causal:
         t[: n - 1] = 0
-    d = decomposition_view(t, 5, 8, causal, "sample", slider).decay
+    d = kernel_profiles(t, causal, slider).decay
     lag = np.arange(n)
     np.testing.assert_array_equal(d.lags, lag)
     # below ROUNDOFF_FLOOR × max|t| nothing is drawn (NaN); the λ lines stop at the smallest
@@ -169,7 +176,7 @@ def test_decay_envelope_and_fitted_line(causal):
 def test_frequency_response_is_the_kernels_dtft():
     n = 50
     t = lopsided(n)
-    f = decomposition_view(t, 5, 8, False, "sample", 0.99).frequency
+    f = kernel_profiles(t, False, 0.99).frequency
     N = 2 * (len(f.omega) - 1)
     column = np.concatenate([t[n - 1 :], np.zeros(N - 2 * n + 1), t[: n - 1]])  # lag k at k mod N
     spectrum = np.fft.rfft(column)
@@ -186,7 +193,7 @@ def test_rank_curve_against_the_decompositions():
     for i in (0, 5, len(curve.ranks) - 1):
         r = int(curve.ranks[i])
         for method, errors in (("sample", curve.sample), ("fit", curve.fit)):
-            view = decomposition_view(t, band, r, False, method, 0.99)
+            view = decomposition_view(t, band, r, False, method)
             assert errors[i] == pytest.approx(view.relative_frobenius, rel=1e-7)
         assert curve.optimal[i] == pytest.approx(view.relative_optimal_frobenius, rel=1e-6)
         assert curve.optimal[i] <= curve.fit[i] <= curve.sample[i] + 1e-12

@@ -30,6 +30,17 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 STATE = "[data-testid='stApp'][data-test-script-state='{}']"
 
+# Every websocket message the browser receives, as the network sees it (arrival time here,
+# size): a move's wait splits into the server's part (until its last message) and the
+# browser's (drawing after it).
+FRAMES: list[tuple[float, int]] = []
+
+
+def _record_frames(socket) -> None:
+    socket.on("framereceived", lambda payload: FRAMES.append((time.perf_counter(),
+                                                              len(payload))))
+
+
 # page -> (URL, the sliders moved in turn); each move is one ArrowRight: a new value.
 CASES = {
     "decomposition n=1024": ("decomposition?n=1024", ["Band m", "Inducing points r"]),
@@ -82,18 +93,22 @@ def _open(page, url: str) -> float:
     return time.perf_counter() - start
 
 
-def _moves(page, sliders: list[str], count: int) -> list[float]:
+def _moves(page, sliders: list[str], count: int) -> tuple[list[float], list[float], list[int]]:
+    """Per move: seconds to notRunning, seconds to the last websocket message, bytes received."""
     main = page.locator("[data-testid='stMain']")
-    times = []
+    times, last_message, received = [], [], []
     for i in range(count):
         slider = main.get_by_role("slider", name=sliders[i % len(sliders)])
         slider.focus()
         page.wait_for_timeout(300)  # let the browser go quiet before the measured move
+        FRAMES.clear()
         start = time.perf_counter()
         slider.press("ArrowRight")
         _settle(page)
         times.append(time.perf_counter() - start)
-    return times
+        last_message.append(FRAMES[-1][0] - start if FRAMES else float("nan"))
+        received.append(sum(size for _, size in FRAMES))
+    return times, last_message, received
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,24 +127,30 @@ def main(argv: list[str] | None = None) -> int:
             browser = pw.chromium.launch(executable_path=CHROMIUM,
                                          args=["--no-sandbox", "--disable-dev-shm-usage"])
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.on("websocket", _record_frames)
             cold = _open(page, f"{url}/{CASES[args.pages[0]][0]}")
             rows.append({"case": f"cold open: {args.pages[0]}", "seconds": [cold]})
             for name in args.pages:
                 path, sliders = CASES[name]
                 first = _open(page, f"{url}/{path}")
                 rows.append({"case": f"open: {name}", "seconds": [first]})
-                rows.append({"case": f"move: {name}", "seconds": _moves(page, sliders,
-                                                                       args.moves)})
+                seconds, last_message, received = _moves(page, sliders, args.moves)
+                rows.append({"case": f"move: {name}", "seconds": seconds,
+                             "last_message_s": last_message, "bytes": received})
                 print(json.dumps(rows[-1]), flush=True)
             browser.close()
     finally:
         server.terminate()
         server.wait(timeout=30)
     print(f"\nload average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores")
-    print("| case | n | median | worst |\n|---|---:|---:|---:|")
+    print("| case | n | median | worst | last message (median) | received (median) |\n"
+          "|---|---:|---:|---:|---:|---:|")
     for row in rows:
         s = row["seconds"]
-        print(f"| {row['case']} | {len(s)} | {statistics.median(s):.2f} s | {max(s):.2f} s |")
+        tail = (f" {statistics.median(row['last_message_s']):.2f} s |"
+                f" {statistics.median(row['bytes']) / 1e3:.0f} kB |" if "bytes" in row else " | |")
+        print(f"| {row['case']} | {len(s)} | {statistics.median(s):.2f} s | {max(s):.2f} s |"
+              + tail)
     return 0
 
 

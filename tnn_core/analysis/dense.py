@@ -12,15 +12,37 @@ import math
 import numpy as np
 import torch
 
-__all__ = ["HEATMAP_CELLS", "display_indices", "dense_toeplitz"]
+__all__ = ["HEATMAP_CELLS", "LINE_POINTS", "display_indices", "display_line",
+           "dense_toeplitz"]
 
 HEATMAP_CELLS = 192  # rows/columns a heatmap draws at most; larger matrices show every k-th
+LINE_POINTS = 1024  # points a line chart draws (plus one per gap): about its width in pixels
 
 
 def display_indices(n: int, max_cells: int = HEATMAP_CELLS) -> np.ndarray:
     """Rows/columns a heatmap of an n × n matrix draws: all, or every ⌈n/max_cells⌉-th."""
     step = max(1, math.ceil(n / max_cells))
     return np.arange(0, n, step)
+
+
+def display_line(x: np.ndarray, y: np.ndarray, max_points: int = LINE_POINTS
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The points of the line (x, y) [L] a chart draws: all of them, or per run of
+    consecutive points the smallest and the largest y in their order, so a spike as narrow
+    as one point still shows at its height; a run with a gap (NaN) keeps one."""
+    x, y = np.asarray(x), np.asarray(y)
+    if len(x) <= max_points:
+        return x, y
+    per = math.ceil(len(y) / (max_points // 2))  # points per run
+    runs = np.concatenate([y, np.full(-len(y) % per, np.nan)]).reshape(-1, per)
+    gaps = np.isnan(runs)
+    lowest = np.where(gaps, np.inf, runs).argmin(axis=1)  # an all-gap run keeps its first
+    highest = np.where(gaps, -np.inf, runs).argmax(axis=1)
+    start = np.arange(len(runs)) * per
+    first_gap = (start + gaps.argmax(axis=1))[gaps.any(axis=1)]  # a gap stays a gap
+    idx = np.unique(np.concatenate([start + lowest, start + highest, first_gap]))  # sorted
+    idx = idx[idx < len(y)]
+    return x[idx], y[idx]
 
 
 def dense_toeplitz(coeffs, idx: np.ndarray | None = None) -> np.ndarray:

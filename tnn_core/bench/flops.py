@@ -17,6 +17,7 @@ r inducing points, Nr = ``fft_size(r)``, m band taps.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from tnn_core.checks import check_int
@@ -103,11 +104,13 @@ def ski_flops(n: int, rank: int, band: int, batch: int = 1, dim: int = 1) -> flo
     return per_sequence * batch * dim + per_channel * dim
 
 
+@functools.cache
 def fft_crossover_n(batch: int = 1, kernel_transform: bool = False, n_max: int = 4096
                     ) -> int | None:
     """The smallest n from which the FFT product's flops are below the dense product's
     at every length up to ``n_max`` (None if not even at n_max). FFT sizes jump (5-smooth
-    N), so the count is scanned at every n rather than solved for."""
+    N), so the count is scanned at every n rather than solved for (once per argument set:
+    the scan takes a tenth of a second and pages ask on every rerun)."""
     check_int("n_max", n_max, 1)
     last_not_cheaper = 0
     for n in range(1, n_max + 1):

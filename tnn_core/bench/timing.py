@@ -13,7 +13,8 @@ import tnn_core.bench.flops as flops
 from tnn_core.bench.harness import interleaved_times, quartiles
 from tnn_core.core.toeplitz import dense, matvec
 
-__all__ = ["median_ms", "fft_vs_dense", "format_ratio", "format_ms", "format_flops"]
+__all__ = ["median_ms", "fft_dense_difference", "fft_vs_dense", "format_ratio", "format_ms",
+           "format_flops"]
 
 
 def _sync(device: torch.device | str | None) -> None:
@@ -36,18 +37,8 @@ def median_ms(fn: Callable[[], object], repeats: int = 21, warmup: int = 3,
     return statistics.median(times)
 
 
-def fft_vs_dense(coeffs: torch.Tensor, batch: int = 8, seed: int = 0, repeats: int = 15,
-                 warmup: int = 3, device: str = "cpu") -> dict:
-    """Push one random input through the FFT product and the dense matmul.
-
-    coeffs: [2n-1]. Both start from the coefficients: the FFT product transforms the
-    kernel (``toeplitz.matvec``), the dense one builds the n × n matrix. ``warmup``
-    untimed runs of each, then ``repeats`` interleaved rounds. Returns n, batch, repeats,
-    warmup, the max |difference| of the two outputs, for each product (``fft``, ``dense``) the
-    median ms, its quartiles ``*_p25_ms``, ``*_p75_ms`` and the flops of the whole batch
-    (``tnn_core.bench.flops``), and ``flop_crossover_n``: the n from which the FFT
-    product needs fewer flops than the dense one at this batch.
-    """
+def _fft_and_dense(coeffs: torch.Tensor, batch: int, seed: int, device: str):
+    """(n, the FFT product, the dense product) of one random input [B, n] (float64)."""
     coeffs = coeffs.to(device=device, dtype=torch.float64)
     n = (coeffs.shape[-1] + 1) // 2
     g = torch.Generator().manual_seed(seed)
@@ -60,6 +51,30 @@ def fft_vs_dense(coeffs: torch.Tensor, batch: int = 8, seed: int = 0, repeats: i
     def slow():
         return dense(coeffs) @ x[..., 0].T  # (n, B)
 
+    return n, fast, slow
+
+
+def fft_dense_difference(coeffs: torch.Tensor, batch: int = 8, seed: int = 0,
+                         device: str = "cpu") -> float:
+    """max |FFT product − dense product| over one random input (float64): round-off, as
+    the FFT product is exact (NaN or inf where the product overflows float64)."""
+    _, fast, slow = _fft_and_dense(coeffs, batch, seed, device)
+    return (fast()[..., 0].T - slow()).abs().max().item()
+
+
+def fft_vs_dense(coeffs: torch.Tensor, batch: int = 8, seed: int = 0, repeats: int = 15,
+                 warmup: int = 3, device: str = "cpu") -> dict:
+    """Push one random input through the FFT product and the dense matmul.
+
+    coeffs: [2n-1]. Both start from the coefficients: the FFT product transforms the
+    kernel (``toeplitz.matvec``), the dense one builds the n × n matrix. ``warmup``
+    untimed runs of each, then ``repeats`` interleaved rounds. Returns n, batch, repeats,
+    warmup, the max |difference| of the two outputs, for each product (``fft``, ``dense``) the
+    median ms, its quartiles ``*_p25_ms``, ``*_p75_ms`` and the flops of the whole batch
+    (``tnn_core.bench.flops``), and ``flop_crossover_n``: the n from which the FFT
+    product needs fewer flops than the dense one at this batch.
+    """
+    n, fast, slow = _fft_and_dense(coeffs, batch, seed, device)
     diff = (fast()[..., 0].T - slow()).abs().max().item()
     times = interleaved_times({"fft": fast, "dense": slow}, repeats, warmup, device)
     out = dict(n=n, batch=batch, repeats=repeats, warmup=warmup, max_abs_diff=diff,

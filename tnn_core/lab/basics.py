@@ -15,7 +15,7 @@ from tnn_core.analysis.dense import HEATMAP_CELLS, dense_toeplitz, display_indic
 from tnn_core.bench import timing
 from tnn_core.bench.harness import order
 
-__all__ = ["KernelView", "kernel_view", "FftCheck", "fft_check"]
+__all__ = ["KernelView", "kernel_view", "FftCheck", "fft_difference", "fft_check"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,13 @@ class FftCheck:
     times_separate: bool  # the two IQRs do not overlap: the ordering is outside the noise
     flop_sentence: str  # where the FFT product wins in flops, and how it stands at this n
     time_sentence: str  # what the timings say, or that they are within each other's spread
+
+
+def fft_difference(coeffs: np.ndarray, seed: int, device: str) -> float:
+    """max |FFT product − dense product| on the input ``fft_check`` times (float64): the
+    exactness half of the check, cheap enough for every rerun."""
+    return timing.fft_dense_difference(torch.from_numpy(np.asarray(coeffs)), seed=seed,
+                                       device=device)
 
 
 def fft_check(coeffs: np.ndarray, seed: int, device: str) -> FftCheck:

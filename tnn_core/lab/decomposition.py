@@ -40,13 +40,14 @@ from tnn_core.analysis.profiles import FrequencyResponse, decay_profile, frequen
 from tnn_core.bench.harness import order
 from tnn_core.core.toeplitz import fft_size
 
-__all__ = ["ROUNDOFF_FLOOR", "CURVE_FLOOR", "ratio_text", "speed_text", "Settings",
-           "fit_to_length", "Heatmaps", "DecayPanel", "SmoothSpectrum", "Theorem1Panel",
-           "DecompositionView", "decomposition_view", "RankCurve", "rank_curve"]
+__all__ = ["ROUNDOFF_FLOOR", "CURVE_FLOOR", "HEATMAP_CELLS", "ratio_text", "speed_text",
+           "Settings", "fit_to_length", "Heatmaps", "DecayPanel", "SmoothSpectrum",
+           "Theorem1Panel", "DecompositionView", "decomposition_view", "KernelProfiles",
+           "kernel_profiles", "RankCurve", "rank_curve"]
 
 ROUNDOFF_FLOOR = 1e-13  # relative to a chart's largest value: below it is float64 round-off
 CURVE_FLOOR = 1e-7  # relative Frobenius error: the Gram formula reads an exact fit as ~1e-8
-
+HEATMAP_CELLS = 128  # rows/columns per heatmap: four sit side by side, ~250 px each
 
 def above_floor(values: np.ndarray, floor: float) -> np.ndarray:
     """values as float64 with NaN where they are below floor (not drawn on a log axis)."""
@@ -172,8 +173,6 @@ class DecompositionView:
     inducing_values: np.ndarray  # [2r-1] A's values there, a_{i-j}
     smooth: SmoothSpectrum
     theorem1: Theorem1Panel
-    decay: DecayPanel
-    frequency: FrequencyResponse
 
 
 def _limit(matrix: np.ndarray) -> float:
@@ -278,13 +277,13 @@ def _theorem1_panel(continued: np.ndarray, dec) -> Theorem1Panel:
     return Theorem1Panel(terms=terms, caveats=tuple(caveats))
 
 
-def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, method: str,
-                       decay: float) -> DecompositionView:
-    """The Decomposition page for kernel coeffs [2n-1] at (band, rank, causal, method);
-    ``decay`` is the slider's λ, drawn as the envelope λ^|k| beside the kernel's decay."""
+def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, method: str
+                       ) -> DecompositionView:
+    """The Decomposition page for kernel coeffs [2n-1] at (band, rank, causal, method), less
+    what depends on the kernel alone (``kernel_profiles``)."""
     dec = decompose(coeffs, band, rank, causal=causal, method=method)
     n, errors = dec.n, dec.errors
-    idx = display_indices(n)
+    idx = display_indices(n, HEATMAP_CELLS)
     lo, hi = int(dec.band_lags[0]), int(dec.band_lags[-1])
     p = dec.inducing_points  # (r,) p_0 = 0 .. p_{r-1} = n - 1
     continued = smooth_continuation(dec.coeffs, dec.band_lags)  # (2n-1,) k̃
@@ -306,8 +305,23 @@ def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, m
         inducing_lags=np.concatenate([-p[:0:-1], p]),  # lag l: p_l - p_0 = l h
         inducing_values=dec.A_coeffs,
         smooth=_smooth_spectrum(continued, dec.rank),
-        theorem1=_theorem1_panel(continued, dec),
-        decay=_decay_panel(dec.coeffs, causal, decay), frequency=frequency_response(coeffs))
+        theorem1=_theorem1_panel(continued, dec))
+
+
+@dataclass(frozen=True)
+class KernelProfiles:
+    """What the page draws of the kernel alone: the same for every band, rank and method."""
+
+    decay: DecayPanel
+    frequency: FrequencyResponse
+
+
+def kernel_profiles(coeffs: np.ndarray, causal: bool, decay: float) -> KernelProfiles:
+    """Decay and frequency response of kernel coeffs [2n-1]; ``decay`` is the slider's λ,
+    drawn as the envelope λ^|k| beside the kernel's decay."""
+    coeffs = np.asarray(coeffs, dtype=np.float64)
+    return KernelProfiles(decay=_decay_panel(coeffs, causal, decay),
+                          frequency=frequency_response(coeffs))
 
 
 @dataclass(frozen=True)
