@@ -144,3 +144,4 @@ st.latex(r"T x = \Big[\, \mathcal{F}^{-1}\big(\mathcal{F}(c) \odot \mathcal{F}"
 st.markdown("instead of $O(n^2)$ for the dense product. Nothing is approximated: the "
             "difference above is floating-point round-off. Try a large $n$ to see the gap in "
             "flops and time grow, and switch on *causal* to see the upper triangle vanish.")
+_ui.page_activity()  # the page script ends: the quiet that timings wait for starts now

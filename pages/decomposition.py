@@ -196,6 +196,7 @@ def decomposition(coeffs, causal: bool) -> None:
                     f"half of it"))
     singular_values(view, right)
     rank_curve(coeffs, band, rank, causal)
+    _ui.page_activity()  # and ended: the quiet that timings wait for starts now
 
 
 # -- the sections the fragment draws ------------------------------------------------------
@@ -436,3 +437,4 @@ st.markdown(
     "models. With $\\lambda$ near 1 the kernel decays slowly and the smooth "
     "part carries more of the matrix."
 )
+_ui.page_activity()  # the page script ends: the quiet that timings wait for starts now

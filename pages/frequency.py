@@ -4,6 +4,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages import _ui
+from tnn_core.analysis.dense import display_line
 from tnn_core.analysis.fd_response import THEOREMS
 from tnn_core.lab import frequency as frequency_lab
 
@@ -68,20 +69,22 @@ st.caption(f"N = {view.N} = fft_size({n}), the smallest even 5-smooth FFT size �
 left, right = st.columns(2)
 pair = go.Figure()
 if causal:
-    pair.add_scatter(x=view.omega, y=view.real, name=f"R(ω), the MLP of {mlp_input}")
-    pair.add_scatter(x=view.omega, y=view.imag, name="−H{R}(ω), from the Hilbert transform")
+    names = (f"R(ω), the MLP of {mlp_input}", "−H{R}(ω), from the Hilbert transform")
     pair_title = "The Hilbert pair: real and imaginary parts of the response"
 else:
-    pair.add_scatter(x=view.omega, y=view.real, name=f"real part, the MLP of {mlp_input}")
-    pair.add_scatter(x=view.omega, y=view.imag,
-                     name=f"imaginary part, {'sin ω · ' if smooth else ''}the MLP of "
-                          f"{mlp_input}; 0 at 0 and π")
+    names = (f"real part, the MLP of {mlp_input}",
+             f"imaginary part, {'sin ω · ' if smooth else ''}the MLP of {mlp_input}; 0 at 0 "
+             f"and π")
     pair_title = "Real and imaginary parts of the response, both from the MLP"
+for part, name in zip((view.real, view.imag), names, strict=True):
+    omega, values = display_line(view.omega, part)
+    pair.add_scatter(x=omega, y=values, name=name)
 pair.update_layout(title=pair_title, xaxis_title="ω (radians, 0 … π)", height=360,
                    margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
 left.plotly_chart(pair, key="chart-pair")
 
-time_plot = go.Figure(go.Scatter(x=view.lags, y=view.kernel, mode="lines", name="k[t]"))
+lags, kernel = display_line(view.lags, view.kernel)
+time_plot = go.Figure(go.Scatter(x=lags, y=kernel, mode="lines", name="k[t]"))
 if causal and n > 1:
     time_plot.add_vrect(x0=-(n - 1), x1=-0.5, fillcolor="gray", opacity=0.12, line_width=0,
                         annotation_text="negative lags: exactly 0",
@@ -129,7 +132,8 @@ for column, log_x, title in ((semilog, False, "semilog: straight line = exponent
                              (loglog, True, "log-log: straight line = power law")):
     fig = go.Figure()
     for curve in view.decay_curves:
-        fig.add_scatter(x=curve.t, y=curve.magnitude, name=curve.activation, mode="lines",
+        t, magnitude = display_line(curve.t, curve.magnitude)
+        fig.add_scatter(x=t, y=magnitude, name=curve.activation, mode="lines",
                         line=dict(width=3 if curve.activation == activation else 1))
     if view.fit_end >= frequency_lab.FIT_START:
         _ui.vline(fig, view.fit_end, f"fit ends, t = {view.fit_end}", log_x=log_x,

@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages import _ui
-from tnn_core.lab.train import SIZES, app_config, app_task, progress_view
+from tnn_core.lab.train import SIZES, TRAINING_THREADS, app_config, app_task, progress_view
 from tnn_core.training.background import BackgroundRun
 from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
 
@@ -74,7 +74,8 @@ if start:
     except ValueError as err:
         _ui.show_error(err)
     else:
-        run = BackgroundRun(config, task, command=f"app: {config.to_dict()}")
+        run = BackgroundRun(config, task, command=f"app: {config.to_dict()}",
+                            threads=TRAINING_THREADS)
         token = _ui.session_token()
         run.stop_when_collected(token)
         run.start()

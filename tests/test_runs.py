@@ -127,3 +127,25 @@ def test_job_error_is_kept():
     job.start()
     job.join(timeout=10)
     assert job.snapshot()[3].startswith("ZeroDivisionError")
+
+
+def test_a_run_sets_torch_threads_on_its_own_thread_only(monkeypatch):
+    """The app's runs leave a core to the pages: threads=1 holds inside the run, and the
+    thread that started it keeps its own setting."""
+    import torch
+
+    from tnn_core.training import background
+
+    seen = []
+
+    def fake_train(config, task, callbacks, stop_event, command):
+        seen.append(torch.get_num_threads())
+
+    monkeypatch.setattr(background, "train", fake_train)
+    before = torch.get_num_threads()
+    run = BackgroundRun(tiny_config(1), get_task("recall"), threads=1)
+    run.start()
+    run.join(timeout=60)
+    assert seen == [1] and torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="threads"):
+        BackgroundRun(tiny_config(1), get_task("recall"), threads=0)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -41,13 +42,15 @@ def _record_frames(socket) -> None:
                                                               len(payload))))
 
 
-# page -> (URL, the sliders moved in turn); each move is one ArrowRight: a new value.
+# page -> (URL, the (slider, key) moves made in turn); each move is a new value.
+DECOMPOSITION_MOVES = [("Band m", "ArrowRight"), ("Inducing points r", "ArrowRight"),
+                       ("Decay λ", "ArrowLeft")]  # λ starts at 0.99, its maximum is 1
 CASES = {
-    "decomposition n=1024": ("decomposition?n=1024", ["Band m", "Inducing points r"]),
-    "decomposition n=4096": ("decomposition?n=4096", ["Band m", "Inducing points r"]),
-    "basics": ("basics", ["Sequence length n"]),
-    "frequency": ("frequency", ["MLP width"]),
-    "inspect": ("inspect", ["Band m", "Rank r"]),
+    "decomposition n=1024": ("decomposition?n=1024", DECOMPOSITION_MOVES),
+    "decomposition n=4096": ("decomposition?n=4096", DECOMPOSITION_MOVES),
+    "basics": ("basics", [("Sequence length n", "ArrowRight")]),
+    "frequency": ("frequency", [("MLP width", "ArrowRight")]),
+    "inspect": ("inspect", [("Band m", "ArrowRight"), ("Rank r", "ArrowRight")]),
 }
 
 
@@ -93,22 +96,54 @@ def _open(page, url: str) -> float:
     return time.perf_counter() - start
 
 
-def _moves(page, sliders: list[str], count: int) -> tuple[list[float], list[float], list[int]]:
-    """Per move: seconds to notRunning, seconds to the last websocket message, bytes received."""
+def _moves(page, moves: list[tuple[str, str]], count: int) -> list[dict]:
+    """Per move: the slider, seconds to notRunning, seconds to the last websocket message
+    and bytes received."""
     main = page.locator("[data-testid='stMain']")
-    times, last_message, received = [], [], []
+    measured = []
     for i in range(count):
-        slider = main.get_by_role("slider", name=sliders[i % len(sliders)])
+        name, key = moves[i % len(moves)]
+        slider = main.get_by_role("slider", name=name)
         slider.focus()
         page.wait_for_timeout(300)  # let the browser go quiet before the measured move
         FRAMES.clear()
         start = time.perf_counter()
-        slider.press("ArrowRight")
+        slider.press(key)
         _settle(page)
-        times.append(time.perf_counter() - start)
-        last_message.append(FRAMES[-1][0] - start if FRAMES else float("nan"))
-        received.append(sum(size for _, size in FRAMES))
-    return times, last_message, received
+        measured.append({"slider": name, "seconds": time.perf_counter() - start,
+                         "last_message_s": FRAMES[-1][0] - start if FRAMES else float("nan"),
+                         "bytes": sum(size for _, size in FRAMES)})
+    return measured
+
+
+def _training_step(page) -> tuple[float, int]:
+    """(now, the step the Train page shows) for the run going on in that page."""
+    text = page.get_by_text(re.compile(r"running: step \d+ / ")).first.inner_text()
+    return time.perf_counter(), int(re.search(r"step (\d+) /", text).group(1))
+
+
+def _start_training(browser, url: str):
+    """A second browser session starts the Train page's default run at 5000 steps."""
+    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    _open(page, f"{url}/train")
+    steps = page.locator("[data-testid='stMain']").get_by_role("slider", name="Steps")
+    steps.focus()
+    steps.press("End")
+    page.get_by_role("button", name="Start").click()
+    page.get_by_text(re.compile(r"running: step [1-9]\d* / 5000")).wait_for(timeout=120_000)
+    return page
+
+
+def _steps_per_s(page, seconds: float) -> float:
+    t0, s0 = _training_step(page)
+    page.wait_for_timeout(seconds * 1000)
+    t1, s1 = _training_step(page)
+    return (s1 - s0) / (t1 - t0)
+
+
+def _row(case: str, moves: list[dict]) -> dict:
+    return {"case": case, **{key: [m[key] for m in moves]
+                             for key in ("seconds", "last_message_s", "bytes")}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--moves", type=int, default=12, help="slider moves per page")
     p.add_argument("--pages", nargs="*", default=list(CASES), choices=list(CASES),
                    metavar="PAGE", help=f"any of: {', '.join(CASES)}")
+    p.add_argument("--with-training", action="store_true",
+                   help="start a training run in a second browser session first; print its "
+                        "steps/s alone (the pages idle) and while the moves are made")
     args = p.parse_args(argv)
     port = _free_port()
     server = _server(port)
@@ -130,14 +168,26 @@ def main(argv: list[str] | None = None) -> int:
             page.on("websocket", _record_frames)
             cold = _open(page, f"{url}/{CASES[args.pages[0]][0]}")
             rows.append({"case": f"cold open: {args.pages[0]}", "seconds": [cold]})
+            if args.with_training:
+                training = _start_training(browser, url)
+                alone = _steps_per_s(training, 15)
+                t0, s0 = _training_step(training)
             for name in args.pages:
-                path, sliders = CASES[name]
+                path, moves = CASES[name]
                 first = _open(page, f"{url}/{path}")
                 rows.append({"case": f"open: {name}", "seconds": [first]})
-                seconds, last_message, received = _moves(page, sliders, args.moves)
-                rows.append({"case": f"move: {name}", "seconds": seconds,
-                             "last_message_s": last_message, "bytes": received})
+                measured = _moves(page, moves, args.moves)
+                rows.append(_row(f"move: {name}", measured))
                 print(json.dumps(rows[-1]), flush=True)
+                if len(moves) > 1:
+                    rows += [_row(f"move: {name}, {slider} only",
+                                  [m for m in measured if m["slider"] == slider])
+                             for slider, _ in moves]
+            if args.with_training:
+                t1, s1 = _training_step(training)
+                during = (s1 - s0) / (t1 - t0)
+                print(f"training: {alone:.2f} steps/s alone, {during:.2f} steps/s during the "
+                      f"moves ({during / alone:.0%})")
             browser.close()
     finally:
         server.terminate()

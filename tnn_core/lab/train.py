@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,11 +13,15 @@ from tnn_core.training.background import Progress
 from tnn_core.training.config import TrainConfig, model_for_task
 from tnn_core.training.tasks import CharLMConfig, CharLMTask, Task, get_task
 
-__all__ = ["SIZES", "TASK_SETTINGS", "app_task", "app_config", "ProgressView", "progress_view"]
+__all__ = ["SIZES", "TASK_SETTINGS", "TRAINING_THREADS", "app_task", "app_config",
+           "ProgressView", "progress_view"]
 
 SIZES = {"tiny": (32, 1), "small": (64, 2), "medium": (128, 2)}  # name -> (dim d, layers)
 TASK_SETTINGS = {"charlm": {"seq_len": 128}, "listops": {"seq_len": 128, "max_depth": 2},
                  "digits": {}, "recall": {}}  # shorter than the CLI's, for a laptop CPU
+# torch threads of a run started from the app: every core but one, which stays with the
+# pages and the browser (on 2 cores a run with both took a slider move from 1 s to 3-5 s).
+TRAINING_THREADS = max(1, (os.cpu_count() or 1) - 1)
 
 
 def app_task(name: str, text: bytes | None = None, text_name: str = "") -> Task:

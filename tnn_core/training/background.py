@@ -22,6 +22,9 @@ import traceback
 import weakref
 from dataclasses import dataclass, field
 
+import torch
+
+from tnn_core.checks import check_int
 from tnn_core.training.config import TrainConfig
 from tnn_core.training.loop import Callbacks, TrainResult, train
 from tnn_core.training.tasks import Task
@@ -132,8 +135,14 @@ class Progress:
 class BackgroundRun(BackgroundThread):
     """One training run on a daemon thread, with a thread-safe progress record."""
 
-    def __init__(self, config: TrainConfig, task: Task | None = None, command: str = "app"):
+    def __init__(self, config: TrainConfig, task: Task | None = None, command: str = "app",
+                 threads: int | None = None):
+        """threads: torch CPU threads for this run (``torch.set_num_threads`` on its own
+        thread, which leaves other threads' setting alone); None keeps torch's default."""
         super().__init__("tnn-train")
+        if threads is not None:
+            check_int("threads", threads, 1)
+        self.threads = threads
         self.config = config
         self.task = task
         self.command = command
@@ -166,6 +175,8 @@ class BackgroundRun(BackgroundThread):
             self._progress.evals.append(metrics)
 
     def _work(self) -> TrainResult:
+        if self.threads is not None:
+            torch.set_num_threads(self.threads)
         return train(self.config, self.task, Callbacks(self._on_step, self._on_eval),
                      stop_event=self._stop, command=self.command)
 
