@@ -3,7 +3,6 @@
 import math
 from dataclasses import dataclass
 
-import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
@@ -13,6 +12,7 @@ from tnn_core.analysis.dense import display_line
 from tnn_core.analysis.presets import MAX_TYPED_CHARS, MAX_TYPED_LENGTH, OPERATOR_CHANNELS
 from tnn_core.bench.timing import format_flops
 from tnn_core.lab import decomposition as lab
+from tnn_core.lab.heatmap_image import colorbar_image, heatmap_image
 
 _ui.ensure_app_frame()
 _ui.receive_values("pages/decomposition.py")
@@ -300,32 +300,31 @@ def speed_readout(found) -> None:
     s[3].caption(TRADE_OFF + busy)
 
 
-def heatmap_trace(matrix, maps, limit: float, colorscale: str, **extra) -> go.Heatmap:
-    return go.Heatmap(z=matrix.astype(np.float32), x=maps.idx, y=maps.idx, zmin=-limit,
-                      zmax=limit, zmid=0, colorscale=colorscale,
-                      hovertemplate="row %{y}, col %{x}: %{z:.3g}<extra></extra>", **extra)
-
-
 def matrices(view) -> None:
+    """T = band + low rank + residual as four images (a Plotly heatmap each took as long to
+    redraw as the rest of the page); the first three share one colour scale."""
     maps = view.heatmaps
-    parts = make_subplots(rows=1, cols=3, horizontal_spacing=0.05,
-                          subplot_titles=("T (SKI's target)" if source.name == "ski" else "T",
-                                          "= band", "+ low rank W A Wᵀ"))
-    for col, matrix in enumerate((maps.T, maps.band, maps.low_rank), start=1):
-        parts.add_trace(heatmap_trace(matrix, maps, maps.limit, "RdBu", showscale=col == 3),
-                        row=1, col=col)
-        parts.update_yaxes(autorange="reversed", row=1, col=col)
-    parts.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10))
-    residual = go.Figure(heatmap_trace(maps.residual, maps, maps.residual_limit, "PuOr"))
-    residual.update_yaxes(autorange="reversed")
-    residual.update_layout(title=f"+ residual (own scale, ±{maps.residual_limit:.2g})",
-                           height=340, margin=dict(l=10, r=10, t=40, b=10))
-    hl, hr = st.columns([3, 1])
-    hl.plotly_chart(parts, key="chart-parts")
-    hr.plotly_chart(residual, key="chart-residual")
-    if maps.step > 1:
-        st.caption(f"Heatmaps show 1 row and column in {maps.step} of the {view.n} × "
-                   f"{view.n} matrices; the errors above are exact.")
+    pixels = max(1, 256 // len(maps.idx))  # cells enlarged to about 256 pixels a side
+    parts = ((maps.T, "T (SKI's target)" if source.name == "ski" else "T"),
+             (maps.band, "= band"), (maps.low_rank, "+ low rank W A Wᵀ"))
+    with st.container(key="heatmaps"):
+        columns = st.columns(4)
+        for column, (matrix, title) in zip(columns[:3], parts, strict=True):
+            column.image(heatmap_image(matrix, maps.limit, "RdBu", pixels), caption=title,
+                         width="stretch")
+        columns[3].image(heatmap_image(maps.residual, maps.residual_limit, "PuOr", pixels),
+                         caption="+ residual (its own scale)", width="stretch")
+        left, right = st.columns([3, 1])
+        left.image(colorbar_image("RdBu"), width="stretch",
+                   caption=f"T, band and low rank: −{maps.limit:.3g} (red) … 0 (white) … "
+                           f"+{maps.limit:.3g} (blue)")
+        right.image(colorbar_image("PuOr"), width="stretch",
+                    caption=f"residual: −{maps.residual_limit:.2g} … +"
+                            f"{maps.residual_limit:.2g}")
+    shown = (f"1 row and column in {maps.step} of the {view.n} × {view.n} matrices, "
+             if maps.step > 1 else f"all {view.n} × {view.n} entries, ")
+    st.caption(f"Row 0 at the top, column 0 at the left; {shown}so the errors above are "
+               "exact while the pictures are samples.")
 
 
 def kernel_figure(view) -> go.Figure:
