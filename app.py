@@ -2,11 +2,14 @@
 
 Run with `make run` (or `streamlit run app.py`). Pages hold layout only; every
 computation comes from `tnn_core.lab` (one module per page), cached in `pages/_ui.py`.
+The first visit starts the server's warm-up (`pages/_warmup.py`), which prepares what
+later visits need while nobody waits.
 """
 
 import streamlit as st
 import torch
 
+from pages import _ui, _warmup
 from tnn_core.allocator import keep_freed_memory
 
 keep_freed_memory()  # glibc keeps freed memory: no page faults per large tensor (idempotent)
@@ -38,4 +41,6 @@ with st.sidebar:
                     help="Seeds every random choice on the pages: initial weights of the "
                          "demo operators and the random inputs.")
 
+if not st.config.get_option("global.appTest"):  # tests run their pages one at a time
+    _warmup.start(_ui.warm_up, _ui.quiet_timer())
 st.navigation(PAGES).run()

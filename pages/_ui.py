@@ -18,6 +18,7 @@ import streamlit as st
 import torch
 from streamlit.runtime.pages_manager import PagesManager
 
+from pages import _warmup
 from tnn_core import analysis, bench
 from tnn_core.analysis import presets as kernels
 from tnn_core.analysis.dense import display_line
@@ -211,19 +212,27 @@ def checkpoint_choices() -> dict[str, str]:
         key: f"{name} (uploaded)" for key, name in _session_uploads().names().items()}
 
 
-@st.cache_resource(max_entries=16, show_spinner="Loading checkpoint…")
-def _load_file(path: str, mtime: float):
-    return checkpoint.load(path)
+def _computed(spinner: str, memo: _warmup.Shared, *args, **kwargs):
+    """``memo(*args, **kwargs)``, under a spinner saying ``spinner`` when not computed yet."""
+    if memo.has(*args, **kwargs):
+        return memo(*args, **kwargs)
+    with st.spinner(spinner):
+        return memo(*args, **kwargs)
 
 
-@st.cache_resource(max_entries=4, show_spinner="Loading checkpoint…")
-def _load_upload(key: str, name: str, _data: bytes):
-    return checkpoint.load_bytes(_data, name)
+@_warmup.shared(max_entries=16)
+def _open_file(path: str, mtime_ns: int) -> inspect_lab.Opened:
+    return inspect_lab.open_file(Path(path))
 
 
-def load_checkpoint(key: str):
-    """(model, info) for a checkpoint key; CheckpointError / ValueError say what is wrong.
-    The model is shared between sessions: use it for inference only."""
+@_warmup.shared(max_entries=4)
+def _open_upload(key: str, name: str, _data: bytes) -> inspect_lab.Opened:
+    return inspect_lab.open_bytes(_data, name)
+
+
+def opened(key: str) -> inspect_lab.Opened:
+    """The checkpoint of ``key``, loaded once per version of its file for the whole server;
+    CheckpointError / ValueError say what is wrong. Its model is for inference only."""
     if key.startswith("upload:"):
         names = _session_uploads().names()
         if key not in names:
@@ -233,11 +242,17 @@ def load_checkpoint(key: str):
         if data is None:
             raise ValueError(f"the upload {names[key]!r} was dropped to keep the server's "
                              "memory bounded; upload it again on the Inspect page")
-        return _load_upload(key, names[key], _data=data)
+        return _computed("Loading checkpoint…", _open_upload, key, names[key], _data=data)
     path = inspect_lab.checkpoint_path(key, USER_CHECKPOINTS)
     if not path.is_file():
         raise ValueError(f"checkpoint {key!r} does not exist; choose one from the list")
-    return _load_file(str(path), path.stat().st_mtime)
+    return _computed("Loading checkpoint…", _open_file, str(path), path.stat().st_mtime_ns)
+
+
+def load_checkpoint(key: str):
+    """(model, info) of ``opened(key)``."""
+    found = opened(key)
+    return found.model, found.info
 
 
 def remember_upload(name: str, data: bytes) -> tuple[str, list[str]]:
@@ -247,20 +262,19 @@ def remember_upload(name: str, data: bytes) -> tuple[str, list[str]]:
     ``uploads.SESSION_BUDGET``; a file that is not a valid checkpoint raises
     CheckpointError and is not kept."""
     key = uploads_lab.upload_key(data)
-    _load_upload(key, name, _data=data)
+    _computed("Loading checkpoint…", _open_upload, key, name, _data=data)
     _upload_store().put(key, data)
     return key, _session_uploads().add(key, name, len(data))
 
 
 def checkpoint_kernel(key: str, n: int, layer: int, channel: int) -> np.ndarray:
     """One learned channel's kernel [2n-1] at any n."""
-    model, _ = load_checkpoint(key)
-    return _checkpoint_kernel(key, id(model), n, layer, channel, _model=model)
+    found = opened(key)
+    return _checkpoint_kernel(found.digest, n, layer, channel, _model=found.model)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def _checkpoint_kernel(key: str, model_id: int, n: int, layer: int, channel: int,
-                       _model) -> np.ndarray:
+def _checkpoint_kernel(digest: str, n: int, layer: int, channel: int, _model) -> np.ndarray:
     ops = _model.operators()
     layer = check_int("layer", layer, 0, len(ops) - 1)
     return analysis.channel_kernel(ops[layer], n, channel).numpy()
@@ -271,45 +285,130 @@ def save_run(result, name: str) -> str:
     return inspect_lab.save_run(result, name, USER_CHECKPOINTS)
 
 
-@st.cache_data(max_entries=16, show_spinner="Measuring every channel…")
-def atlas(key: str, model_id: int, n: int, band: int, rank: int, channels: int,
-          _model) -> inspect_lab.AtlasView:
+# Inspect's views of one checkpoint, by its digest (its task by the task's record): shared
+# with the warm-up (``warm_up``).
+@_warmup.shared(max_entries=8)
+def _task(task_key: str, _record: dict) -> Task:
+    return task_from_info(_record)
+
+
+@_warmup.shared(max_entries=32)
+def _atlas(digest: str, n: int, band: int, rank: int, channels: int,
+           _model) -> inspect_lab.AtlasView:
     return inspect_lab.atlas_view(_model, n, band, rank, channels)
 
 
-@st.cache_resource(max_entries=8, show_spinner="Building the task's data…")
-def _checkpoint_task(key: str, model_id: int, _info) -> Task:
-    return task_from_info(_info.task)
+@_warmup.shared(max_entries=32)
+def _channel_matrix(digest: str, n: int, layer: int, channel: int,
+                    _model) -> inspect_lab.ChannelMatrix:
+    return inspect_lab.channel_matrix(_model, n, layer, channel)
+
+
+@_warmup.shared(max_entries=32)
+def _extrapolation(digest: str, train_n: int, layer: int, channel: int,
+                   _model) -> inspect_lab.Extrapolation:
+    return inspect_lab.extrapolation(_model, train_n, layer, channel)
+
+
+@_warmup.shared(max_entries=16)
+def _length_sweep(digest: str, _model, _task) -> inspect_lab.LengthSweep:
+    return inspect_lab.length_sweep(_model, _task)
 
 
 def checkpoint_task(key: str) -> Task:
     """The task a checkpoint was trained on, with its validation data; ValueError when the
     file's task cannot be rebuilt here. Shared between sessions: it is only read."""
-    model, info = load_checkpoint(key)
-    return _checkpoint_task(key, id(model), _info=info)
+    found = opened(key)
+    return _computed("Building the task's data…", _task, found.task_key,
+                     _record=found.info.task)
+
+
+def atlas(key: str, n: int, band: int, rank: int, channels: int) -> inspect_lab.AtlasView:
+    found = opened(key)
+    return _computed("Measuring every channel…", _atlas, found.digest, n, band, rank,
+                     channels, _model=found.model)
+
+
+def channel_matrix(key: str, n: int, layer: int, channel: int) -> inspect_lab.ChannelMatrix:
+    found = opened(key)
+    return _computed("Reading the matrix the model applies…", _channel_matrix, found.digest,
+                     n, layer, channel, _model=found.model)
+
+
+def extrapolation(key: str, train_n: int, layer: int,
+                  channel: int) -> inspect_lab.Extrapolation:
+    found = opened(key)
+    return _computed("Evaluating the kernel at 1×, 2× and 4× the length…", _extrapolation,
+                     found.digest, train_n, layer, channel, _model=found.model)
+
+
+def start_length_sweep(key: str):
+    """Start the length sweep on a thread of its own (unless it runs or ran): its future.
+    ValueError when the checkpoint's task cannot be rebuilt here."""
+    found = opened(key)
+    return _length_sweep.start(found.digest, _model=found.model, _task=checkpoint_task(key))
+
+
+def length_sweep(key: str, wait_s: float) -> inspect_lab.LengthSweep | None:
+    """The length sweep (``start_length_sweep``), or None if it still runs after ``wait_s``
+    seconds; ValueError when the task cannot be rebuilt or evaluated here."""
+    try:
+        return start_length_sweep(key).result(timeout=wait_s)
+    except TimeoutError:
+        return None
+
+
+def band_ablation(key: str, band: int) -> inspect_lab.BandAblation:
+    found = opened(key)
+    return _band_ablation(found.digest, band, _model=found.model, _task=checkpoint_task(key))
 
 
 @st.cache_data(max_entries=16, show_spinner="Restricting every layer to its band…")
-def band_ablation(key: str, model_id: int, band: int, _model,
-                  _task) -> inspect_lab.BandAblation:
+def _band_ablation(digest: str, band: int, _model, _task) -> inspect_lab.BandAblation:
     return inspect_lab.band_ablation(_model, _task, band)
 
 
-@st.cache_data(max_entries=32, show_spinner="Reading the matrix the model applies…")
-def channel_matrix(key: str, model_id: int, n: int, layer: int, channel: int,
-                   _model) -> inspect_lab.ChannelMatrix:
-    return inspect_lab.channel_matrix(_model, n, layer, channel)
+def decay_pair(keys: tuple[str, str]) -> inspect_lab.DecayPair:
+    """TNN's Table 10 for two checkpoints of one task (the first one's)."""
+    found = [opened(key) for key in keys]
+    return _decay_pair(keys, tuple(f.digest for f in found),
+                       _models=tuple(f.model for f in found), _task=checkpoint_task(keys[0]))
 
 
 @st.cache_data(max_entries=2, show_spinner="Scoring both models on the same windows…")
-def decay_pair(keys: tuple[str, str], model_ids: tuple[int, int], _models,
-               _task) -> inspect_lab.DecayPair:
+def _decay_pair(keys: tuple[str, str], digests: tuple[str, str], _models,
+                _task) -> inspect_lab.DecayPair:
     return inspect_lab.decay_pair(_models, keys, _task)
 
 
-@st.cache_data(max_entries=16, show_spinner="Evaluating at 1×, 2× and 4× the length…")
-def length_sweep(key: str, model_id: int, _model, _task) -> inspect_lab.LengthSweep:
-    return inspect_lab.length_sweep(_model, _task)
+def warm_up() -> list:
+    """Inspect's opening view of every shipped checkpoint, for ``_warmup.start``: one job
+    per checkpoint in the list's order, one step per view. No Streamlit calls."""
+    return [_opening_view(name) for name, _ in inspect_lab.SHIPPED_ORDER]
+
+
+def _opening_view(name: str):
+    path = checkpoint.SHIPPED_DIR / f"{name}.safetensors"
+    if not path.is_file():
+        return
+    found = _open_file(str(path), path.stat().st_mtime_ns)
+    yield "model"
+    train_n = inspect_lab.summary(found.info).train_n
+    n, band = inspect_lab.opening_atlas(found.model.config, train_n)
+    _atlas(found.digest, n, band, inspect_lab.ATLAS_RANK, inspect_lab.ATLAS_CHANNELS,
+           _model=found.model)
+    yield "atlas"
+    _channel_matrix(found.digest, n, 0, 0, _model=found.model)
+    yield "channel matrix"
+    _extrapolation(found.digest, train_n, 0, 0, _model=found.model)
+    yield "extrapolation"
+    try:
+        task = _task(found.task_key, _record=found.info.task)
+    except ValueError:  # the page says why; nothing more to prepare
+        return
+    yield "task"
+    _length_sweep(found.digest, _model=found.model, _task=task)
+    yield "length sweep"
 
 
 # -- timings taken in the background ---------------------------------------------------------
@@ -324,7 +423,8 @@ def quiet_timer() -> QuietTimer:
 
 
 def page_activity() -> None:
-    """A page script (or a fragment of one) is running: timings wait until it is over."""
+    """A page script (or a fragment of one) starts or ends: timings wait for the quiet
+    after it. Pages with timings call it at both ends; ``ensure_app_frame`` at the start."""
     quiet_timer().activity()
 
 

@@ -4,20 +4,23 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from plotly.subplots import make_subplots
 
 from pages import _ui
 from tnn_core.analysis.atlas import BAND_ONLY_MASS
+from tnn_core.analysis.dense import display_line
 from tnn_core.lab import inspect as inspect_lab
 from tnn_core.lab import uploads as uploads_lab
-from tnn_core.lab.inspect import band_description, extrapolation, summary
+from tnn_core.lab.inspect import band_description, summary
 from tnn_core.training.checkpoint import CheckpointError
 
 _ui.ensure_app_frame()
 _ui.receive_values("pages/inspect.py")
 
 GRID_CELLS = 64  # rows/columns of each small heatmap in the atlas grid
-DEFAULT_BAND = 9  # the atlas band m for operators without one of their own (|k| <= 4)
+GRID_COLUMNS, GRID_ROWS = 6, 2  # the grid's tiles: the first 12 channels in the chosen order
+GRID_GAPS = (0.02, 0.12)  # horizontal, vertical space between tiles (fractions of the figure)
+SWEEP_WAIT_S = 0.25  # how long the page waits for the length sweep before it draws without
+POLL_S = 0.5  # how often a page drawn without it looks again
 
 
 def fmt_metric(value: float, name: str) -> str:
@@ -25,6 +28,34 @@ def fmt_metric(value: float, name: str) -> str:
     if not np.isfinite(value):
         return "—"
     return f"{100 * value:.1f} %" if name == "accuracy" else f"{value:.3f} {name}"
+
+
+def tile_grid(tiles: list[np.ndarray], titles: list[str], limits: list[float],
+              show_scale: bool, title: str) -> dict:
+    """Small heatmaps [s, s] in GRID_ROWS × GRID_COLUMNS, row 0 of each on top, as a plain
+    Plotly figure (float32 cells, no figure objects to validate on every move)."""
+    width = (1 - (GRID_COLUMNS - 1) * GRID_GAPS[0]) / GRID_COLUMNS
+    height = (1 - (GRID_ROWS - 1) * GRID_GAPS[1]) / GRID_ROWS
+    data, layout = [], {"height": 380, "margin": dict(l=10, r=10, t=40, b=10),
+                        "title": {"text": title}, "annotations": []}
+    for i, (tile, name, limit) in enumerate(zip(tiles, titles, limits, strict=True)):
+        row, column = divmod(i, GRID_COLUMNS)
+        left = column * (width + GRID_GAPS[0])
+        bottom = (GRID_ROWS - 1 - row) * (height + GRID_GAPS[1])
+        axis = "" if i == 0 else str(i + 1)
+        data.append({"type": "heatmap", "z": tile.astype(np.float32), "zmin": -limit,
+                     "zmax": limit, "colorscale": "RdBu", "showscale": show_scale and i == 0,
+                     "hovertemplate": "%{z:.3g}<extra></extra>",
+                     "xaxis": f"x{axis}", "yaxis": f"y{axis}"})
+        layout[f"xaxis{axis}"] = {"domain": [left, left + width], "anchor": f"y{axis}",
+                                  "showticklabels": False}
+        layout[f"yaxis{axis}"] = {"domain": [bottom, bottom + height], "anchor": f"x{axis}",
+                                  "showticklabels": False, "autorange": "reversed"}
+        layout["annotations"].append({"text": name, "x": left + width / 2,
+                                      "y": bottom + height, "xref": "paper", "yref": "paper",
+                                      "xanchor": "center", "yanchor": "bottom",
+                                      "showarrow": False})
+    return {"data": data, "layout": layout}
 
 
 st.title("Inspect checkpoint")
@@ -70,20 +101,22 @@ try:
     model, info = _ui.load_checkpoint(key)
 except (CheckpointError, ValueError) as err:
     _ui.show_error(err)
+    _ui.page_activity()
     st.stop()
 try:
     task, task_error = _ui.checkpoint_task(key), None
 except ValueError as err:
     task, task_error = None, err
 operator_config = model.config.operator
+if task is not None:
+    _ui.start_length_sweep(key)  # it runs while the sections above it are drawn
 about = summary(info, task)
 
 # Every checkpoint opens at its own training length (and SKI at its own band m).
 if st.session_state.get("_inspect_opened") != key or "atlas_n" not in st.session_state:
     st.session_state["_inspect_opened"] = key
-    st.session_state["atlas_n"] = min(about.train_n, 1024)
-    st.session_state["atlas_band"] = (operator_config.band if operator_config.kind == "ski"
-                                      else DEFAULT_BAND)
+    st.session_state["atlas_n"], st.session_state["atlas_band"] = inspect_lab.opening_atlas(
+        model.config, about.train_n)
 
 chance = f"chance {fmt_metric(about.chance, about.metric_name)}"
 m = st.columns(5)
@@ -126,123 +159,136 @@ with right:
         st.caption("This checkpoint has no training history.")
 
 # -- kernel atlas ---------------------------------------------------------------------------
-st.subheader("Kernel atlas")
-c = st.columns(4)
-n = c[0].slider("Length n", 2, 1024, key="atlas_n",
-                help="Kernels are evaluated at this length; each checkpoint opens at its "
-                     f"training length (this one: n = {about.train_n}).")
-band = c[1].slider("Band m", 1, 63, key="atlas_band",
-                   help="The band: |k| ≤ m//2, or lags 0..m-1 for a causal model. SKI "
-                        "checkpoints open at their own m.")
-rank = c[2].slider("Rank r", 2, 128, 32, key="atlas_rank",
-                   help="SKI's inducing points for the low-rank error (at most n).")
-channels = c[3].slider("Channels per layer", 4, 192, 16, step=4, key="atlas_channels",
-                       help="How many channels of each layer to measure (the first ones).")
-causal = operator_config.causal
-in_band = band_description(band, causal)
-try:
-    atlas = _ui.atlas(key, id(model), n, band, rank, channels, _model=model)
-except ValueError as err:
-    _ui.show_error(err)
-    st.stop()
-what = ("the nearest Toeplitz kernel (the diagonal means) of the band + W A Wᵀ each channel "
-        "applies, not the Toeplitz target kernel(n)"
-        if operator_config.kind == "ski" and not causal else "each channel's Toeplitz kernel")
-st.markdown(
-    f"Every statistic describes {what}, at n = {n}, with the band {in_band}. "
-    f"**Mass in band**: the share of Σ|t_k| on the band lags. **Fitted λ**: the decay of "
-    f"|t_k|. **SKI error**: ‖T − band − W A Wᵀ‖_F at r = {min(rank, n)} over ‖T − band‖_F, "
-    "the off-band part W A Wᵀ must hold (1: no better than the band alone). "
-    f"A channel with less than {100 * BAND_ONLY_MASS:.0f} % of its mass off the "
-    "band shows — for λ and the errors: there is no tail to fit or approximate.")
-LABELS = {"locality": f"mass in band ({in_band})", "decay": "fitted λ of |t_k|",
-          "low_rank": f"SKI error / ‖T − band‖ (r = {min(rank, n)})",
-          "optimal": f"optimal error / ‖T − band‖ (r = {min(rank, n)})"}
-st.markdown("**Per layer** (medians over the measured channels)")
-st.dataframe(pd.DataFrame(atlas.layers.columns(),
-                          index=pd.Index(atlas.layers.layer, name="layer")),
-             column_config={name: st.column_config.NumberColumn(label, format="%.3f")
-                            for name, label in LABELS.items()})
-
-# -- band ablation --------------------------------------------------------------------------
-st.markdown("**Band ablation: does the model need the tails?**")
-if task is None:
-    st.caption(f"This checkpoint's task cannot be rebuilt here, so it cannot be evaluated: "
-               f"{task_error}")
-elif st.toggle(f"Measure the task {about.metric_name} with every layer restricted to its band "
-               f"({in_band})", key="atlas_ablation",
-               help="Zeroes everything off the band in the matrix each layer applies and "
-                    "evaluates on the same validation sequences. Takes seconds to a minute."):
+@st.fragment
+def kernel_atlas() -> None:
+    """The atlas and its band ablation. Its widgets rerun this section alone; a new length
+    n, or a row picked in its table, reruns the page (the channel view below shows them)."""
+    _ui.page_activity()
+    st.subheader("Kernel atlas")
+    c = st.columns(4)
+    n = c[0].slider("Length n", 2, inspect_lab.ATLAS_MAX_N, key="atlas_n",
+                    help="Kernels are evaluated at this length; each checkpoint opens at its "
+                         f"training length (this one: n = {about.train_n}).")
+    if n != st.session_state["_inspect_drawn_n"]:
+        st.rerun(scope="app")
+    band = c[1].slider("Band m", 1, 63, key="atlas_band",
+                       help="The band: |k| ≤ m//2, or lags 0..m-1 for a causal model. SKI "
+                            "checkpoints open at their own m.")
+    rank = c[2].slider("Rank r", 2, 128, inspect_lab.ATLAS_RANK, key="atlas_rank",
+                       help="SKI's inducing points for the low-rank error (at most n).")
+    channels = c[3].slider("Channels per layer", 4, 192, inspect_lab.ATLAS_CHANNELS, step=4,
+                           key="atlas_channels",
+                           help="How many channels of each layer to measure (the first ones).")
+    in_band = band_description(band, causal)
     try:
-        ablation = _ui.band_ablation(key, id(model), band, _model=model, _task=task)
+        atlas = _ui.atlas(key, n, band, rank, channels)
     except ValueError as err:
         _ui.show_error(err)
-    else:
-        batches, size = inspect_lab.ABLATION_BATCHES
-        a = st.columns(2 + len(ablation.per_layer))
-        a[0].metric(f"Full kernels, n = {ablation.length}",
-                    fmt_metric(ablation.full, ablation.metric_name))
-        a[1].metric(f"Every layer {ablation.band}",
-                    fmt_metric(ablation.restricted, ablation.metric_name))
-        for layer, value in enumerate(ablation.per_layer):
-            a[2 + layer].metric(f"Only layer {layer} {ablation.band}",
-                                fmt_metric(value, ablation.metric_name))
-        lost = ablation.margin_lost
-        verdict = ("the tails beyond the band carry most of what the model learned"
-                   if lost > 0.5 else "the tails beyond the band matter"
-                   if lost > 0.1 else "the band carries almost everything the model uses")
-        st.caption(
-            f"On {batches} × {size} validation sequences (the header's figure used the "
-            f"training run's own evaluation batches); {chance}. Restricted to the band, "
-            f"the model keeps {100 * (1 - lost):.0f} % of its margin over chance: "
-            f"{verdict}." if np.isfinite(lost) else
-            f"On {batches} × {size} validation sequences; {chance}. The model is no "
-            "better than chance with full kernels, so the ablation says nothing here.")
+        return
+    what = ("the nearest Toeplitz kernel (the diagonal means) of the band + W A Wᵀ each "
+            "channel applies, not the Toeplitz target kernel(n)"
+            if operator_config.kind == "ski" and not causal else "each channel's Toeplitz kernel")
+    st.markdown(
+        f"Every statistic describes {what}, at n = {n}, with the band {in_band}. "
+        f"**Mass in band**: the share of Σ|t_k| on the band lags. **Fitted λ**: the decay of "
+        f"|t_k|. **SKI error**: ‖T − band − W A Wᵀ‖_F at r = {min(rank, n)} over "
+        "‖T − band‖_F, the off-band part W A Wᵀ must hold (1: no better than the band alone). "
+        f"A channel with less than {100 * BAND_ONLY_MASS:.0f} % of its mass off the "
+        "band shows — for λ and the errors: there is no tail to fit or approximate.")
+    labels = {"locality": f"mass in band ({in_band})", "decay": "fitted λ of |t_k|",
+              "low_rank": f"SKI error / ‖T − band‖ (r = {min(rank, n)})",
+              "optimal": f"optimal error / ‖T − band‖ (r = {min(rank, n)})"}
+    columns = {name: st.column_config.NumberColumn(label, format="%.3f")
+               for name, label in labels.items()}
+    st.markdown("**Per layer** (medians over the measured channels)")
+    st.dataframe(pd.DataFrame(atlas.layers.columns(),
+                              index=pd.Index(atlas.layers.layer, name="layer")),
+                 column_config=columns)
+    band_ablation(band, in_band)
 
-# -- the atlas grid and the channel table ---------------------------------------------------
-SORTS = {"locality": "mass in band (most local first)",
-         "decay": "fitted λ (fastest decay first)",
-         "low_rank": "SKI error over ‖T − band‖ (lowest first)"}
-sort = st.radio("Sort channels by", list(SORTS), format_func=SORTS.get, horizontal=True,
-                key="atlas_sort")
-t1, t2 = st.columns(2)
-off_band = t1.toggle("Show T − band (tails only)", key="atlas_off_band",
-                     help="Zero the band lags so the tails are not swamped by the diagonal.")
-shared = t2.toggle("One colour scale for all tiles", key="atlas_shared_scale",
-                   help="Off: each tile spans its own ±max|t_k|. On: one ±max over the 12 "
-                        "tiles, so tiles compare with each other.")
-table = atlas.channels.sorted_by(sort)
-shown = list(zip(table.layer[:12], table.channel[:12], strict=True))
-limit = atlas.shared_limit(shown, off_band) if shared else None
-fig = make_subplots(rows=2, cols=6, horizontal_spacing=0.02, vertical_spacing=0.12,
-                    subplot_titles=[f"L{layer} c{channel}" for layer, channel in shown])
-for i, (layer, channel) in enumerate(shown):
-    small = atlas.channel_view(layer, channel, GRID_CELLS, off_band)
-    zlimit = limit or small.limit
-    fig.add_trace(go.Heatmap(z=small.matrix, zmin=-zlimit, zmax=zlimit, colorscale="RdBu",
-                             showscale=shared and i == 0,
-                             hovertemplate="%{z:.3g}<extra></extra>"),
-                  row=i // 6 + 1, col=i % 6 + 1)
-fig.update_yaxes(autorange="reversed", showticklabels=False)
-fig.update_xaxes(showticklabels=False)
-scale_note = "one colour scale" if shared else "each on its own colour scale"
-part = "T − band" if off_band else "T"
-fig.update_layout(height=380, margin=dict(l=10, r=10, t=40, b=10),
-                  title=f"The first 12 channels in this order: {part} ({scale_note})")
-st.plotly_chart(fig, key="chart-atlas")
+    sorts = {"locality": "mass in band (most local first)",
+             "decay": "fitted λ (fastest decay first)",
+             "low_rank": "SKI error over ‖T − band‖ (lowest first)"}
+    sort = st.radio("Sort channels by", list(sorts), format_func=sorts.get, horizontal=True,
+                    key="atlas_sort")
+    t1, t2 = st.columns(2)
+    off_band = t1.toggle("Show T − band (tails only)", key="atlas_off_band",
+                         help="Zero the band lags so the tails are not swamped by the "
+                              "diagonal.")
+    shared = t2.toggle("One colour scale for all tiles", key="atlas_shared_scale",
+                       help="Off: each tile spans its own ±max|t_k|. On: one ±max over the 12 "
+                            "tiles, so tiles compare with each other.")
+    table = atlas.channels.sorted_by(sort)
+    tiles = GRID_COLUMNS * GRID_ROWS
+    shown = list(zip(table.layer[:tiles], table.channel[:tiles], strict=True))
+    views = [atlas.channel_view(layer, channel, GRID_CELLS, off_band) for layer, channel in shown]
+    limit = atlas.shared_limit(shown, off_band) if shared else None
+    scale_note = "one colour scale" if shared else "each on its own colour scale"
+    st.plotly_chart(tile_grid(
+        [view.matrix for view in views], [f"L{layer} c{channel}" for layer, channel in shown],
+        [limit or view.limit for view in views], shared,
+        f"The first {tiles} channels in this order: {'T − band' if off_band else 'T'} "
+        f"({scale_note})"), key="chart-atlas")
 
-st.markdown("**All measured channels.** Select a row to drill into that channel, or set the "
-            "layer and channel below.")
-event = st.dataframe(pd.DataFrame(table.columns()), key="atlas_table", on_select="rerun",
-                     selection_mode="single-row", hide_index=True, height=240,
-                     column_config={name: st.column_config.NumberColumn(label, format="%.3f")
-                                    for name, label in LABELS.items()})
-picked = tuple(event.selection.rows)
-if picked != st.session_state.get("_atlas_picked", ()):  # a new row selected: follow it
-    st.session_state["_atlas_picked"] = picked
-    if picked:
-        st.session_state["layer"] = int(table.layer[picked[0]])
-        st.session_state["channel"] = int(table.channel[picked[0]])
+    st.markdown("**All measured channels.** Select a row to drill into that channel, or set "
+                "the layer and channel below.")
+    event = st.dataframe(pd.DataFrame(table.columns()), key="atlas_table", on_select="rerun",
+                         selection_mode="single-row", hide_index=True, height=240,
+                         column_config=columns)
+    picked = tuple(event.selection.rows)
+    if picked != st.session_state.get("_atlas_picked", ()):  # a new row selected: follow it
+        st.session_state["_atlas_picked"] = picked
+        if picked:
+            st.session_state["layer"] = int(table.layer[picked[0]])
+            st.session_state["channel"] = int(table.channel[picked[0]])
+            st.rerun(scope="app")
+    _ui.page_activity()
+
+
+def band_ablation(band: int, in_band: str) -> None:
+    """The task metric with every layer, and each layer alone, restricted to the band."""
+    st.markdown("**Band ablation: does the model need the tails?**")
+    if task is None:
+        st.caption(f"This checkpoint's task cannot be rebuilt here, so it cannot be evaluated: "
+                   f"{task_error}")
+        return
+    if not st.toggle(f"Measure the task {about.metric_name} with every layer restricted to its "
+                     f"band ({in_band})", key="atlas_ablation",
+                     help="Zeroes everything off the band in the matrix each layer applies and "
+                          "evaluates on the same validation sequences. Takes seconds to a "
+                          "minute."):
+        return
+    try:
+        ablation = _ui.band_ablation(key, band)
+    except ValueError as err:
+        _ui.show_error(err)
+        return
+    batches, size = inspect_lab.ABLATION_BATCHES
+    a = st.columns(2 + len(ablation.per_layer))
+    a[0].metric(f"Full kernels, n = {ablation.length}",
+                fmt_metric(ablation.full, ablation.metric_name))
+    a[1].metric(f"Every layer {ablation.band}",
+                fmt_metric(ablation.restricted, ablation.metric_name))
+    for layer, value in enumerate(ablation.per_layer):
+        a[2 + layer].metric(f"Only layer {layer} {ablation.band}",
+                            fmt_metric(value, ablation.metric_name))
+    lost = ablation.margin_lost
+    verdict = ("the tails beyond the band carry most of what the model learned"
+               if lost > 0.5 else "the tails beyond the band matter"
+               if lost > 0.1 else "the band carries almost everything the model uses")
+    st.caption(
+        f"On {batches} × {size} validation sequences (the header's figure used the "
+        f"training run's own evaluation batches); {chance}. Restricted to the band, "
+        f"the model keeps {100 * (1 - lost):.0f} % of its margin over chance: "
+        f"{verdict}." if np.isfinite(lost) else
+        f"On {batches} × {size} validation sequences; {chance}. The model is no "
+        "better than chance with full kernels, so the ablation says nothing here.")
+
+
+causal = operator_config.causal
+st.session_state["_inspect_drawn_n"] = st.session_state["atlas_n"]  # what the page below draws
+kernel_atlas()
+n = st.session_state["_inspect_drawn_n"]
 
 # -- one channel ----------------------------------------------------------------------------
 operators = model.operators()
@@ -255,9 +301,10 @@ channel = int(d[1].number_input("Channel", 0, operators[0].dim - 1, key="channel
                                      f"{operators[0].dim}, measured or not; in the link)."))
 st.subheader(f"Layer {layer}, channel {channel}")
 try:
-    drill = _ui.channel_matrix(key, id(model), n, layer, channel, _model=model)
+    drill = _ui.channel_matrix(key, n, layer, channel)
 except ValueError as err:
     _ui.show_error(err)
+    _ui.page_activity()
     st.stop()
 left, right = st.columns(2)
 applied = ("band + W A Wᵀ, the matrix this channel applies" if drill.target is not None
@@ -268,8 +315,9 @@ kfig = _ui.kernel_plot(drill.view, "Kernel t_k against lag k" if drill.target is
                        "Diagonal means of the applied matrix, and the Toeplitz target")
 if drill.target is not None:
     kfig.data[0].name = "diagonal means (applied)"
-    kfig.add_scatter(x=drill.view.lags, y=drill.target, name="Toeplitz target kernel(n)",
-                     mode="lines", line=dict(dash="dot"))
+    lags, target = display_line(drill.view.lags, drill.target)
+    kfig.add_scatter(x=lags, y=target, name="Toeplitz target kernel(n)", mode="lines",
+                     line=dict(dash="dot"))
 right.plotly_chart(kfig, key="chart-channel-kernel")
 if drill.target is not None:
     st.metric("Applied matrix against its Toeplitz target",
@@ -283,12 +331,25 @@ if st.button("Open this kernel in Decomposition", icon=":material/splitscreen:",
                                              "causal": operator_config.causal})
 
 # -- extrapolation --------------------------------------------------------------------------
+@st.fragment(run_every=POLL_S)
+def sweep_pending() -> None:
+    """Until the length sweep is in: then the page reruns and draws it (and this stops)."""
+    if _ui.start_length_sweep(key).done():
+        st.rerun()
+    st.caption(f"Evaluating the model at 1×, 2× and 4× its training length n = "
+               f"{about.train_n}; the results appear here in a moment.",
+               help="The evaluation runs on its own thread, so the sections above do not "
+                    "wait for it.")
+
+
 st.subheader("Beyond the training length")
 sweep = None
 try:
     if task is None:
         raise task_error
-    sweep = _ui.length_sweep(key, id(model), _model=model, _task=task)
+    sweep = _ui.length_sweep(key, SWEEP_WAIT_S)
+    if sweep is None:
+        sweep_pending()
 except ValueError as err:
     st.warning(f"Cannot evaluate this checkpoint here: {err}", icon=":material/info:")
 measured = np.array([]) if sweep is None else sweep.metric[np.isfinite(sweep.metric)]
@@ -315,11 +376,12 @@ elif sweep is not None:
                                             for v in sweep.metric],
         "loss (nats)": sweep.loss}), hide_index=True,
         column_config={"loss (nats)": st.column_config.NumberColumn(format="%.3f")})
-    longer = extrapolation(model, about.train_n, layer, channel)
+    longer = _ui.extrapolation(key, about.train_n, layer, channel)
     efig = go.Figure()
     styles = (dict(width=4), dict(width=2, dash="dash"), dict(width=1.5, dash="dot"))
     for length, lags, kernel, style in zip(longer.lengths, longer.lags, longer.kernels,
                                            styles, strict=True):
+        lags, kernel = display_line(lags, kernel)
         efig.add_scatter(x=lags, y=kernel, name=f"n = {length}", mode="lines", line=style)
     efig.update_layout(title=f"Kernel of layer {layer}, channel {channel} at 1×, 2×, 4× n"
                        + (" (diagonal means of what it applies)" if drill.target is not None
@@ -336,10 +398,7 @@ if all(name in choices for name in inspect_lab.DECAY_PAIR):
                       "except for λ. Every length scores windows ending at the same text "
                       "positions. Takes a few seconds to a minute."):
         try:
-            loaded = [_ui.load_checkpoint(name) for name in inspect_lab.DECAY_PAIR]
-            pair = _ui.decay_pair(inspect_lab.DECAY_PAIR, tuple(id(m) for m, _ in loaded),
-                                  _models=tuple(m for m, _ in loaded),
-                                  _task=_ui.checkpoint_task(inspect_lab.DECAY_PAIR[0]))
+            pair = _ui.decay_pair(inspect_lab.DECAY_PAIR)
         except (CheckpointError, ValueError) as err:
             _ui.show_error(err)
         else:
@@ -359,3 +418,5 @@ if all(name in choices for name in inspect_lab.DECAY_PAIR):
                                margin=dict(l=10, r=10, t=40, b=10))
             st.plotly_chart(pfig, key="chart-decay-pair")
             st.markdown(pair.sentence())
+
+_ui.page_activity()  # the page script ends: the quiet that timings wait for starts now

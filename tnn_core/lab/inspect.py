@@ -14,6 +14,8 @@ Letters: L layers, D channels, R measured channels (rows), n length, F length fa
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 import threading
@@ -29,15 +31,18 @@ from tnn_core.analysis.ablation import band_restricted
 from tnn_core.analysis.applied import applied_matrix
 from tnn_core.analysis.atlas import STATISTICS, band_mask, kernel_atlas
 from tnn_core.lab.basics import KernelView, kernel_view
+from tnn_core.models import ModelConfig
 from tnn_core.training import checkpoint, evaluate
 from tnn_core.training.checkpoint import CheckpointInfo
 from tnn_core.training.tasks import Task
 
 __all__ = ["NAME_PATTERN", "SHIPPED_ORDER", "saved_checkpoints", "checkpoint_path", "save_run",
-           "Summary", "summary", "STATISTICS", "Channels", "LayerMedians", "AtlasView",
-           "atlas_view", "band_description", "ChannelMatrix", "channel_matrix", "BandAblation",
-           "band_ablation", "FACTORS", "LengthSweep", "length_sweep", "Extrapolation",
-           "extrapolation", "DECAY_PAIR", "DecayPair", "decay_pair"]
+           "Opened", "open_file", "open_bytes", "Summary", "summary", "STATISTICS",
+           "ATLAS_BAND", "ATLAS_RANK", "ATLAS_CHANNELS", "ATLAS_MAX_N", "opening_atlas",
+           "Channels", "LayerMedians", "AtlasView", "atlas_view", "band_description",
+           "ChannelMatrix", "channel_matrix", "BandAblation", "band_ablation", "FACTORS",
+           "LengthSweep", "length_sweep", "Extrapolation", "extrapolation", "DECAY_PAIR",
+           "DecayPair", "decay_pair"]
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # a file name, never a path
 
@@ -104,6 +109,34 @@ def save_run(result, name: str, user_dir: Path) -> str:
     return f"user/{name}"
 
 
+@dataclass(frozen=True)
+class Opened:
+    """A loaded checkpoint and the keys its views are cached under."""
+
+    digest: str  # SHA-256 of the file's bytes: the same content, the same views
+    model: nn.Module  # evaluation mode; shared between sessions, so used for inference only
+    info: CheckpointInfo
+
+    @property
+    def task_key(self) -> str:
+        """Its task record as canonical JSON: checkpoints trained on one task share it."""
+        return json.dumps(self.info.task, sort_keys=True)
+
+
+def open_bytes(data: bytes, source: str) -> Opened:
+    """Validate and load checkpoint bytes (``checkpoint.load_bytes``: CheckpointError)."""
+    model, info = checkpoint.load_bytes(data, source)
+    return Opened(digest=hashlib.sha256(data).hexdigest(), model=model, info=info)
+
+
+def open_file(path: Path) -> Opened:
+    """``open_bytes`` of a checkpoint file (``checkpoint.load`` reads it within its limits)."""
+    model, info = checkpoint.load(path)
+    with open(path, "rb") as file:
+        digest = hashlib.file_digest(file, "sha256").hexdigest()
+    return Opened(digest=digest, model=model, info=info)
+
+
 # -- what the checkpoint says about itself ---------------------------------------------------
 @dataclass(frozen=True)
 class Summary:
@@ -163,6 +196,17 @@ def summary(info: CheckpointInfo, task: Task | None = None) -> Summary:
 
 # -- the kernel atlas ------------------------------------------------------------------------
 SORT_DESCENDING = ("locality",)  # the most local first; the other statistics lowest first
+ATLAS_BAND = 9  # the band m for operators without one of their own (|k| <= 4)
+ATLAS_RANK = 32  # SKI's inducing points r for the low-rank error
+ATLAS_CHANNELS = 16  # channels measured per layer (the first ones)
+ATLAS_MAX_N = 1024  # the longest length the atlas measures (the end of its n slider)
+
+
+def opening_atlas(config: ModelConfig, train_n: int) -> tuple[int, int]:
+    """(n, band m) a checkpoint's atlas opens at: its training length (at most ATLAS_MAX_N)
+    and SKI's own band m, ATLAS_BAND for the other operators."""
+    operator = config.operator
+    return min(train_n, ATLAS_MAX_N), operator.band if operator.kind == "ski" else ATLAS_BAND
 
 
 def band_description(band: int, causal: bool) -> str:
