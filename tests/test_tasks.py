@@ -168,6 +168,18 @@ def test_digits_are_sklearns_images(tasks):
     np.testing.assert_array_equal(labels.numpy(), data.target[val.numpy()])
 
 
+def test_digits_file_holds_exactly_load_digits():
+    """load_images reads sklearn's file without importing sklearn: every image and label."""
+    from sklearn.datasets import load_digits
+
+    from tnn_core.training.tasks.digits import load_images
+
+    data = load_digits()
+    tokens, labels = load_images(8)
+    np.testing.assert_array_equal(tokens.numpy(), data.images.reshape(1797, 64))
+    np.testing.assert_array_equal(labels.numpy(), data.target)
+
+
 def test_digits_upsampled_to_32():
     task = get_task("digits", {"size": 32})
     tokens, labels = task.batch("train", 4, gen(0))

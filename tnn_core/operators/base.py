@@ -6,6 +6,7 @@ Letters: B batch, n sequence length, D channels.
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -19,6 +20,7 @@ from tnn_core.operators.config import OperatorConfig
 __all__ = ["TokenMixer"]
 
 _CACHE_SIZE = 4  # lengths whose kernel spectra are kept at once
+_CACHE_LOCK = threading.Lock()  # guards every operator's cache (one per module cannot deepcopy)
 _FLOATS = (torch.float32, torch.float64)  # the parameter dtypes every operator computes in
 _HALVES = (torch.float16, torch.bfloat16)
 _DENSE_BYTES = 4 << 30  # the largest dense [D, n, n] matrix(n) builds
@@ -156,28 +158,32 @@ class TokenMixer(nn.Module):
         return n
 
     def cached(self, key: tuple, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
-        """``compute()``, reused while no gradient is recorded and the parameters are unchanged."""
+        """``compute()``, reused while no gradient is recorded and the parameters are unchanged.
+
+        Thread-safe: the app reads one model from several threads (sessions, its warm-up)."""
         if torch.is_grad_enabled():
             return compute()
         params = [p.detach() for p in self.parameters()]
-        snapshot = self._cache_snapshot
-        same = len(snapshot) == len(params) and all(
-            s.shape == p.shape and s.dtype == p.dtype and s.device == p.device
-            and torch.equal(s, p) for s, p in zip(snapshot, params, strict=True))
-        if not same:
-            self._cache = OrderedDict()
-            self._cache_snapshot = [p.clone() for p in params]
         p = params[0] if params else None
         full_key = (key, torch.is_inference_mode_enabled(),
                     None if p is None else (p.device, p.dtype))
-        value = self._cache.get(full_key)
-        if value is None:
-            value = compute()
+        with _CACHE_LOCK:
+            snapshot = self._cache_snapshot
+            same = len(snapshot) == len(params) and all(
+                s.shape == p.shape and s.dtype == p.dtype and s.device == p.device
+                and torch.equal(s, p) for s, p in zip(snapshot, params, strict=True))
+            if not same:
+                self._cache = OrderedDict()
+                self._cache_snapshot = [p.clone() for p in params]
+            value = self._cache.get(full_key)
+            if value is not None:
+                self._cache.move_to_end(full_key)
+                return value
+        value = compute()  # outside the lock: two threads may both compute a missing value
+        with _CACHE_LOCK:
             self._cache[full_key] = value
             while len(self._cache) > _CACHE_SIZE:
                 self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(full_key)
         return value
 
     def extra_repr(self) -> str:

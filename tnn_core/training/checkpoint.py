@@ -69,6 +69,7 @@ import torch
 from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 from tnn_core import __version__
 from tnn_core.models import ModelConfig, build_model
@@ -424,13 +425,24 @@ def eval_bytes(config: ModelConfig, shape: TaskShape) -> int:
     return EVAL_SEQUENCES * n * per_token + square
 
 
+class _NoInitialisers(TorchFunctionMode):
+    """``torch.nn.init`` functions return their tensor untouched: meta tensors hold no
+    values, and a random initialiser on the meta device imports torch._dynamo (0.8 s, paid
+    by the first checkpoint a server loads)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if getattr(func, "__module__", None) == "torch.nn.init":
+            return args[0] if args else kwargs["tensor"]
+        return func(*args, **(kwargs or {}))
+
+
 def _expected_tensors(config: ModelConfig, source: str) -> dict[str, torch.Size]:
     """The state dict's names and shapes for ``config``, without data or a full build.
 
     A one-layer model is built on the meta device; the layers are identical
     (``TNNLayer(config)`` each), so layer i's entries are layer 0's renamed. A config
     with 10^6 layers thus costs one layer's construction before it is refused."""
-    with torch.device("meta"):
+    with torch.device("meta"), _NoInitialisers():
         one = build_model(replace(config, layers=1))
     layer = {name: t.shape for name, t in one.layers[0].state_dict().items()}
     count = (sum(p.numel() for p in one.parameters())
