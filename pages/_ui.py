@@ -8,11 +8,13 @@ their results.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from pathlib import Path
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 import streamlit as st
 import torch
@@ -127,6 +129,16 @@ def heatmap(view: KernelView, title: str, zrange: tuple[float, float] | None = N
     fig.update_yaxes(autorange="reversed", title="row i", scaleanchor="x", constrain="domain")
     fig.update_xaxes(constrain="domain", title="column j")
     return fig
+
+
+@functools.cache
+def colour_table(colorscale: str) -> np.ndarray:
+    """[256, 3] uint8: Plotly's ``colorscale`` sampled evenly from its low end to its high
+    (for ``lab.heatmap_image``, so images match the Plotly charts)."""
+    rgb = plotly.colors.sample_colorscale(colorscale, list(np.linspace(0.0, 1.0, 256)))
+    table = np.round([plotly.colors.unlabel_rgb(c) for c in rgb]).astype(np.uint8)
+    table.flags.writeable = False
+    return table
 
 
 def vline(fig: go.Figure, x: float, text: str, log_x: bool = False, **line) -> None:

@@ -307,18 +307,19 @@ def matrices(view) -> None:
     pixels = max(1, 256 // len(maps.idx))  # cells enlarged to about 256 pixels a side
     parts = ((maps.T, "T (SKI's target)" if source.name == "ski" else "T"),
              (maps.band, "= band"), (maps.low_rank, "+ low rank W A Wᵀ"))
+    shared, own = _ui.colour_table("RdBu"), _ui.colour_table("PuOr")
     with st.container(key="heatmaps"):
         columns = st.columns(4)
         for column, (matrix, title) in zip(columns[:3], parts, strict=True):
-            column.image(heatmap_image(matrix, maps.limit, "RdBu", pixels), caption=title,
+            column.image(heatmap_image(matrix, maps.limit, shared, pixels), caption=title,
                          width="stretch")
-        columns[3].image(heatmap_image(maps.residual, maps.residual_limit, "PuOr", pixels),
+        columns[3].image(heatmap_image(maps.residual, maps.residual_limit, own, pixels),
                          caption="+ residual (its own scale)", width="stretch")
         left, right = st.columns([3, 1])
-        left.image(colorbar_image("RdBu"), width="stretch",
+        left.image(colorbar_image(shared), width="stretch",
                    caption=f"T, band and low rank: −{maps.limit:.3g} (red) … 0 (white) … "
                            f"+{maps.limit:.3g} (blue)")
-        right.image(colorbar_image("PuOr"), width="stretch",
+        right.image(colorbar_image(own), width="stretch",
                     caption=f"residual: −{maps.residual_limit:.2g} … +"
                             f"{maps.residual_limit:.2g}")
     shown = (f"1 row and column in {maps.step} of the {view.n} × {view.n} matrices, "

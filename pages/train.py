@@ -6,7 +6,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages import _ui
-from tnn_core.lab.train import SIZES, TRAINING_THREADS, app_config, app_task, progress_view
+from tnn_core.lab.train import (
+    SIZES,
+    TRAINING_NICE,
+    TRAINING_THREADS,
+    app_config,
+    app_task,
+    progress_view,
+)
 from tnn_core.training.background import BackgroundRun
 from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
 
@@ -75,7 +82,7 @@ if start:
         _ui.show_error(err)
     else:
         run = BackgroundRun(config, task, command=f"app: {config.to_dict()}",
-                            threads=TRAINING_THREADS)
+                            threads=TRAINING_THREADS, nice=TRAINING_NICE)
         token = _ui.session_token()
         run.stop_when_collected(token)
         run.start()

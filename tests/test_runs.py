@@ -129,9 +129,12 @@ def test_job_error_is_kept():
     assert job.snapshot()[3].startswith("ZeroDivisionError")
 
 
-def test_a_run_sets_torch_threads_on_its_own_thread_only(monkeypatch):
-    """The app's runs leave a core to the pages: threads=1 holds inside the run, and the
-    thread that started it keeps its own setting."""
+def test_a_run_sets_torch_threads_and_niceness_on_its_own_thread_only(monkeypatch):
+    """The app's runs leave the CPU to the pages: threads and niceness hold inside the run,
+    and the thread that started it keeps its own settings."""
+    import os
+    import sys
+
     import torch
 
     from tnn_core.training import background
@@ -140,12 +143,19 @@ def test_a_run_sets_torch_threads_on_its_own_thread_only(monkeypatch):
 
     def fake_train(config, task, callbacks, stop_event, command):
         seen.append(torch.get_num_threads())
+        if sys.platform.startswith("linux"):  # niceness is per thread there
+            seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
 
     monkeypatch.setattr(background, "train", fake_train)
     before = torch.get_num_threads()
-    run = BackgroundRun(tiny_config(1), get_task("recall"), threads=1)
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    run = BackgroundRun(tiny_config(1), get_task("recall"), threads=1, nice=5)
     run.start()
     run.join(timeout=60)
-    assert seen == [1] and torch.get_num_threads() == before
+    assert seen[0] == 1 and torch.get_num_threads() == before
+    if sys.platform.startswith("linux"):
+        assert seen[1] == min(19, mine + 5) and os.getpriority(os.PRIO_PROCESS, 0) == mine
     with pytest.raises(ValueError, match="threads"):
         BackgroundRun(tiny_config(1), get_task("recall"), threads=0)
+    with pytest.raises(ValueError, match="nice"):
+        BackgroundRun(tiny_config(1), get_task("recall"), nice=20)

@@ -13,7 +13,8 @@ from tnn_core.training.background import Progress
 from tnn_core.training.config import TrainConfig, model_for_task
 from tnn_core.training.tasks import CharLMConfig, CharLMTask, Task, get_task
 
-__all__ = ["SIZES", "TASK_SETTINGS", "TRAINING_THREADS", "app_task", "app_config",
+__all__ = ["SIZES", "TASK_SETTINGS", "TRAINING_THREADS", "TRAINING_NICE",
+           "app_task", "app_config",
            "ProgressView", "progress_view"]
 
 SIZES = {"tiny": (32, 1), "small": (64, 2), "medium": (128, 2)}  # name -> (dim d, layers)
@@ -22,6 +23,7 @@ TASK_SETTINGS = {"charlm": {"seq_len": 128}, "listops": {"seq_len": 128, "max_de
 # torch threads of a run started from the app: every core but one, which stays with the
 # pages and the browser (on 2 cores a run with both took a slider move from 1 s to 3-5 s).
 TRAINING_THREADS = max(1, (os.cpu_count() or 1) - 1)
+TRAINING_NICE = 10  # and the run's thread yields the CPU to page scripts when both want it
 
 
 def app_task(name: str, text: bytes | None = None, text_name: str = "") -> Task:

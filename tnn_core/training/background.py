@@ -16,6 +16,8 @@ garbage collected, the session has ended, and the work is stopped.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 import time
 import traceback
@@ -136,13 +138,17 @@ class BackgroundRun(BackgroundThread):
     """One training run on a daemon thread, with a thread-safe progress record."""
 
     def __init__(self, config: TrainConfig, task: Task | None = None, command: str = "app",
-                 threads: int | None = None):
+                 threads: int | None = None, nice: int = 0):
         """threads: torch CPU threads for this run (``torch.set_num_threads`` on its own
-        thread, which leaves other threads' setting alone); None keeps torch's default."""
+        thread, which leaves other threads' setting alone); None keeps torch's default.
+        nice: added to the run thread's scheduling niceness (Linux, where niceness is per
+        thread; ignored elsewhere), so it yields the CPU to the page scripts when both want
+        it and takes all it is given otherwise."""
         super().__init__("tnn-train")
         if threads is not None:
             check_int("threads", threads, 1)
         self.threads = threads
+        self.nice = check_int("nice", nice, 0, 19)
         self.config = config
         self.task = task
         self.command = command
@@ -177,6 +183,10 @@ class BackgroundRun(BackgroundThread):
     def _work(self) -> TrainResult:
         if self.threads is not None:
             torch.set_num_threads(self.threads)
+        if self.nice and sys.platform.startswith("linux"):
+            tid = threading.get_native_id()
+            niceness = min(19, os.getpriority(os.PRIO_PROCESS, tid) + self.nice)
+            os.setpriority(os.PRIO_PROCESS, tid, niceness)
         return train(self.config, self.task, Callbacks(self._on_step, self._on_eval),
                      stop_event=self._stop, command=self.command)
 
