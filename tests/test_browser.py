@@ -138,6 +138,15 @@ def test_shared_link_opens_exactly_that_view(browser_page, server):
     wait_idle(browser_page)
     assert re.search(r"[?&]n=201(&|$)", browser_page.url), browser_page.url
     assert re.search(r"[?&]seed=7(&|$)", browser_page.url), browser_page.url
+    # the timings are taken once the page is idle, then filled in
+    browser_page.wait_for_function("""() => [...document.querySelectorAll(
+        "[data-testid='stMain'] [data-testid='stMetric']")].some(m =>
+        m.innerText.includes("FFT product") && /\\d/.test(m.querySelector(
+        "[data-testid='stMetricValue']").innerText))""", timeout=120_000)
+    wait_idle(browser_page)
+    assert main.get_by_text("Timing both products").count() == 0
+    assert main.get_by_text(re.compile(r"Measured here")).count() == 1
+    assert_clean(browser_page, "basics-timed")
 
 
 def test_app_lists_pages():
