@@ -275,3 +275,23 @@ def test_a_0_1_0_train_config_migrates_to_what_the_cli_builds_today():
 def test_a_nested_train_config_is_left_as_it_is():
     nested = TrainConfig().to_dict()
     assert migrate_train_config(nested, config("fd", "lm")) is nested
+
+
+def test_opening_a_digits_tno_checkpoint_imports_neither_dynamo_nor_sklearn():
+    """The app's default Inspect view: validating the file must not import torch._dynamo
+    (a random initialiser on the meta device did) and building its task must not import
+    scikit-learn (its digits file is read directly); each cost the first visitor ~0.8 s."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from tnn_core.training import checkpoint\n"
+            "from tnn_core.training.tasks import task_from_info\n"
+            "model, info = checkpoint.load('checkpoints/digits-tno.safetensors')\n"
+            "task_from_info(info.task)\n"
+            "print(sorted(m for m in ('torch._dynamo', 'sklearn') if m in sys.modules))\n")
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -426,12 +426,13 @@ def eval_bytes(config: ModelConfig, shape: TaskShape) -> int:
 
 
 class _NoInitialisers(TorchFunctionMode):
-    """``torch.nn.init`` functions return their tensor untouched: meta tensors hold no
-    values, and a random initialiser on the meta device imports torch._dynamo (0.8 s, paid
-    by the first checkpoint a server loads)."""
+    """``torch.nn.init``'s in-place initialisers return their tensor untouched: meta tensors
+    hold no values, and a random initialiser on the meta device imports torch._dynamo
+    (0.8 s, paid by the first checkpoint a server loads)."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        if getattr(func, "__module__", None) == "torch.nn.init":
+        if getattr(func, "__module__", None) == "torch.nn.init" and \
+                getattr(func, "__name__", "").endswith("_"):  # the in-place initialisers
             return args[0] if args else kwargs["tensor"]
         return func(*args, **(kwargs or {}))
 
