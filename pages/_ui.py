@@ -427,7 +427,7 @@ def _opening_view(name: str):
 
 # -- timings taken in the background ---------------------------------------------------------
 MEASUREMENTS_KEPT = 64  # settings remembered per session and kind
-POLL_S = 0.5  # how often a page waiting for a timing looks again
+POLL_S = 0.5  # how often a page waiting for background work looks again
 
 
 @st.cache_resource
@@ -460,21 +460,25 @@ def measurement(kind: str, setting: tuple, run) -> Measurement:
     return found
 
 
-def when_measured(found: Measurement, draw, waiting) -> None:
-    """``draw(found)`` if it has been taken; else ``waiting()`` in a fragment that looks
-    again every POLL_S seconds and reruns the page once the timing is in (which also
-    stops the looking)."""
-    if found.ready:
-        draw(found)
-        return
+def poll_until(ready, waiting) -> None:
+    """``waiting()`` in a fragment that looks again every POLL_S seconds and reruns the page
+    once ``ready()`` (which also stops the looking): for work done off the request path."""
 
     @st.fragment(run_every=POLL_S)
     def poll():
-        if found.ready:
+        if ready():
             st.rerun()
         waiting()
 
     poll()
+
+
+def when_measured(found: Measurement, draw, waiting) -> None:
+    """``draw(found)`` if it has been taken; else ``waiting()`` until it is (``poll_until``)."""
+    if found.ready:
+        draw(found)
+    else:
+        poll_until(lambda: found.ready, waiting)
 
 
 def live_speed(n: int, rank: int, band: int, device: str) -> Measurement:

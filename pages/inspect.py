@@ -19,8 +19,7 @@ _ui.receive_values("pages/inspect.py")
 GRID_CELLS = 64  # rows/columns of each small heatmap in the atlas grid
 GRID_COLUMNS, GRID_ROWS = 6, 2  # the grid's tiles: the first 12 channels in the chosen order
 GRID_GAPS = (0.02, 0.12)  # horizontal, vertical space between tiles (fractions of the figure)
-SWEEP_WAIT_S = 0.25  # how long the page waits for the length sweep before it draws without
-POLL_S = 0.5  # how often a page drawn without it looks again
+SWEEP_WAIT_S = 0.25  # how long the page waits for the length sweep before drawing without it
 
 
 def fmt_metric(value: float, name: str) -> str:
@@ -331,11 +330,7 @@ if st.button("Open this kernel in Decomposition", icon=":material/splitscreen:",
                                              "causal": operator_config.causal})
 
 # -- extrapolation --------------------------------------------------------------------------
-@st.fragment(run_every=POLL_S)
-def sweep_pending() -> None:
-    """Until the length sweep is in: then the page reruns and draws it (and this stops)."""
-    if _ui.start_length_sweep(key).done():
-        st.rerun()
+def sweep_waiting() -> None:
     st.caption(f"Evaluating the model at 1×, 2× and 4× its training length n = "
                f"{about.train_n}; the results appear here in a moment.",
                help="The evaluation runs on its own thread, so the sections above do not "
@@ -349,7 +344,7 @@ try:
         raise task_error
     sweep = _ui.length_sweep(key, SWEEP_WAIT_S)
     if sweep is None:
-        sweep_pending()
+        _ui.poll_until(lambda: _ui.start_length_sweep(key).done(), sweep_waiting)
 except ValueError as err:
     st.warning(f"Cannot evaluate this checkpoint here: {err}", icon=":material/info:")
 measured = np.array([]) if sweep is None else sweep.metric[np.isfinite(sweep.metric)]
