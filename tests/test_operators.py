@@ -327,7 +327,7 @@ def test_ski_rpe_is_zero_at_zero_lag(causal, rank):
     n = 50
     op = make_op("ski", causal, rank=rank, band=5)
     with torch.no_grad():
-        assert op.warped_kernel(torch.zeros(1, dtype=F64)).abs().max() == 0
+        assert op.low_rank_kernel(torch.zeros(1, dtype=F64)).abs().max() == 0
         low = op.kernel(n) - op.band_kernel(n)  # (D, 2n-1): k(t), lags >= 0 compared only
         assert low[:, n - 1].abs().max() <= 1e-15
         assert low[:, n].abs().max() > 1e-3  # lag 1 is not zero

@@ -163,3 +163,19 @@ def test_sigterm_saves_and_resume_completes(tmp_path):
     assert info.history["status"] == "completed" and info.history["steps"] == stopped + 3
     assert info.history["resumed_at"] == [stopped]
     assert len(info.history["train_loss"]) == stopped + 3
+
+
+def test_a_resume_file_from_before_per_layer_operators_still_matches():
+    """Files written before ModelConfig.layer_operators existed lack the field."""
+    from tnn_core.training.config import TrainConfig
+    from tnn_core.training.resume import TrainState, check_matches
+
+    config = TrainConfig(task="digits", steps=4).to_dict()
+    old = {**config, "model": {k: v for k, v in config["model"].items()
+                               if k != "layer_operators"}}
+    check_matches(TrainState(2, {}, [], old, {"name": "digits"}), config, {"name": "digits"},
+                  "old.resume.safetensors")
+    changed = {**old, "model": {**old["model"], "dim": 8}}
+    with pytest.raises(ValueError, match="its model is"):
+        check_matches(TrainState(2, {}, [], changed, {"name": "digits"}), config,
+                      {"name": "digits"}, "old.resume.safetensors")

@@ -50,6 +50,9 @@ class ModelConfig:
     expand_ratio: int = 3  # GTU inner width = expand_ratio * d (the operator's D)
     glu_dim: int | None = None  # GLU hidden width; None means d
     operator: OperatorConfig = field(default_factory=OperatorConfig)
+    # one operator per layer where they differ (a converted model, tnn_core.compress); empty
+    # means every layer uses ``operator``. Each has operator's causal.
+    layer_operators: tuple[OperatorConfig, ...] = ()
 
     def __post_init__(self):
         check_choice("task", self.task, ("lm", "classify"))
@@ -64,15 +67,39 @@ class ModelConfig:
         if self.task == "lm" and not self.operator.causal:
             raise ValueError("operator.causal must be True for task='lm' (a language model "
                              "may not see the future); got False")
+        if not isinstance(self.layer_operators, tuple):
+            raise ValueError(f"layer_operators must be a tuple of OperatorConfig; got "
+                             f"{type(self.layer_operators).__name__}")
+        if self.layer_operators and len(self.layer_operators) != self.layers:
+            raise ValueError(f"layer_operators must hold one OperatorConfig per layer "
+                             f"({self.layers}) or none; got {len(self.layer_operators)}")
+        for i, operator in enumerate(self.layer_operators):
+            if not isinstance(operator, OperatorConfig):
+                raise ValueError(f"layer_operators[{i}] must be an OperatorConfig; got "
+                                 f"{operator!r}")
+            if operator.causal != self.operator.causal:
+                raise ValueError(f"layer_operators[{i}].causal must be operator.causal = "
+                                 f"{self.operator.causal}; got {operator.causal}")
+
+    def layer_operator(self, index: int) -> OperatorConfig:
+        """The operator config of layer ``index``."""
+        return self.layer_operators[index] if self.layer_operators else self.operator
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Plain JSON types (layer_operators a list), as the dict reads back from JSON."""
+        data = asdict(self)
+        data["layer_operators"] = list(data["layer_operators"])
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> ModelConfig:
         data = check_fields(cls, data)
         if isinstance(data.get("operator"), dict):
             data["operator"] = OperatorConfig.from_dict(data["operator"])
+        layers = data.get("layer_operators")
+        if isinstance(layers, list):
+            data["layer_operators"] = tuple(
+                OperatorConfig.from_dict(c) if isinstance(c, dict) else c for c in layers)
         return cls(**data)
 
 
@@ -107,11 +134,11 @@ class GLU(nn.Module):
 
 
 class TNNLayer(nn.Module):
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: ModelConfig, operator: OperatorConfig):
         super().__init__()
         d = config.dim
         self.norm1 = nn.RMSNorm(d)
-        self.gtu = GTU(d, config.expand_ratio, config.operator)
+        self.gtu = GTU(d, config.expand_ratio, operator)
         self.norm2 = nn.RMSNorm(d)
         self.glu = GLU(d, config.glu_dim or d)
 
@@ -125,7 +152,8 @@ class _Backbone(nn.Module):
         super().__init__()
         self.config = config
         self.embed = nn.Embedding(config.vocab_size, config.dim)
-        self.layers = nn.ModuleList(TNNLayer(config) for _ in range(config.layers))
+        self.layers = nn.ModuleList(TNNLayer(config, config.layer_operator(i))
+                                    for i in range(config.layers))
         self.norm = nn.RMSNorm(config.dim)
 
     def features(self, tokens: torch.Tensor) -> torch.Tensor:  # (B, n) long -> (B, n, d)

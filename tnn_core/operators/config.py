@@ -7,7 +7,7 @@ from typing import Literal
 
 from tnn_core.checks import check_choice, check_fraction, check_int, check_number, config_from_dict
 
-__all__ = ["OperatorKind", "KINDS", "ALL_KINDS", "FD_INPUTS", "OperatorConfig"]
+__all__ = ["OperatorKind", "KINDS", "ALL_KINDS", "FD_INPUTS", "SKI_LOW_RANKS", "OperatorConfig"]
 
 OperatorKind = Literal["tno", "ski", "fd", "togeipi"]
 KINDS: tuple[str, ...] = ("tno", "ski", "fd")  # the Toeplitz kinds: kernel(n), matrix(n) [D, n, n]
@@ -15,6 +15,9 @@ ALL_KINDS: tuple[str, ...] = KINDS + ("togeipi",)  # plus the Togeipi mixer (cou
 _ACTIVATIONS = ("relu", "silu", "gelu")
 _PSF_ACTIVATIONS = ("none", "gelu")
 FD_INPUTS = ("omega", "cosine")  # what the FD RPE reads: ω (Algorithm 2) or cos ω
+# ski: where A's lag coefficients come from: the warped RPE (the paper's SKI-TNN) or knots
+# held directly (a model converted by tnn_core.compress)
+SKI_LOW_RANKS = ("rpe", "knots")
 # Upper bounds of the size fields, far above what the lab trains; a parameter or memory
 # limit on the whole model belongs to its user (the checkpoint loader has one).
 MAX_SIZE = 65_536  # rank, band, max_length
@@ -32,6 +35,11 @@ class OperatorConfig:
     decay: float = 0.99  # λ in (0, 1]: TNO decay λ^|k|, SKI inverse time warp sign(t)λ^|t|
     rank: int = 64  # SKI: r inducing points and r RPE knots, >= 2
     band: int = 17  # SKI: m taps of the sparse (banded) convolution, >= 1
+    # ski: "rpe" takes A's lag coefficients from the piecewise-linear RPE on the inverse
+    # time warp (§3.2.2); "knots" holds them as knots on the integer lags of knot_length,
+    # the length a converted model was trained at (operators.ski_knots)
+    low_rank: str = "rpe"
+    knot_length: int = 2  # ski, low_rank="knots": n0, with knots at the lags l (n0-1)/(r-1)
     rpe_dim: int | None = None  # RPE MLP width e; None means max(D // 8, 32) (official README)
     rpe_layers: int = 1  # hidden layers of the RPE MLP (tno, fd)
     activation: str = "relu"  # RPE MLP activation: relu, silu or gelu (FD Theorems 2-4)
@@ -52,6 +60,12 @@ class OperatorConfig:
         check_fraction("decay", self.decay)
         check_int("rank", self.rank, 2, MAX_SIZE)
         check_int("band", self.band, 1, MAX_SIZE)
+        check_choice("low_rank", self.low_rank, SKI_LOW_RANKS)
+        check_int("knot_length", self.knot_length, 2, MAX_SIZE)
+        if self.low_rank == "knots" and self.rank > self.knot_length:
+            raise ValueError(f"rank must be in [2, knot_length = {self.knot_length}] for "
+                             f"low_rank='knots' (one inducing point per lag at most); got "
+                             f"{self.rank}")
         check_int("rpe_layers", self.rpe_layers, 0, MAX_RPE_LAYERS)
         if self.rpe_dim is not None:
             check_int("rpe_dim", self.rpe_dim, 1, MAX_RPE_DIM)

@@ -40,15 +40,18 @@ from tnn_core.operators.config import OperatorConfig
 from tnn_core.operators.fast.fft_product import circulant_product, spectral_product
 from tnn_core.operators.fast.ski_fused import ski_bidirectional
 
-__all__ = ["SKI"]
+__all__ = ["BandPlusLowRank", "SKI"]
 
 
-class SKI(TokenMixer):
+class BandPlusLowRank(TokenMixer):
+    """Band + W A Wᵀ with A's lag coefficients read from a smooth kernel ``low_rank_kernel(t)``
+    at the fractional lags l h. Subclasses hold that kernel's parameters: ``SKI`` (the warped
+    RPE of the paper) and ``ski_knots.SKIKnots`` (knots on integer lags, a converted model)."""
+
     def __init__(self, config: OperatorConfig, dim: int):
         super().__init__(config, dim)
-        m, r = config.band, config.rank
+        m = config.band
         self.band_weight = nn.Parameter(torch.empty(dim, m).uniform_(-1, 1) / math.sqrt(m))
-        self.knots = nn.Parameter(torch.randn(dim, r) * 0.5)  # RPE values at r knots on [-1, 1]
         self._interp_cache: dict[tuple, Interpolation] = {}
 
     # -- the sparse part ---------------------------------------------------------------
@@ -67,14 +70,13 @@ class SKI(TokenMixer):
         return t
 
     # -- the low-rank part -------------------------------------------------------------
-    def warped_kernel(self, t: torch.Tensor) -> torch.Tensor:
-        """k(t) = RPE(sign(t) λ^|t|) at (fractional) lags t [P] -> [D, P]."""
-        x = torch.sign(t) * self.config.decay ** t.abs()  # (P,) in [-1, 1]
-        return piecewise_linear(self.knots, x)  # (D, P)
+    def low_rank_kernel(self, t: torch.Tensor) -> torch.Tensor:
+        """k(t), the smooth kernel A samples, at (fractional) lags t [P] -> [D, P]."""
+        raise NotImplementedError
 
     def interp(self, n: int) -> Interpolation:
         """W for length n as (index, weight), cached per (n, device, dtype)."""
-        p = self.knots
+        p = self.band_weight
         key = (n, p.device, p.dtype)
         if key not in self._interp_cache:
             self._interp_cache[key] = interpolation(n, self.config.rank, p.dtype, p.device)
@@ -84,8 +86,9 @@ class SKI(TokenMixer):
         """Lag coefficients [D, 2r-1] of A: a_l = k(l h), h = (n-1)/(r-1)."""
         r = self.config.rank
         h = (n - 1) / (r - 1)
-        l = torch.arange(-(r - 1), r, device=self.knots.device, dtype=self.knots.dtype)
-        return self.warped_kernel(l * h)  # (D, 2r-1)
+        p = self.band_weight
+        l = torch.arange(-(r - 1), r, device=p.device, dtype=p.dtype)
+        return self.low_rank_kernel(l * h)  # (D, 2r-1)
 
     # -- the operator ------------------------------------------------------------------
     def kernel(self, n: int) -> torch.Tensor:
@@ -94,8 +97,9 @@ class SKI(TokenMixer):
         For the causal operator this is exactly what it applies. For the
         bidirectional one it is the kernel that band + W A Wᵀ approximates."""
         self.check_length(n)
-        t = torch.arange(-(n - 1), n, device=self.knots.device, dtype=self.knots.dtype)
-        k = self.band_kernel(n) + self.warped_kernel(t)  # (D, 2n-1)
+        p = self.band_weight
+        t = torch.arange(-(n - 1), n, device=p.device, dtype=p.dtype)
+        k = self.band_kernel(n) + self.low_rank_kernel(t)  # (D, 2n-1)
         if self.config.causal:
             k = torch.cat([k.new_zeros(self.dim, n - 1), k[:, n - 1 :]], dim=-1)
         return k
@@ -110,13 +114,13 @@ class SKI(TokenMixer):
 
     def causal_column(self, n: int) -> torch.Tensor:
         """Lags 0..n-1 of the causal kernel band + k(t), [D, n] (== kernel(n)[:, n-1:])."""
-        p = self.knots
+        p = self.band_weight
         t = torch.arange(n, device=p.device, dtype=p.dtype)  # (n,) lags 0..n-1
         band = self.band_weight.new_zeros(self.dim, n)
         lag = self._band_lags()
         keep = lag < n
         band[:, lag[keep]] = self.band_weight[:, keep]
-        return band + self.warped_kernel(t)  # (D, n)
+        return band + self.low_rank_kernel(t)  # (D, n)
 
     def checked_forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, n, D) -> (B, n, D)
         if self.config.causal:
@@ -138,3 +142,16 @@ class SKI(TokenMixer):
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", rank={self.config.rank}, band={self.config.band}"
+
+
+class SKI(BandPlusLowRank):
+    """SKI-TNO of the paper: k(t) = RPE(sign(t) λ^|t|), RPE piecewise linear with r knots."""
+
+    def __init__(self, config: OperatorConfig, dim: int):
+        super().__init__(config, dim)
+        self.knots = nn.Parameter(torch.randn(dim, config.rank) * 0.5)  # RPE at r knots on [-1, 1]
+
+    def low_rank_kernel(self, t: torch.Tensor) -> torch.Tensor:
+        """k(t) = RPE(sign(t) λ^|t|) at (fractional) lags t [P] -> [D, P]."""
+        x = torch.sign(t) * self.config.decay ** t.abs()  # (P,) in [-1, 1]
+        return piecewise_linear(self.knots, x)  # (D, P)

@@ -72,7 +72,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from tnn_core import __version__
-from tnn_core.models import ModelConfig, build_model
+from tnn_core.models import ModelConfig, TNNLayer, build_model
 from tnn_core.training.tasks import TaskShape, task_shape
 
 __all__ = ["CheckpointError", "CheckpointInfo", "EVAL_BYTES_LIMIT", "FORMAT", "MAX_BYTES",
@@ -421,7 +421,8 @@ def eval_bytes(config: ModelConfig, shape: TaskShape) -> int:
     n = (EVAL_FACTOR if shape.extrapolates else 1) * shape.seq_len
     width = EVAL_COPIES * config.expand_ratio * config.dim
     per_token = 4 * (width + (config.vocab_size if config.task == "lm" else 0))
-    square = 4 * 4 * n * n if config.operator.kind == "togeipi" else 0
+    togeipi = any(config.layer_operator(i).kind == "togeipi" for i in range(config.layers))
+    square = 4 * 4 * n * n if togeipi else 0
     return EVAL_SEQUENCES * n * per_token + square
 
 
@@ -440,21 +441,26 @@ class _NoInitialisers(TorchFunctionMode):
 def _expected_tensors(config: ModelConfig, source: str) -> dict[str, torch.Size]:
     """The state dict's names and shapes for ``config``, without data or a full build.
 
-    A one-layer model is built on the meta device; the layers are identical
-    (``TNNLayer(config)`` each), so layer i's entries are layer 0's renamed. A config
-    with 10^6 layers thus costs one layer's construction before it is refused."""
+    A one-layer model is built on the meta device, and one more layer for each distinct
+    operator of ``layer_operators``; layers with the same operator are identical, so layer
+    i's entries are its operator's layer renamed. A config with 10^6 layers thus costs
+    one layer's construction before it is refused."""
     with torch.device("meta"), _NoInitialisers():
-        one = build_model(replace(config, layers=1))
-    layer = {name: t.shape for name, t in one.layers[0].state_dict().items()}
-    count = (sum(p.numel() for p in one.parameters())
-             + (config.layers - 1) * sum(p.numel() for p in one.layers[0].parameters()))
+        one = build_model(replace(config, layers=1, layer_operators=()))
+        layers = {config.operator: one.layers[0]}
+        for operator in set(config.layer_operators) - set(layers):
+            layers[operator] = TNNLayer(config, operator)
+    sizes = {op: sum(p.numel() for p in layer.parameters()) for op, layer in layers.items()}
+    count = (sum(p.numel() for p in one.parameters()) - sizes[config.operator]
+             + sum(sizes[config.layer_operator(i)] for i in range(config.layers)))
     if count > MAX_PARAMETERS:
         raise CheckpointError(f"{source}: its model config asks for {count:,} parameters; the "
                               f"limit is MAX_PARAMETERS = {MAX_PARAMETERS:,}")
     expected = {name: t.shape for name, t in one.state_dict().items()
                 if not name.startswith("layers.")}
     for i in range(config.layers):
-        expected.update({f"layers.{i}.{name}": shape for name, shape in layer.items()})
+        layer = layers[config.layer_operator(i)]
+        expected.update({f"layers.{i}.{name}": t.shape for name, t in layer.state_dict().items()})
     return expected
 
 

@@ -87,7 +87,7 @@ class TrainConfig:
         return self.model
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "model": self.model.to_dict()}
 
     @classmethod
     def from_dict(cls, data: dict) -> TrainConfig:

@@ -27,6 +27,7 @@ from safetensors.torch import save as save_tensors
 from torch import nn
 
 from tnn_core.training.checkpoint import load, write_atomically
+from tnn_core.training.config import TrainConfig
 
 __all__ = ["TrainState", "Resume", "load_resume", "resume_path", "write_state", "read_state",
            "check_matches", "optimizer_tensors", "load_optimizer_tensors", "FREE_FIELDS"]
@@ -157,15 +158,26 @@ def read_state(path: str | os.PathLike) -> TrainState:
     return TrainState(step, tensors, generators, train_config, task)
 
 
+def _today(train_config: dict) -> dict:
+    """A stored train config with the fields added since it was written at their defaults
+    (a file from before ``ModelConfig.layer_operators`` resumes); as stored if it does not
+    parse (the comparison then names what differs)."""
+    try:
+        return TrainConfig.from_dict(train_config).to_dict()
+    except (TypeError, ValueError):
+        return train_config
+
+
 def check_matches(state: TrainState, train_config: dict, task: dict, source: str) -> None:
     """Raise ValueError unless ``state`` was written by a run of the same config and task."""
+    stored = _today(state.train_config)
     if state.task != task:
         raise ValueError(f"cannot resume from {source}: it was trained on "
                          f"{state.task.get('name')!r} with other task settings than this run")
-    for name in sorted(set(state.train_config) | set(train_config)):
+    for name in sorted(set(stored) | set(train_config)):
         if name in FREE_FIELDS:
             continue
-        old, new = state.train_config.get(name), train_config.get(name)
+        old, new = stored.get(name), train_config.get(name)
         if old != new:
             raise ValueError(f"cannot resume from {source}: its {name} is {old!r}, this run's "
                              f"is {new!r} (only {', '.join(FREE_FIELDS)} may change)")

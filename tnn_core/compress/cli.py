@@ -1,0 +1,138 @@
+"""Convert a TNO or FD-TNO checkpoint to band + low rank and say what it costs the task.
+
+    python -m tnn_core.compress checkpoints/digits-tno.safetensors --band 9 --rank 32 \\
+        --out digits-tno-m9r32.safetensors
+    python -m tnn_core.compress checkpoints/listops-fd.safetensors --plan plan.json \\
+        --finetune 200
+    python -m tnn_core.compress checkpoints/digits-fd.safetensors --search --delta 0.01
+
+prints one JSON line: the source's metric, the converted model's before and after
+fine-tuning, its measured forward+backward speed-up over the source at 1x and 4x the
+training length, the parameter counts and each layer's plan and relative error (the
+part of the kernel outside the band that band + low rank misses). With --search it adds
+the planner's candidates, their Pareto front and the chosen plan, which --out saves.
+
+A plan file is JSON: {"layers": [{"band": 9, "rank": 32, "method": "fit"},
+{"method": "keep"}]}, one entry per layer. Exit status: 0 done, 2 bad input (one
+"error:" line on stderr; nothing is written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+import torch
+
+from tnn_core.allocator import keep_freed_memory
+from tnn_core.checks import check_int
+from tnn_core.compress.measure import FINETUNE_PARAMETERS
+from tnn_core.compress.pipeline import compress, save_converted
+from tnn_core.compress.plan import CompressionPlan
+from tnn_core.compress.planner import search
+from tnn_core.training.checkpoint import CheckpointError, load
+from tnn_core.training.tasks import task_from_info
+
+__all__ = ["main"]
+
+MAX_PLAN_BYTES = 1_000_000
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m tnn_core.compress", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("checkpoint", help="a .safetensors checkpoint of a tno or fd model")
+    p.add_argument("--band", type=int, default=None, metavar="M",
+                   help="band m for every layer: lags |k| <= m//2 (causal: 0 <= k < m)")
+    p.add_argument("--rank", type=int, default=None, metavar="R",
+                   help="inducing points r for every layer, 2 <= r <= the training length")
+    p.add_argument("--method", choices=("sample", "fit"), default="fit",
+                   help="how A is found: 'fit' least squares (default), 'sample' the kernel "
+                        "read at the inducing lags")
+    p.add_argument("--plan", default=None, metavar="PLAN.json",
+                   help="per-layer settings instead of --band/--rank/--method")
+    p.add_argument("--search", action="store_true",
+                   help="find the fastest plan within --delta of the source's metric")
+    p.add_argument("--delta", type=float, default=0.01,
+                   help="--search: allowed metric drop (accuracy as a fraction: 0.01 is one "
+                        "point; bits per character for charlm); default 0.01")
+    p.add_argument("--finetune", type=int, default=0, metavar="STEPS",
+                   help="fine-tune the converted model this many steps (default 0)")
+    p.add_argument("--finetune-lr", type=float, default=1e-3, help="fine-tuning learning rate")
+    p.add_argument("--finetune-parameters", choices=FINETUNE_PARAMETERS, default="all",
+                   help="'all' parameters, or 'low_rank': only the band taps and knots")
+    p.add_argument("--repeats", type=int, default=15,
+                   help="timed rounds per length for the speed-up (default 15)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--out", default=None, metavar="OUT.safetensors",
+                   help="write the converted model here (an ordinary checkpoint)")
+    return p
+
+
+def _plan(args, layers: int, n0: int) -> CompressionPlan:
+    chosen = sum([args.plan is not None, args.search,
+                  args.band is not None or args.rank is not None])
+    if chosen != 1:
+        raise ValueError("give exactly one of --band and --rank (together), --plan, or --search")
+    if args.plan is not None:
+        with open(args.plan, "rb") as f:
+            data = f.read(MAX_PLAN_BYTES + 1)
+        if len(data) > MAX_PLAN_BYTES:
+            raise ValueError(f"--plan {args.plan}: above {MAX_PLAN_BYTES:,} bytes")
+        try:
+            return CompressionPlan.from_dict(json.loads(data))
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
+            raise ValueError(f"--plan {args.plan} is not JSON: {err}") from None
+    if args.band is None or args.rank is None:
+        raise ValueError("--band and --rank go together (or use --plan or --search)")
+    check_int("--rank", args.rank, 2, n0, "[2, n]")  # n: the training length
+    check_int("--band", args.band, 1, 2 * n0 - 2, "[1, 2n-2]")
+    return CompressionPlan.uniform(layers, args.band, args.rank, args.method)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:500]
+
+
+def _finite(value):
+    """JSON has no inf or nan: they are written as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    keep_freed_memory()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    try:
+        model, info = load(args.checkpoint)
+        task = task_from_info(info.task)
+        output: dict = {"checkpoint": info.source}
+        if args.search:
+            _plan(args, model.config.layers, task.seq_len)
+            found = search(model, task, args.delta, args.method, repeats=args.repeats)
+            output["search"] = found.to_dict()
+            if found.best is None:
+                raise ValueError(f"no plan of the search grid keeps the metric within "
+                                 f"--delta {args.delta}; the candidates are in no file")
+            plan = found.scores[found.best].plan
+        else:
+            plan = _plan(args, model.config.layers, task.seq_len)
+        result = compress(model, task, plan, args.finetune, args.finetune_lr,
+                          args.finetune_parameters, repeats=args.repeats)
+        output.update(result.summary())
+        if args.out is not None:
+            output["out"] = str(save_converted(args.out, result, info))
+    except (CheckpointError, ValueError, OSError) as err:  # bad input: its own sentence
+        print(f"error: {_one_line(str(err))}", file=sys.stderr)
+        return 2
+    print(json.dumps(_finite(output)))
+    return 0

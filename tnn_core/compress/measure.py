@@ -1,0 +1,147 @@
+"""What a conversion costs and gains: the task metric, the measured speed-up, the size,
+and a short fine-tuning to win back what was lost.
+
+* ``task_metric``: the task's metric on its fixed validation windows at the training
+  length (``training.evaluate``, 16 batches of 32 by default), the same windows for the
+  source and every converted model, so their metrics compare.
+* ``speedup``: forward + backward of the whole model on one batch of random tokens,
+  source and converted timed in interleaved rounds (``bench.harness.interleaved_times``),
+  as the ratio of medians with each side's quartiles.
+* ``finetune``: AdamW on the training split, all parameters or only the converted
+  layers' band taps and knots.
+
+Letters: B batch, n length.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from tnn_core.bench.harness import interleaved_times, quartiles
+from tnn_core.checks import check_choice, check_int, check_number
+from tnn_core.operators import SKIKnots
+from tnn_core.training.evaluate import evaluate_model
+from tnn_core.training.loop import task_loss
+from tnn_core.training.tasks import Task
+
+__all__ = ["EVAL_BATCHES", "EVAL_BATCH_SIZE", "FINETUNE_PARAMETERS", "Speedup", "task_metric",
+           "speedup", "parameter_count", "finetune"]
+
+EVAL_BATCHES, EVAL_BATCH_SIZE = 16, 32  # the checkpoints' README evaluates with these
+FINETUNE_PARAMETERS = ("all", "low_rank")  # low_rank: the band taps and knots of SKIKnots
+
+
+def task_metric(model: nn.Module, task: Task, batches: int = EVAL_BATCHES,
+                batch_size: int = EVAL_BATCH_SIZE) -> float:
+    """The task's metric (accuracy or bits per character) at the training length."""
+    return evaluate_model(model, task, None, batches, batch_size)["metric"]
+
+
+def parameter_count(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """Forward + backward of a model against its source at one length (ms, medians)."""
+
+    length: int
+    source_ms: float
+    converted_ms: float
+    source_quartiles: tuple[float, float]
+    converted_quartiles: tuple[float, float]
+    repeats: int
+
+    @property
+    def ratio(self) -> float:
+        """source / converted: above 1 the converted model is faster."""
+        return self.source_ms / self.converted_ms
+
+    def to_dict(self) -> dict:
+        return {"length": self.length, "source_ms": self.source_ms,
+                "converted_ms": self.converted_ms, "speedup": self.ratio,
+                "source_quartiles": list(self.source_quartiles),
+                "converted_quartiles": list(self.converted_quartiles), "repeats": self.repeats}
+
+
+def _forward_backward(model: nn.Module, tokens: torch.Tensor) -> Callable[[], None]:
+    def run() -> None:
+        model.zero_grad(set_to_none=True)
+        model(tokens).float().square().mean().backward()
+    return run
+
+
+def speedup(source: nn.Module, converted: nn.Module, vocab_size: int, length: int,
+            batch: int = 8, repeats: int = 15, seed: int = 0) -> Speedup:
+    """Time forward + backward of both models on the same [batch, length] tokens.
+
+    Runs on copies' gradients only: the models' weights are not changed."""
+    check_int("length", length, 1)
+    check_int("repeats", repeats, 1)
+    g = torch.Generator().manual_seed(seed)
+    device = next(source.parameters()).device
+    tokens = torch.randint(0, vocab_size, (batch, length), generator=g).to(device)  # (B, n)
+    fns = {"source": _forward_backward(source, tokens),
+           "converted": _forward_backward(converted, tokens)}
+    was = source.training, converted.training
+    try:
+        times = interleaved_times(fns, repeats, warmup=2, device=device)
+    finally:
+        for model, mode in zip((source, converted), was, strict=True):
+            model.zero_grad(set_to_none=True)
+            model.train(mode)
+    return Speedup(length, statistics.median(times["source"]),
+                   statistics.median(times["converted"]), quartiles(times["source"]),
+                   quartiles(times["converted"]), repeats)
+
+
+def finetune(model: nn.Module, task: Task, steps: int, lr: float = 1e-3,
+             parameters: str = "all", batch_size: int = 32, seed: int = 0,
+             on_step: Callable[[int, float], None] | None = None,
+             stop_event: threading.Event | None = None) -> list[float]:
+    """Train ``model`` in place for ``steps`` AdamW steps; returns the training losses.
+
+    A non-finite loss restores the weights it started from and raises ValueError.
+    parameters: "all", or "low_rank" (only the converted layers' band taps and knots).
+    on_step(step, loss) after each step; a set ``stop_event`` ends it after the current one."""
+    check_int("steps", steps, 0, 100_000)
+    check_number("lr", lr, 0, 1, closed_low=False)
+    check_choice("parameters", parameters, FINETUNE_PARAMETERS)
+    if parameters == "all":
+        chosen = list(model.parameters())
+    else:
+        chosen = [p for op in model.operators() if isinstance(op, SKIKnots)
+                  for p in op.parameters()]
+        if not chosen:
+            raise ValueError("parameters='low_rank' needs a converted layer; every layer of "
+                             "this model was kept")
+    optimizer = torch.optim.AdamW(chosen, lr=lr, betas=(0.9, 0.98), weight_decay=0.0)
+    generator = torch.Generator().manual_seed(seed)
+    device = next(model.parameters()).device
+    losses: list[float] = []
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    model.train()
+    for step in range(steps):
+        if stop_event is not None and stop_event.is_set():
+            break
+        tokens, targets = task.batch("train", batch_size, generator)
+        loss = task_loss(model(tokens.to(device)), targets.to(device))
+        if not torch.isfinite(loss):
+            model.load_state_dict(before)
+            model.eval()
+            raise ValueError(f"fine-tuning diverged at step {step + 1} (loss {loss.item()}); "
+                             f"the model is as it was before: try a smaller lr than {lr:g}")
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        if on_step is not None:
+            on_step(step + 1, losses[-1])
+    model.eval()
+    return losses
