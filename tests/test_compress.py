@@ -286,6 +286,8 @@ def test_cli_output_round_trips_through_the_saved_checkpoint(tmp_path, capsys):
     assert evaluate_checkpoint(model, info)["metric"] == printed["finetuned_metric"]
     assert info.final_metrics["metric"] == printed["finetuned_metric"]
     assert info.history["compression"]["plan"] == printed["plan"]
+    assert info.history["command"].startswith("python -m tnn_core.compress ")
+    assert info.history["compression"]["source_command"].startswith("python -m tnn_core.training")
 
 
 @pytest.mark.parametrize("arguments, message", [

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 import sys
 
 import torch
@@ -130,7 +131,9 @@ def main(argv: list[str] | None = None) -> int:
                           args.finetune_parameters, repeats=args.repeats)
         output.update(result.summary())
         if args.out is not None:
-            output["out"] = str(save_converted(args.out, result, info))
+            command = shlex.join(["python", "-m", "tnn_core.compress",
+                                  *(sys.argv[1:] if argv is None else argv)])
+            output["out"] = str(save_converted(args.out, result, info, command))
     except (CheckpointError, ValueError, OSError) as err:  # bad input: its own sentence
         print(f"error: {_one_line(str(err))}", file=sys.stderr)
         return 2

@@ -122,13 +122,14 @@ def compress(model: nn.Module, task: Task, plan: CompressionPlan, finetune_steps
     return result
 
 
-def save_converted(path: str | os.PathLike, result: CompressionResult, info: CheckpointInfo
-                   ) -> Path:
+def save_converted(path: str | os.PathLike, result: CompressionResult, info: CheckpointInfo,
+                   command: str = "") -> Path:
     """Write the converted model as an ordinary checkpoint of the source's task.
 
     Its history is the source's, with the fine-tuning's losses appended, one evaluation
     entry for the converted model (on the same windows) and ``compression``: the source
-    file, the plan, the per-layer errors and the metrics before and after fine-tuning."""
+    file and the command that trained it, the plan, the per-layer errors and the metrics
+    before and after fine-tuning. ``command``: what converted it (the history's command)."""
     history = dict(info.history)
     steps = int(history.get("steps") or 0) + result.finetune_steps
     entry = result.final_eval
@@ -137,8 +138,10 @@ def save_converted(path: str | os.PathLike, result: CompressionResult, info: Che
                          "accuracy": entry["accuracy"]}]
     history["train_loss"] = [*history.get("train_loss", []), *result.finetune_losses]
     history["steps"] = steps
+    history["command"] = command or f"tnn_core.compress: {result.plan.describe()}"
     history["compression"] = {
-        "source": os.path.basename(info.source), "plan": result.plan.to_dict(),
+        "source": os.path.basename(info.source), "source_command": info.history.get("command"),
+        "plan": result.plan.to_dict(),
         "errors": result.errors, "source_metric": result.source_metric,
         "converted_metric": result.converted_metric,
         "finetuned_metric": result.finetuned_metric, "finetune_steps": result.finetune_steps}
