@@ -28,6 +28,8 @@ PAGES = [
             url_path="train"),
     st.Page("pages/inspect.py", title="Inspect checkpoint", icon=":material/search:",
             url_path="inspect"),
+    st.Page("pages/compress.py", title="Compress", icon=":material/compress:",
+            url_path="compress"),
 ]
 
 with st.sidebar:

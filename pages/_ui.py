@@ -57,10 +57,12 @@ def open_page(page: str, values: dict) -> None:
 
     Widgets bound to the URL (``bind="query-params"``) cannot be set through
     ``st.switch_page(query_params=...)``, so the values travel in session state and the
-    target page applies them with ``receive_values`` before it draws its widgets.
+    target page applies them with ``receive_values`` before it draws its widgets. An empty
+    ``query_params`` leaves the old page's URL behind without Streamlit's check for bound
+    widgets, which refuses to clear the URL while one of them is off its default.
     """
     st.session_state["_handoff"] = (page, dict(values))
-    st.switch_page(page)
+    st.switch_page(page, query_params={})
 
 
 def receive_values(page: str) -> None:
@@ -224,6 +226,19 @@ def checkpoint_choices() -> dict[str, str]:
     """Checkpoints a page can open, key -> label: on disk, then this session's uploads."""
     return inspect_lab.saved_checkpoints(USER_CHECKPOINTS) | {
         key: f"{name} (uploaded)" for key, name in _session_uploads().names().items()}
+
+
+def checkpoint_select(none_yet: str, help: str) -> str:
+    """Inspect's and Compress's checkpoint select box (in the URL); its key. Where there is
+    no checkpoint at all, ``none_yet`` is shown and the page stops."""
+    choices = checkpoint_choices()
+    if not choices:
+        st.info(none_yet, icon=":material/info:")
+        st.stop()
+    if st.session_state.get("checkpoint", next(iter(choices))) not in choices:
+        st.session_state["checkpoint"] = next(iter(choices))  # e.g. another session's upload
+    return st.selectbox("Checkpoint", list(choices), format_func=choices.get, key="checkpoint",
+                        bind="query-params", help=help)
 
 
 def _computed(spinner: str, memo: _warmup.Shared, *args, **kwargs):

@@ -12,6 +12,7 @@ from tnn_core.analysis.dense import display_line
 from tnn_core.analysis.presets import MAX_TYPED_CHARS, MAX_TYPED_LENGTH, OPERATOR_CHANNELS
 from tnn_core.bench.timing import format_flops
 from tnn_core.lab import decomposition as lab
+from tnn_core.lab.compress import convertible
 from tnn_core.lab.heatmap_image import colorbar_image, heatmap_image
 
 _ui.ensure_app_frame()
@@ -184,6 +185,13 @@ def decomposition(coeffs, causal: bool) -> None:
     for warning in view.warnings:
         st.warning(warning, icon=":material/warning:")
     error_metrics(view)
+    if source.name == "checkpoint" and convertible(
+            _ui.load_checkpoint(source.checkpoint)[0].config) and st.button(
+            f"Compress this model with m = {band}, r = {rank}", icon=":material/compress:",
+            key="open_compress", help="Open the Compress page with this checkpoint and this "
+                                      "band, rank and method for every layer."):
+        _ui.open_page("pages/compress.py", {"checkpoint": source.checkpoint, "band": band,
+                                            "rank": rank, "method": method, "per_layer": False})
     theorem1(view)
     _ui.when_measured(_ui.live_speed(view.n, rank, band, _ui.device()), speed_readout,
                       lambda: speed_waiting(view.n, rank, band))

@@ -10,6 +10,7 @@ from tnn_core.analysis.atlas import BAND_ONLY_MASS
 from tnn_core.analysis.dense import display_line
 from tnn_core.lab import inspect as inspect_lab
 from tnn_core.lab import uploads as uploads_lab
+from tnn_core.lab.compress import convertible
 from tnn_core.lab.inspect import band_description, summary
 from tnn_core.training.checkpoint import CheckpointError
 
@@ -85,17 +86,10 @@ with st.expander("Upload a checkpoint (.safetensors)", icon=":material/upload:")
     if upload is not None and "upload_error" in st.session_state:
         _ui.show_error(ValueError(st.session_state["upload_error"]))
 
-choices = _ui.checkpoint_choices()
-if not choices:
-    st.info("No checkpoints yet: train one on the Train page, or upload one above.",
-            icon=":material/info:")
-    st.stop()
-if st.session_state.get("checkpoint", next(iter(choices))) not in choices:
-    st.session_state["checkpoint"] = next(iter(choices))  # e.g. another session's upload
-key = st.selectbox("Checkpoint", list(choices), format_func=choices.get, key="checkpoint",
-                   bind="query-params",
-                   help="Shipped examples in the order they teach most (each says what it "
-                        "shows), your saved runs, and uploads. Links carry shipped ones only.")
+key = _ui.checkpoint_select(
+    "No checkpoints yet: train one on the Train page, or upload one above.",
+    "Shipped examples in the order they teach most (each says what it shows), your saved "
+    "runs, and uploads. Links carry shipped ones only.")
 try:
     model, info = _ui.load_checkpoint(key)
 except (CheckpointError, ValueError) as err:
@@ -127,6 +121,11 @@ m[3].metric(f"Validation {about.metric_name}", fmt_metric(about.final_metric, ab
             help=f"The last evaluation during training; {chance} (a uniform guess).")
 m[4].metric("Trained steps", about.steps,
             help=f"{about.wall_s:.0f} s on {about.device}. Command: {about.command}")
+if convertible(model.config) and st.button(
+        "Compress this model", icon=":material/compress:", key="open_compress",
+        help="Convert its layers to band + low rank on the Compress page and measure what "
+             "that costs the task and gains in speed."):
+    _ui.open_page("pages/compress.py", {"checkpoint": key})
 
 left, right = st.columns([1, 2])
 with left:
@@ -385,7 +384,7 @@ elif sweep is not None:
     right.plotly_chart(efig, key="chart-extrapolation")
 
 # -- TNN's Table 10 -------------------------------------------------------------------------
-if all(name in choices for name in inspect_lab.DECAY_PAIR):
+if all(name in _ui.checkpoint_choices() for name in inspect_lab.DECAY_PAIR):
     st.markdown("**TNN's Table 10: the same language model with and without decay**")
     if st.toggle("Measure both on the same windows at 1× to 16× their training length",
                  key="decay_pair",

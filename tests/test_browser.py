@@ -299,3 +299,87 @@ def test_train_save_and_inspect_opens_the_saved_model(browser_page, server):
     assert_clean(page, "train-save-and-inspect")
     assert "browser-run (saved by you)" in main.locator(
         "[data-testid='stSelectbox']").first.inner_html()
+
+
+def test_compress_converts_searches_and_loads_a_clicked_plan(browser_page, server):
+    """Convert digits-tno (m = 9, r = 16, no fine-tuning); then a two-point search, and a
+    click on its best point loads that plan into the controls."""
+    page = browser_page
+    page.goto(f"{server}/compress")
+    wait_idle(page)
+    main = page.locator("[data-testid='stMain']")
+    rank = main.get_by_role("spinbutton", name="Inducing points r")
+    rank.fill("16")
+    rank.press("Enter")
+    wait_idle(page)
+    page.locator(".st-key-convert button").first.click()
+    main.get_by_text("Speed-up at n = 256 (4× n0)").wait_for(timeout=300_000)
+    wait_idle(page)
+    for label in ("Source accuracy", "Converted accuracy", "Chance accuracy",
+                  "Speed-up at n = 64 (1× n0)", "Parameters"):
+        assert main.locator("[data-testid='stMetric']").filter(has_text=label).count() == 1
+    assert_clean(page, "compress")
+    for name, removed in (("Bands m to try", ("1", "5", "17")), ("Ranks r to try", ("8", "64"))):
+        box = main.locator("[data-testid='stMultiSelect']").filter(has_text=name)
+        for value in removed:
+            box.get_by_role("button", name=f"Remove {value}", exact=True).click()
+            wait_idle(page)
+    page.locator(".st-key-search button").first.click()
+    page.locator(".st-key-chart-pareto .js-plotly-plot").wait_for(timeout=300_000)
+    wait_idle(page)
+    page.set_viewport_size({"width": 1400, "height": 4400})  # the page and both searches' charts
+    try:
+        wait_idle(page)
+        assert_clean(page, "compress-search")
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 2600})
+    best = page.evaluate("""() => {
+        const plot = document.querySelector('.st-key-chart-pareto .js-plotly-plot');
+        const star = plot.data.find(t => t.name === 'best within δ');
+        return star ? star.text[0] : null; }""")
+    if best is None:
+        pytest.skip("no plan of the two-point grid stayed within δ on this run")
+    rank.fill("8")
+    rank.press("Enter")
+    wait_idle(page)
+    page.locator(".st-key-chart-pareto .scatterlayer .trace").last.locator(
+        "path.point").first.click(force=True)
+    wait_idle(page)
+    toast = page.locator("[data-testid='stToast']").filter(has_text=best)
+    assert toast.count() == 1, page.locator("[data-testid='stToast']").all_inner_texts()
+    layers = re.findall(r"layer \d+: m = (\d+), r = (\d+)", best)
+    if len(set(layers)) == 1:  # the same (m, r) everywhere: the shared controls show it
+        assert (main.get_by_role("spinbutton", name="Band m").input_value(),
+                rank.input_value()) == layers[0]
+
+
+def test_inspect_to_compress_to_inspect_carries_the_checkpoint(browser_page, server):
+    """Inspect a checkpoint other than the first, open it on Compress, convert it and save it:
+    each switch carries its checkpoint although the page left has values in its address."""
+    page = browser_page
+    page.goto(f"{server}/inspect")
+    wait_idle(page)
+    main = page.locator("[data-testid='stMain']")
+    main.get_by_role("combobox", name="Checkpoint").click()
+    page.locator("[role='option']").filter(has_text="listops-fd").first.click()
+    wait_idle(page)
+    main.get_by_role("button", name="Compress this model").click()
+    page.wait_for_function("() => location.pathname.endsWith('/compress')", timeout=60_000)
+    wait_idle(page)
+    assert_clean(page, "inspect-to-compress")
+    assert "listops-fd" in main.locator("[data-testid='stSelectbox']").first.inner_html()
+    rank = main.get_by_role("spinbutton", name="Inducing points r")
+    rank.fill("16")
+    rank.press("Enter")
+    wait_idle(page)
+    page.locator(".st-key-convert button").first.click()
+    save = main.get_by_role("button", name="Save and inspect")
+    save.wait_for(timeout=300_000)
+    wait_idle(page)
+    main.get_by_role("textbox", name="Save as").fill("listops-fd-m9r16")
+    save.click()
+    page.wait_for_function("() => location.pathname.endsWith('/inspect')", timeout=60_000)
+    wait_idle(page)
+    assert_clean(page, "compress-save-and-inspect")
+    assert "listops-fd-m9r16 (saved by you)" in main.locator(
+        "[data-testid='stSelectbox']").first.inner_html()

@@ -290,6 +290,19 @@ def test_cli_output_round_trips_through_the_saved_checkpoint(tmp_path, capsys):
     assert info.history["compression"]["source_command"].startswith("python -m tnn_core.training")
 
 
+def test_cli_search_saves_the_chosen_plan(tmp_path, capsys):
+    out = tmp_path / "searched.safetensors"
+    assert main([str(DIGITS_TNO), "--search", "--delta", "0.05", "--bands", "9",
+                 "--ranks", "16,32,999", "--repeats", "1", "--out", str(out)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    found = printed["search"]
+    assert {json.dumps(s["plan"]) for s in found["scores"]} >= {
+        json.dumps(CompressionPlan.uniform(2, 9, r).to_dict()) for r in (16, 32)}
+    assert printed["plan"] == found["scores"][found["best"]]["plan"]
+    assert found["scores"][found["best"]]["drop"] <= 0.05
+    assert load(out)[1].history["compression"]["plan"] == printed["plan"]
+
+
 @pytest.mark.parametrize("arguments, message", [
     (["--band", "9", "--rank", "1"], "--rank must be an integer in [2, n] = [2, 64]; got 1"),
     (["--band", "9", "--rank", "65"], "--rank must be an integer in [2, n] = [2, 64]; got 65"),
@@ -297,6 +310,8 @@ def test_cli_output_round_trips_through_the_saved_checkpoint(tmp_path, capsys):
     (["--band", "9"], "--band and --rank go together"),
     (["--plan", "PLAN"], "one plan per layer of the model (2); got 1"),
     (["--band", "3", "--rank", "4", "--search"], "give exactly one of"),
+    (["--search", "--ranks", "999"], "give no valid (m, r) at the training length n = 64"),
+    (["--search", "--bands", "9;17"], "--bands must be integers separated by commas"),
 ])
 def test_cli_refuses_bad_input_and_writes_nothing(tmp_path, capsys, arguments, message):
     (tmp_path / "plan.json").write_text(json.dumps({"layers": [{"band": 5, "rank": 8}]}))

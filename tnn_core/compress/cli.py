@@ -32,7 +32,7 @@ from tnn_core.checks import check_int
 from tnn_core.compress.measure import FINETUNE_PARAMETERS
 from tnn_core.compress.pipeline import compress, save_converted
 from tnn_core.compress.plan import CompressionPlan
-from tnn_core.compress.planner import search
+from tnn_core.compress.planner import GRID_BANDS, GRID_RANKS, grid, search
 from tnn_core.training.checkpoint import CheckpointError, load
 from tnn_core.training.tasks import task_from_info
 
@@ -59,9 +59,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--delta", type=float, default=0.01,
                    help="--search: allowed metric drop (accuracy as a fraction: 0.01 is one "
                         "point; bits per character for charlm); default 0.01")
+    p.add_argument("--bands", default=",".join(map(str, GRID_BANDS)), metavar="M1,M2,...",
+                   help="--search: the bands to try (default %(default)s)")
+    p.add_argument("--ranks", default=",".join(map(str, GRID_RANKS)), metavar="R1,R2,...",
+                   help="--search: the ranks to try, those above the training length left "
+                        "out (default %(default)s)")
     p.add_argument("--finetune", type=int, default=0, metavar="STEPS",
                    help="fine-tune the converted model this many steps (default 0)")
-    p.add_argument("--finetune-lr", type=float, default=1e-3, help="fine-tuning learning rate")
+    p.add_argument("--finetune-lr", type=float, default=3e-4,
+                   help="fine-tuning learning rate (default 3e-4, where the shipped models' "
+                        "cosine schedules end)")
     p.add_argument("--finetune-parameters", choices=FINETUNE_PARAMETERS, default="all",
                    help="'all' parameters, or 'low_rank': only the band taps and knots")
     p.add_argument("--repeats", type=int, default=15,
@@ -72,11 +79,14 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _plan(args, layers: int, n0: int) -> CompressionPlan:
+def _plan(args, layers: int, n0: int) -> CompressionPlan | None:
+    """The plan the options give; None for --search (the planner chooses)."""
     chosen = sum([args.plan is not None, args.search,
                   args.band is not None or args.rank is not None])
     if chosen != 1:
         raise ValueError("give exactly one of --band and --rank (together), --plan, or --search")
+    if args.search:
+        return None
     if args.plan is not None:
         with open(args.plan, "rb") as f:
             data = f.read(MAX_PLAN_BYTES + 1)
@@ -91,6 +101,13 @@ def _plan(args, layers: int, n0: int) -> CompressionPlan:
     check_int("--rank", args.rank, 2, n0, "[2, n]")  # n: the training length
     check_int("--band", args.band, 1, 2 * n0 - 2, "[1, 2n-2]")
     return CompressionPlan.uniform(layers, args.band, args.rank, args.method)
+
+
+def _integers(option: str, text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise ValueError(f"{option} must be integers separated by commas; got {text!r}") from None
 
 
 def _one_line(text: str) -> str:
@@ -117,16 +134,19 @@ def main(argv: list[str] | None = None) -> int:
         model, info = load(args.checkpoint)
         task = task_from_info(info.task)
         output: dict = {"checkpoint": info.source}
-        if args.search:
-            _plan(args, model.config.layers, task.seq_len)
-            found = search(model, task, args.delta, args.method, repeats=args.repeats)
+        plan = _plan(args, model.config.layers, task.seq_len)
+        if plan is None:
+            points = grid(task.seq_len, _integers("--bands", args.bands),
+                          _integers("--ranks", args.ranks))
+            if not points:
+                raise ValueError(f"--bands {args.bands} and --ranks {args.ranks} give no valid "
+                                 f"(m, r) at the training length n = {task.seq_len}")
+            found = search(model, task, args.delta, args.method, points, args.repeats)
             output["search"] = found.to_dict()
             if found.best is None:
                 raise ValueError(f"no plan of the search grid keeps the metric within "
                                  f"--delta {args.delta}; the candidates are in no file")
             plan = found.scores[found.best].plan
-        else:
-            plan = _plan(args, model.config.layers, task.seq_len)
         result = compress(model, task, plan, args.finetune, args.finetune_lr,
                           args.finetune_parameters, repeats=args.repeats)
         output.update(result.summary())

@@ -101,7 +101,7 @@ def speedup(source: nn.Module, converted: nn.Module, vocab_size: int, length: in
                    quartiles(times["converted"]), repeats)
 
 
-def finetune(model: nn.Module, task: Task, steps: int, lr: float = 1e-3,
+def finetune(model: nn.Module, task: Task, steps: int, lr: float = 3e-4,
              parameters: str = "all", batch_size: int = 32, seed: int = 0,
              on_step: Callable[[int, float], None] | None = None,
              stop_event: threading.Event | None = None) -> list[float]:

@@ -75,7 +75,7 @@ class CompressionResult:
 
 
 def compress(model: nn.Module, task: Task, plan: CompressionPlan, finetune_steps: int = 0,
-             finetune_lr: float = 1e-3, finetune_parameters: str = "all",
+             finetune_lr: float = 3e-4, finetune_parameters: str = "all",
              factors=SPEED_FACTORS, repeats: int = 15, on_progress: Progress | None = None,
              stop_event: threading.Event | None = None) -> CompressionResult:
     """Convert ``model`` with ``plan`` at the task's training length and measure it.

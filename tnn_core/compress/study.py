@@ -89,6 +89,18 @@ def study_checkpoint(name: str, finetune_steps: int, repeats: int) -> dict:
             "timed": timed}
 
 
+def speed_over_length(name: str, band: int, rank: int, lengths, repeats: int) -> list[dict]:
+    """Forward+backward of the source and its uniform (band, rank) conversion at each
+    length, batch 1: where the operator's share of the model grows."""
+    model, info = load(SHIPPED_DIR / f"{name}.safetensors")
+    n0 = task_from_info(info.task).seq_len
+    converted, _ = convert(model, CompressionPlan.uniform(model.config.layers, band, rank,
+                                                          "fit"), n0)
+    return [{"checkpoint": name, "band": band, "rank": rank,
+             **speedup(model, converted, model.config.vocab_size, n, batch=1,
+                       repeats=repeats).to_dict()} for n in lengths]
+
+
 def _cell(result: dict, label: str) -> str:
     row = result[label]
     if row is None:
@@ -120,9 +132,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=15, help="timed rounds per length")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--json", default=None, help="also write every row here")
+    p.add_argument("--lengths", default=None, metavar="CHECKPOINT:M:R:N1,N2,...",
+                   help="instead: time one uniform conversion against its source at these "
+                        "lengths, batch 1, e.g. listops-fd:9:32:1024,4096,16384")
     args = p.parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
+    if args.lengths is not None:
+        name, band, rank, lengths = args.lengths.split(":")
+        rows = speed_over_length(name, int(band), int(rank),
+                                 [int(n) for n in lengths.split(",")], args.repeats)
+        print("| n | source ms (IQR) | converted ms (IQR) | speed-up |\n|---:|---:|---:|---:|")
+        for row in rows:
+            (a, b), (c, d) = row["source_quartiles"], row["converted_quartiles"]
+            print(f"| {row['length']} | {row['source_ms']:.1f} ({a:.1f}–{b:.1f}) | "
+                  f"{row['converted_ms']:.1f} ({c:.1f}–{d:.1f}) | {row['speedup']:.2f}× |")
+        return 0
     results = [study_checkpoint(name, args.finetune, args.repeats)
                for name in args.checkpoints.split(",")]
     if args.json:

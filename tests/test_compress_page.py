@@ -1,0 +1,248 @@
+"""The Compress page (AppTest) and the view logic behind it (``tnn_core.lab.compress``): a
+conversion runs in the background and its numbers reach the page; bad sources and bad plans
+are refused with a sentence; Inspect and Decomposition open it with their settings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from pages import _ui
+from tnn_core.compress import CompressionPlan
+from tnn_core.compress.measure import Speedup
+from tnn_core.lab import compress as lab
+from tnn_core.training import checkpoint
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+JOB_TIMEOUT_S = 600  # a busy 2-core machine slows the timings down many times
+
+
+@pytest.fixture
+def compress_page(monkeypatch, tmp_path):
+    monkeypatch.setattr(_ui, "USER_CHECKPOINTS", tmp_path)
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page("pages/compress.py").run()
+    assert not at.exception, at.exception
+    yield at
+    for name in ("compress_job", "compress_search"):
+        job = at.session_state[name] if name in at.session_state else None
+        if job is not None:
+            job.stop()
+            job.join(timeout=JOB_TIMEOUT_S)
+
+
+def finish(at: AppTest, name: str):
+    """Wait for the page's background job ``name`` and draw the page once it has ended."""
+    job = at.session_state[name]
+    job.join(timeout=JOB_TIMEOUT_S)
+    assert job.snapshot()[2], "the job did not end in time"
+    at.run()
+    assert not at.exception, at.exception
+    return job
+
+
+def metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+# -- the page --------------------------------------------------------------------------------
+def test_the_page_opens_on_a_convertible_checkpoint(compress_page):
+    at = compress_page
+    assert at.selectbox(key="checkpoint").value == "digits-tno"
+    assert not at.error
+    assert any("trained at n0 = 64" in c.value for c in at.caption)
+    assert any("press **Convert**" in i.value for i in at.info)
+    assert not at.button(key="convert").disabled
+
+
+def test_converting_digits_tno_shows_the_metrics_and_saves(compress_page, tmp_path):
+    at = compress_page
+    at.number_input(key="band").set_value(9)
+    at.number_input(key="rank").set_value(16).run()
+    at.button(key="convert").click().run()
+    assert not at.exception and not at.error
+    assert at.button(key="convert").disabled  # one job at a time
+    job = finish(at, "compress_job")
+    result = job.result
+    assert job.snapshot()[3] is None and not result.stopped
+    assert result.plan == CompressionPlan.uniform(2, 9, 16, "fit")
+    unit = lab.Unit("accuracy", True)
+    assert metric(at, "Source accuracy") == unit.show(result.source_metric)
+    assert metric(at, "Converted accuracy") == unit.show(result.converted_metric)
+    assert metric(at, "Chance accuracy") == "10.0 %"
+    assert metric(at, "After fine-tuning") == "—"
+    assert metric(at, "Speed-up at n = 64 (1× n0)") == f"{result.speedups[1].ratio:.2f}×"
+    assert metric(at, "Speed-up at n = 256 (4× n0)") == f"{result.speedups[4].ratio:.2f}×"
+    assert metric(at, "Parameters") == f"{result.parameters[1]:,}"
+    layers = at.dataframe[-1].value
+    assert list(layers["relative error"]) == pytest.approx(result.errors)
+    assert 0 < max(result.errors) < 0.2  # digits-tno's tails are smooth: r = 16 holds them
+    bars = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert bars["data"][0]["x"] == ["source", "converted", "chance"]
+    assert bars["data"][0]["y"] == pytest.approx([100 * result.source_metric,
+                                                  100 * result.converted_metric, 10.0])
+    # Save and inspect: the converted model opens on Inspect as a SKI model of the same task.
+    at.text_input(key="compress_save_name").set_value("digits-m9r16")
+    at.button(key="compress_save").click().run()
+    assert not at.exception, at.exception
+    assert (tmp_path / "digits-m9r16.safetensors").is_file()
+    assert at.selectbox(key="checkpoint").value == "user/digits-m9r16"
+    assert metric(at, "Operator, bidirectional") == "ski"
+    _, info = checkpoint.load(tmp_path / "digits-m9r16.safetensors")
+    assert info.history["compression"]["source"] == "digits-tno.safetensors"
+
+
+def test_a_stopped_conversion_says_what_is_missing(compress_page):
+    at = compress_page
+    at.number_input(key="finetune_steps").set_value(5000).run()
+    at.button(key="convert").click().run()
+    at.session_state["compress_job"].stop()  # what the Stop button does
+    job = finish(at, "compress_job")
+    assert job.result.stopped and job.result.finetune_steps < 5000
+    (warning,) = at.warning
+    assert warning.value.startswith("Stopped")
+    assert "speed-ups not measured" in warning.value or \
+        f"after {job.result.finetune_steps} of 5000" in warning.value
+
+
+@pytest.mark.parametrize("name", ["digits-ski", "listops-ski"])
+def test_a_ski_checkpoint_is_refused_with_a_sentence(compress_page, name):
+    at = compress_page
+    at.selectbox(key="checkpoint").set_value(name).run()
+    assert not at.exception
+    assert len(at.error) == 1
+    assert "cannot be converted" in at.error[0].value and "tno and fd" in at.error[0].value
+    assert not at.button  # nothing to convert or search
+
+
+@pytest.mark.parametrize(("band", "rank", "words"), [
+    (9, 100, "r"), (200, 16, "band"), (9, 65, "n = 64")])
+def test_a_plan_beyond_the_training_length_is_refused(compress_page, band, rank, words):
+    at = compress_page
+    at.number_input(key="band").set_value(band)
+    at.number_input(key="rank").set_value(rank).run()
+    assert not at.exception
+    assert len(at.error) == 1 and "every layer" in at.error[0].value
+    assert words in at.error[0].value
+    assert at.button(key="convert").disabled
+
+
+def test_per_layer_plans_keep_a_layer_and_refuse_keeping_all(compress_page):
+    at = compress_page
+    at.toggle(key="per_layer").set_value(True).run()
+    at.selectbox(key="layer_method_1").set_value("keep").run()
+    assert not at.error and not at.button(key="convert").disabled
+    at.selectbox(key="layer_method_0").set_value("keep").run()
+    assert len(at.error) == 1 and "every layer is kept" in at.error[0].value
+
+
+def test_a_small_search_draws_sensitivity_and_pareto_and_loads_the_best(compress_page):
+    at = compress_page
+    at.multiselect(key="search_bands").set_value([9])
+    at.multiselect(key="search_ranks").set_value([16, 32])
+    at.number_input(key="search_delta_accuracy").set_value(5.0).run()
+    at.button(key="search").click().run()
+    assert not at.exception and not at.error
+    job = finish(at, "compress_search")
+    result = job.result
+    assert job.snapshot()[3] is None and len(result.scores) >= 2
+    charts = {json.loads(c.proto.spec)["layout"]["title"]["text"].split(":")[0]: json.loads(
+        c.proto.spec) for c in at.get("plotly_chart")}
+    sensitivity = charts["Sensitivity"]
+    assert [trace["name"] for trace in sensitivity["data"]] == ["layer 0 alone", "layer 1 alone"]
+    assert sensitivity["data"][0]["x"] == ["m=9, r=16", "m=9, r=32"]
+    assert sensitivity["data"][0]["y"] == pytest.approx(
+        [100 * result.sensitivity[0][p] for p in [(9, 16), (9, 32)]])
+    pareto = charts["Candidates"]
+    shown = sorted(i[0] for trace in pareto["data"] for i in trace["customdata"])
+    assert shown == list(range(len(result.scores)))  # each candidate once
+    assert result.best is not None  # δ = 5 points holds for m = 9 on digits-tno
+    (best,) = [t for t in pareto["data"] if t["name"] == "best within δ"]
+    assert best["customdata"] == [[result.best]]
+    assert best["x"] == pytest.approx([result.scores[result.best].speedups[1].ratio])
+    at.button(key="load_best").click().run()
+    assert not at.exception
+    plan = result.scores[result.best].plan
+    if all(layer == plan.layers[0] for layer in plan.layers):
+        assert (at.number_input(key="band").value, at.number_input(key="rank").value) == (
+            plan.layers[0].band, plan.layers[0].rank)
+    else:
+        assert at.toggle(key="per_layer").value
+
+
+# -- links from the other pages --------------------------------------------------------------
+def test_inspect_opens_compress_with_its_checkpoint():
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page("pages/inspect.py").run()
+    at.selectbox(key="checkpoint").set_value("listops-fd").run()
+    at.button(key="open_compress").click().run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Compress"
+    assert at.selectbox(key="checkpoint").value == "listops-fd"
+    assert any("trained at n0 = 128" in c.value for c in at.caption)
+
+
+def test_inspect_offers_no_compression_of_a_ski_checkpoint():
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page("pages/inspect.py").run()
+    at.selectbox(key="checkpoint").set_value("digits-ski").run()
+    assert not at.exception
+    assert not [b for b in at.button if b.key == "open_compress"]
+
+
+def test_decomposition_carries_m_and_r_to_compress():
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page("pages/decomposition.py").run()
+    at.selectbox(key="source").set_value("checkpoint").run()
+    at.slider(key="n").set_value(64)
+    at.slider(key="band").set_value(5)
+    at.slider(key="rank").set_value(24).run()
+    (button,) = [b for b in at.button if b.key == "open_compress"]
+    assert button.label == "Compress this model with m = 5, r = 24"
+    button.click().run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Compress"
+    assert at.selectbox(key="checkpoint").value == "digits-tno"
+    assert (at.number_input(key="band").value, at.number_input(key="rank").value) == (5, 24)
+
+
+# -- the view logic --------------------------------------------------------------------------
+def test_units_show_accuracy_in_points_and_bpc_as_it_is():
+    accuracy, bpc = lab.Unit("accuracy", True), lab.Unit("bpc", False)
+    assert accuracy.show(0.78055) == "78.1 %" and bpc.show(2.5) == "2.500 bpc"
+    assert accuracy.drop_from_display(1.0) == pytest.approx(0.01)
+    assert bpc.drop_from_display(0.05) == pytest.approx(0.05)
+    assert accuracy.drop_text(0.0125) == "1.2 points worse"
+    assert bpc.drop_text(-0.02) == "0.020 bits per character better"
+    assert accuracy.change(0.80, 0.78) == "+2.0 points vs the source"
+
+
+def test_a_speed_row_calls_a_verdict_only_beyond_the_quartiles():
+    faster = lab.speed_row(1, Speedup(64, 10.0, 5.0, (9.0, 11.0), (4.5, 5.5), 9))
+    assert faster.ratio == pytest.approx(2.0)
+    assert faster.ratio_range == pytest.approx((9.0 / 5.5, 11.0 / 4.5))
+    assert faster.verdict == "faster"
+    noisy = lab.speed_row(4, Speedup(256, 10.0, 9.5, (8.0, 12.0), (9.0, 10.0), 9))
+    assert noisy.verdict == "within noise"
+
+
+def test_make_plan_names_the_layer_the_value_and_the_range():
+    model, _ = checkpoint.load(checkpoint.SHIPPED_DIR / "digits-tno.safetensors")
+    config = model.config
+    plan = lab.make_plan([(9, 16, "fit"), (5, 8, "sample")], config, 64, uniform=False)
+    assert plan.layers[1].method == "sample"
+    with pytest.raises(ValueError, match=r"^layer 1: rank must be .*\[2, n\].*; got 80 "
+                                         r"\(the training length n = 64\)"):
+        lab.make_plan([(9, 16, "fit"), (9, 80, "fit")], config, 64, uniform=False)
+    with pytest.raises(ValueError, match=r"^every layer: rank must be .*\[2, 65536\]; got 1"):
+        lab.make_plan([(9, 1, "fit")] * 2, config, 64, uniform=True)
+    ski, _ = checkpoint.load(checkpoint.SHIPPED_DIR / "digits-ski.safetensors")
+    with pytest.raises(ValueError, match=r"^layer 0 is a ski operator and cannot be converted"):
+        lab.make_plan([(9, 16, "fit"), (9, 16, "keep")], ski.config, 64, uniform=False)
