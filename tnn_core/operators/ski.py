@@ -114,13 +114,16 @@ class BandPlusLowRank(TokenMixer):
 
     def causal_column(self, n: int) -> torch.Tensor:
         """Lags 0..n-1 of the causal kernel band + k(t), [D, n] (== kernel(n)[:, n-1:])."""
-        p = self.band_weight
-        t = torch.arange(n, device=p.device, dtype=p.dtype)  # (n,) lags 0..n-1
         band = self.band_weight.new_zeros(self.dim, n)
         lag = self._band_lags()
         keep = lag < n
         band[:, lag[keep]] = self.band_weight[:, keep]
-        return band + self.low_rank_kernel(t)  # (D, n)
+        return band + self.causal_tail(n)  # (D, n)
+
+    def causal_tail(self, n: int) -> torch.Tensor:
+        """k(t) at the lags t = 0..n-1, [D, n]."""
+        p = self.band_weight
+        return self.low_rank_kernel(torch.arange(n, device=p.device, dtype=p.dtype))
 
     def checked_forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, n, D) -> (B, n, D)
         if self.config.causal:

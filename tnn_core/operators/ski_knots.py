@@ -21,6 +21,7 @@ Letters: D channels, r rank, n0 the knots' length, P lags asked for.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from tnn_core.operators.config import OperatorConfig
@@ -53,3 +54,13 @@ class SKIKnots(BandPlusLowRank):
         if self.config.causal:
             inside &= t >= 0
         return k * inside.to(c.dtype)  # (D, P)
+
+    def causal_tail(self, n: int) -> torch.Tensor:
+        """k(t) at the lags t = 0..n-1, [D, n], causal. The knots sit at l h0 and the lags
+        0..n0-1 at l h0 · (r-1)/(n0-1) steps, so k there is a linear upsampling of the r
+        knots to n0 points (align_corners): one op forward and backward, where the
+        gather of ``low_rank_kernel`` costs a scatter-add in its backward."""
+        n0 = self.config.knot_length
+        tail = F.interpolate(self.lag_knots[None], size=n0, mode="linear",
+                             align_corners=True)[0]  # (D, n0) lags 0..n0-1
+        return tail[:, :n] if n <= n0 else F.pad(tail, (0, n - n0))  # zero beyond n0-1
