@@ -303,6 +303,17 @@ def test_cli_search_saves_the_chosen_plan(tmp_path, capsys):
     assert load(out)[1].history["compression"]["plan"] == printed["plan"]
 
 
+def test_cli_plans_by_an_error_budget(capsys):
+    assert main([str(DIGITS_TNO), "--max-error", "0.1", "--bands", "1,9", "--ranks", "8,16",
+                 "--repeats", "1"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    model, _ = load(DIGITS_TNO)
+    expected, errors = plan_for_error(model, 64, 0.1, grid(64, (1, 9), (8, 16)), "fit")
+    assert printed["plan"] == expected.to_dict()
+    assert [layer["error"] for layer in printed["layers"]] == pytest.approx(errors, rel=1e-12)
+    assert all(e is None or e <= 0.1 for e in errors)
+
+
 @pytest.mark.parametrize("arguments, message", [
     (["--band", "9", "--rank", "1"], "--rank must be an integer in [2, n] = [2, 64]; got 1"),
     (["--band", "9", "--rank", "65"], "--rank must be an integer in [2, n] = [2, 64]; got 65"),
@@ -312,6 +323,8 @@ def test_cli_search_saves_the_chosen_plan(tmp_path, capsys):
     (["--band", "3", "--rank", "4", "--search"], "give exactly one of"),
     (["--search", "--ranks", "999"], "give no valid (m, r) at the training length n = 64"),
     (["--search", "--bands", "9;17"], "--bands must be integers separated by commas"),
+    (["--max-error", "-1"], "--max-error must be a number in [0, inf); got -1.0"),
+    (["--max-error", "0", "--ranks", "4"], "no grid point meets --max-error 0.0 on any layer"),
 ])
 def test_cli_refuses_bad_input_and_writes_nothing(tmp_path, capsys, arguments, message):
     (tmp_path / "plan.json").write_text(json.dumps({"layers": [{"band": 5, "rank": 8}]}))

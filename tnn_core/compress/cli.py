@@ -5,12 +5,15 @@
     python -m tnn_core.compress checkpoints/listops-fd.safetensors --plan plan.json \\
         --finetune 200
     python -m tnn_core.compress checkpoints/digits-fd.safetensors --search --delta 0.01
+    python -m tnn_core.compress checkpoints/listops-tno.safetensors --max-error 0.1
 
 prints one JSON line: the source's metric, the converted model's before and after
 fine-tuning, its measured forward+backward speed-up over the source at 1x and 4x the
 training length, the parameter counts and each layer's plan and relative error (the
-part of the kernel outside the band that band + low rank misses). With --search it adds
-the planner's candidates, their Pareto front and the chosen plan, which --out saves.
+part of the kernel outside the band that band + low rank misses). --max-error EPS
+plans by an error budget: per layer, the cheapest (m, r) of the grid within EPS. With
+--search it adds the planner's candidates, their Pareto front and the chosen plan,
+which --out saves.
 
 A plan file is JSON: {"layers": [{"band": 9, "rank": 32, "method": "fit"},
 {"method": "keep"}]}, one entry per layer. Exit status: 0 done, 2 bad input (one
@@ -28,11 +31,11 @@ import sys
 import torch
 
 from tnn_core.allocator import keep_freed_memory
-from tnn_core.checks import check_int
+from tnn_core.checks import check_int, check_number
 from tnn_core.compress.measure import FINETUNE_PARAMETERS
 from tnn_core.compress.pipeline import compress, save_converted
 from tnn_core.compress.plan import CompressionPlan
-from tnn_core.compress.planner import GRID_BANDS, GRID_RANKS, grid, search
+from tnn_core.compress.planner import GRID_BANDS, GRID_RANKS, grid, plan_for_error, search
 from tnn_core.training.checkpoint import CheckpointError, load
 from tnn_core.training.tasks import task_from_info
 
@@ -54,16 +57,20 @@ def _parser() -> argparse.ArgumentParser:
                         "read at the inducing lags")
     p.add_argument("--plan", default=None, metavar="PLAN.json",
                    help="per-layer settings instead of --band/--rank/--method")
+    p.add_argument("--max-error", type=float, default=None, metavar="EPS",
+                   help="plan by an error budget: per layer the cheapest grid point (--bands "
+                        "x --ranks, --method) whose relative error is at most EPS; a layer "
+                        "none meets is kept")
     p.add_argument("--search", action="store_true",
                    help="find the fastest plan within --delta of the source's metric")
     p.add_argument("--delta", type=float, default=0.01,
                    help="--search: allowed metric drop (accuracy as a fraction: 0.01 is one "
                         "point; bits per character for charlm); default 0.01")
     p.add_argument("--bands", default=",".join(map(str, GRID_BANDS)), metavar="M1,M2,...",
-                   help="--search: the bands to try (default %(default)s)")
+                   help="--search and --max-error: the bands to try (default %(default)s)")
     p.add_argument("--ranks", default=",".join(map(str, GRID_RANKS)), metavar="R1,R2,...",
-                   help="--search: the ranks to try, those above the training length left "
-                        "out (default %(default)s)")
+                   help="--search and --max-error: the ranks to try, those above the training "
+                        "length left out (default %(default)s)")
     p.add_argument("--finetune", type=int, default=0, metavar="STEPS",
                    help="fine-tune the converted model this many steps (default 0)")
     p.add_argument("--finetune-lr", type=float, default=3e-4,
@@ -81,11 +88,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def _plan(args, layers: int, n0: int) -> CompressionPlan | None:
     """The plan the options give; None for --search (the planner chooses)."""
-    chosen = sum([args.plan is not None, args.search,
+    chosen = sum([args.plan is not None, args.search, args.max_error is not None,
                   args.band is not None or args.rank is not None])
     if chosen != 1:
-        raise ValueError("give exactly one of --band and --rank (together), --plan, or --search")
-    if args.search:
+        raise ValueError("give exactly one of --band and --rank (together), --plan, "
+                         "--max-error or --search")
+    if args.search or args.max_error is not None:
         return None
     if args.plan is not None:
         with open(args.plan, "rb") as f:
@@ -135,12 +143,18 @@ def main(argv: list[str] | None = None) -> int:
         task = task_from_info(info.task)
         output: dict = {"checkpoint": info.source}
         plan = _plan(args, model.config.layers, task.seq_len)
-        if plan is None:
-            points = grid(task.seq_len, _integers("--bands", args.bands),
-                          _integers("--ranks", args.ranks))
-            if not points:
-                raise ValueError(f"--bands {args.bands} and --ranks {args.ranks} give no valid "
-                                 f"(m, r) at the training length n = {task.seq_len}")
+        points = grid(task.seq_len, _integers("--bands", args.bands),
+                      _integers("--ranks", args.ranks))
+        if plan is None and not points:
+            raise ValueError(f"--bands {args.bands} and --ranks {args.ranks} give no valid "
+                             f"(m, r) at the training length n = {task.seq_len}")
+        if args.max_error is not None:
+            check_number("--max-error", args.max_error, 0)
+            plan, _ = plan_for_error(model, task.seq_len, args.max_error, points, args.method)
+            if all(layer.kept for layer in plan.layers):
+                raise ValueError(f"no grid point meets --max-error {args.max_error} on any "
+                                 f"layer; allow a larger error or larger --bands/--ranks")
+        elif plan is None:
             found = search(model, task, args.delta, args.method, points, args.repeats)
             output["search"] = found.to_dict()
             if found.best is None:

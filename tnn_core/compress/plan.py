@@ -86,7 +86,8 @@ class CompressionPlan:
         return "; ".join(f"layer {i}: {layer.describe()}" for i, layer in enumerate(self.layers))
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """{"layers": [{band, rank, method}, ...]}: JSON types, as ``from_dict`` reads it."""
+        return {"layers": [asdict(layer) for layer in self.layers]}
 
     @classmethod
     def from_dict(cls, data) -> CompressionPlan:
