@@ -12,6 +12,7 @@ from tnn_core.analysis.dense import display_line
 from tnn_core.analysis.presets import MAX_TYPED_CHARS, MAX_TYPED_LENGTH, OPERATOR_CHANNELS
 from tnn_core.bench.timing import format_flops
 from tnn_core.lab import decomposition as lab
+from tnn_core.lab.cells_image import cells_image
 from tnn_core.lab.compress import convertible
 from tnn_core.lab.heatmap_image import colorbar_image, heatmap_image
 
@@ -196,6 +197,7 @@ def decomposition(coeffs, causal: bool) -> None:
     _ui.when_measured(_ui.live_speed(view.n, rank, band, _ui.device()), speed_readout,
                       lambda: speed_waiting(view.n, rank, band))
     matrices(view)
+    factors(view)
     left, right = st.columns(2)
     left.plotly_chart(kernel_figure(view), key="chart-kernel")
     left.caption("Dominant period of the smooth part: "
@@ -334,6 +336,61 @@ def matrices(view) -> None:
              if maps.step > 1 else f"all {view.n} × {view.n} entries, ")
     st.caption(f"Row 0 at the top, column 0 at the left; {shown}so the errors above are "
                "exact while the pictures are samples.")
+
+
+PIECE_PIXELS = 256  # the product's side in image pixels; the factors are sized from it
+NARROWEST = 0.35  # W's width at least this fraction of its height, so its columns show
+A_SIDE = 0.6  # A's side as a fraction of the product's
+
+
+def factors(view) -> None:
+    """W · A · Wᵀ = W A Wᵀ ≈ T − band in a row, then a close-up of W's first rows."""
+    pieces, limit = view.pieces, view.heatmaps.limit
+    st.subheader("Where W A Wᵀ comes from")
+    s, c = len(pieces.rows), pieces.columns
+    side = PIECE_PIXELS
+    thin, square = round(side * max(c / s, NARROWEST)), round(side * A_SIDE)
+    shared = _ui.colour_table("RdBu")
+    corner = " (corner)" if c < view.rank else ""
+    images = (
+        (cells_image(pieces.W, 1.0, shared, side, thin), f"W, {view.n} × {view.rank}{corner}"),
+        (cells_image(pieces.A, limit, shared, square, square),
+         f"· A, {view.rank} × {view.rank}{corner}"),
+        (cells_image(pieces.W.T, 1.0, shared, thin, side), "· Wᵀ"),
+        (cells_image(pieces.product, limit, shared, side, side), "= W A Wᵀ"),
+        (cells_image(pieces.target, limit, shared, side, side), "≈ T − band"))
+    with st.container(key="factors"):
+        columns = st.columns([image.shape[1] for image, _ in images],
+                             vertical_alignment="center")
+        for column, (image, caption) in zip(columns, images, strict=True):
+            column.image(image, caption=caption, width="stretch")
+        zoom, words = st.columns([1, 8], vertical_alignment="center")
+        q = pieces.zoom.shape[1]
+        zoom.image(cells_image(pieces.zoom, 1.0, shared, 192, 24 * q), width="stretch",
+                   caption=f"W, columns 0 … {q - 1}")
+    shown = (f"rows i = 0, {pieces.row_step}, {2 * pieces.row_step}, … (1 in "
+             f"{pieces.row_step})" if pieces.row_step > 1 else "every row")
+    window = (f"the first {c} of the {view.rank} inducing points and the positions between "
+              f"them (the top-left corner), {shown}" if c < view.rank else
+              f"all {view.rank} inducing points, {shown}")
+    close = (f"rows 0 … {pieces.zoom_rows[-1]}" + (f", 1 in {pieces.zoom_step}"
+                                                  if pieces.zoom_step > 1 else ""))
+    clipped = (f" A's entries reach ±{pieces.a_max:.3g}, beyond that scale: its darkest cells "
+               f"are clipped." if pieces.a_max > limit else "")
+    row = pieces.example
+    words.markdown(
+        f"**W** interpolates each position $i$ linearly from its two neighbouring inducing "
+        f"points $p_l \\le i \\le p_{{l+1}}$, $h = {view.spacing:.4g}$ apart: row $i$ holds "
+        f"$1 - f$ and $f$ with $f = (i - p_l)/h$. So each row has two nonzeros (one where $i$ "
+        f"sits on an inducing point) and sums to 1; the close-up shows them ({close}). "
+        f"Row {row.position}, for example: {row.weights[0]:.3g} at column {row.columns[0]} "
+        f"($p = {row.points[0]:.4g}$) and {row.weights[1]:.3g} at column {row.columns[1]} "
+        f"($p = {row.points[1]:.4g}$). **A** holds the smooth part at the inducing points' "
+        f"lags, $A_{{ij}} = a_{{i-j}}$: constant along its diagonals, Toeplitz.")
+    st.caption(
+        f"W: white 0 … blue 1. A, W A Wᵀ and T − band: the colour scale of T above "
+        f"(−{limit:.3g} red … +{limit:.3g} blue).{clipped} Drawn: {window}. W A Wᵀ is the "
+        f"low-rank picture above; where it differs from T − band is the residual.")
 
 
 def kernel_figure(view) -> go.Figure:

@@ -1,7 +1,9 @@
 """Page "Toeplitz basics": a kernel, its matrix as a heatmap draws it, and the FFT product.
 
 coeffs [2n-1] holds t_{-(n-1)} .. t_{n-1}: coeffs[n-1+k] = t_k. ``kernel_view`` is also
-what the Inspect page draws for one learned channel.
+what the Inspect page draws for one learned channel. ``circulant_embedding`` is the FFT
+product's why, step by step (TNN paper §3.1): the 2n - 1 coefficients, the circulant's first
+column c [N] with its zero padding, the circulant C [N, N], and its top-left block, T.
 """
 
 from __future__ import annotations
@@ -14,8 +16,12 @@ import torch
 from tnn_core.analysis.dense import HEATMAP_CELLS, dense_toeplitz, display_indices
 from tnn_core.bench import timing
 from tnn_core.bench.harness import order
+from tnn_core.core.toeplitz import circulant_column, fft_size
 
-__all__ = ["KernelView", "kernel_view", "FftCheck", "fft_difference", "fft_check"]
+__all__ = ["KernelView", "kernel_view", "CIRCULANT_CELLS", "CirculantEmbedding",
+           "circulant_embedding", "FftCheck", "fft_difference", "fft_check"]
+
+CIRCULANT_CELLS = 128  # slots of c (rows and columns of C) drawn at most, padding aside
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,48 @@ def kernel_view(coeffs: np.ndarray, max_cells: int = HEATMAP_CELLS) -> KernelVie
     return KernelView(n=n, lags=np.arange(-(n - 1), n), coeffs=coeffs, indices=indices,
                       step=step, matrix=dense_toeplitz(coeffs, indices),
                       limit=float(np.abs(coeffs).max()) or 1.0)
+
+
+@dataclass(frozen=True)
+class CirculantEmbedding:
+    """T inside a circulant C of size N = ``core.toeplitz.fft_size(n)``, at the slots drawn:
+    every ``step``-th slot of 0..N-1 and every padding slot (so the padding always shows)."""
+
+    n: int
+    N: int  # FFT size, >= 2n
+    padding: int  # N - 2n + 1 zeros between t_{n-1} and t_{-(n-1)} in c
+    step: int  # one slot in ``step`` drawn (1: all of them), padding slots aside
+    lag_slots: np.ndarray  # [a] positions in coeffs drawn, every ``step``-th
+    coeffs: np.ndarray  # [a] coeffs[lag_slots]: t_{-(n-1)} .. t_{n-1}
+    slots: np.ndarray  # [S] slots of c, rows and columns of C drawn (sorted)
+    column: np.ndarray  # [S] c[slots], c = core.toeplitz.circulant_column
+    column_padding: np.ndarray  # [S] bool: the slot is zero padding
+    circulant: np.ndarray  # [S, S] C[i, j] = c[(i - j) mod N] at slots
+    circulant_padding: np.ndarray  # [S, S] bool: C[i, j] is a padding zero
+    block_slots: np.ndarray  # [b] slots below n: rows and columns of T drawn
+    block: np.ndarray  # [b, b] C at block_slots: equal to T there
+
+
+def circulant_embedding(coeffs: np.ndarray, max_cells: int = CIRCULANT_CELLS
+                        ) -> CirculantEmbedding:
+    """The embedding of kernel coeffs [2n-1] in its circulant, at most about ``max_cells``
+    slots a side plus the padding."""
+    coeffs = np.asarray(coeffs, dtype=np.float64)
+    n = (len(coeffs) + 1) // 2
+    N = fft_size(n)
+    c = circulant_column(torch.from_numpy(coeffs), N).numpy()  # (N,)
+    step = max(1, -(-N // max_cells))
+    pad = np.arange(n, N - n + 1)  # (N - 2n + 1,) the zero slots
+    slots = np.union1d(np.arange(0, N, step), pad)  # (S,)
+    is_pad = (slots >= n) & (slots <= N - n)  # (S,)
+    wrapped = (slots[:, None] - slots[None, :]) % N  # (S, S) slot of c at C[i, j]
+    circulant = c[wrapped]
+    block = slots < n
+    return CirculantEmbedding(
+        n=n, N=N, padding=len(pad), step=step, lag_slots=np.arange(0, 2 * n - 1, step),
+        coeffs=coeffs[::step], slots=slots, column=c[slots], column_padding=is_pad,
+        circulant=circulant, circulant_padding=(wrapped >= n) & (wrapped <= N - n),
+        block_slots=slots[block], block=circulant[np.ix_(block, block)])
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from tnn_core.analysis.persymmetric import kernel_rfft, toeplitz_singular_values
 from tnn_core.analysis.profiles import FrequencyResponse, decay_profile, frequency_response
 from tnn_core.bench.harness import order
 from tnn_core.core.toeplitz import fft_size
+from tnn_core.lab.ski_pieces import SkiPieces, ski_pieces
 
 __all__ = ["ROUNDOFF_FLOOR", "CURVE_FLOOR", "HEATMAP_CELLS", "ratio_text", "speed_text",
            "Settings", "fit_to_length", "Heatmaps", "DecayPanel", "SmoothSpectrum",
@@ -165,6 +166,7 @@ class DecompositionView:
     spectral_method: str  # "dense" or "lanczos"
     note: str  # why relative errors are undefined, or ""
     heatmaps: Heatmaps
+    pieces: SkiPieces  # W, A and W A Wᵀ drawn as a product
     # the kernel against lag
     lags: np.ndarray  # [2n-1] k = -(n-1)..n-1
     coeffs: np.ndarray  # [2n-1] t_k
@@ -301,6 +303,7 @@ def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, m
         warnings=_warnings(errors.relative_spectral, errors.relative_frobenius, dec.spacing,
                            period, n, method),
         spectral_method=errors.spectral_method, note=errors.note, heatmaps=_heatmaps(dec, idx),
+        pieces=ski_pieces(dec),
         lags=np.arange(-(n - 1), n), coeffs=dec.coeffs, band_span=(lo - 0.5, hi + 0.5),
         inducing_lags=np.concatenate([-p[:0:-1], p]),  # lag l: p_l - p_0 = l h
         inducing_values=dec.A_coeffs,

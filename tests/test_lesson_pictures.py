@@ -1,0 +1,158 @@
+"""The lessons' pictures: SKI's factors W, A, W A Wᵀ (tnn_core.lab.ski_pieces) and the
+circulant embedding step by step (tnn_core.lab.basics), against numpy written here."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tnn_core.analysis.decompose import decompose
+from tnn_core.lab.basics import circulant_embedding
+from tnn_core.lab.cells_image import cells_image
+from tnn_core.lab.ski_pieces import PIECE_CELLS, ZOOM_POINTS, ski_pieces
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+def interpolation_by_hand(n: int, r: int) -> np.ndarray:
+    """W [n, r]: position i between inducing points p_l <= i <= p_{l+1}, weights 1 - f, f."""
+    p = np.linspace(0.0, n - 1, r)
+    W = np.zeros((n, r))
+    for i in range(n):
+        left = min(int(np.searchsorted(p, i, side="right")) - 1, r - 2)
+        f = (i - p[left]) / (p[left + 1] - p[left])
+        W[i, left] += 1 - f
+        W[i, left + 1] += f
+    return W
+
+
+def toeplitz_by_loops(t: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    n = (len(t) + 1) // 2
+    return np.array([[t[n - 1 + i - j] for j in rows] for i in rows]).reshape(len(rows),
+                                                                            len(rows))
+
+
+def random_kernel(n: int) -> np.ndarray:
+    return np.random.default_rng(n).standard_normal(2 * n - 1)
+
+
+# -- W, A and W A Wᵀ -------------------------------------------------------------------------
+SETTINGS = [(2, 1, 2), (3, 1, 2), (3, 2, 3), (7, 3, 3), (13, 5, 4), (97, 9, 10), (257, 9, 32),
+            (1024, 9, 32), (600, 9, 200)]  # (n, band, rank); the last draws a window
+
+
+@pytest.mark.parametrize("n, band, rank", SETTINGS)
+@pytest.mark.parametrize("method", ["sample", "fit"])
+def test_w_has_two_nonzeros_per_row_summing_to_one(n, band, rank, method):
+    dec = decompose(random_kernel(n), band, rank, method=method)
+    pieces = ski_pieces(dec)
+    reference = interpolation_by_hand(n, rank)
+    c = pieces.columns
+    np.testing.assert_allclose(pieces.W, reference[pieces.rows, :c], atol=1e-12)
+    nonzeros = np.count_nonzero(pieces.W, axis=1)
+    p = np.linspace(0.0, n - 1, rank)
+    on_a_point = np.isclose(pieces.rows[:, None], p[None, :], atol=1e-9).any(axis=1)
+    assert np.all(nonzeros == np.where(on_a_point, 1, 2))
+    np.testing.assert_allclose(pieces.W.sum(axis=1), 1.0, atol=1e-12)  # whole rows drawn
+    np.testing.assert_allclose(pieces.zoom, reference[pieces.zoom_rows, :min(rank, ZOOM_POINTS)],
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("n, band, rank", SETTINGS)
+@pytest.mark.parametrize("method", ["sample", "fit"])
+def test_product_of_the_drawn_pieces_is_the_low_rank_part(n, band, rank, method):
+    dec = decompose(random_kernel(n), band, rank, method=method)
+    pieces = ski_pieces(dec)
+    assert len(pieces.rows) <= PIECE_CELLS and pieces.columns == min(rank, PIECE_CELLS)
+    a = dec.A_coeffs  # a_l at a[rank - 1 + l]
+    A = toeplitz_by_loops(a, np.arange(pieces.columns))
+    np.testing.assert_array_equal(pieces.A, A)
+    np.testing.assert_allclose(pieces.product, pieces.W @ A @ pieces.W.T, atol=1e-12)
+    np.testing.assert_allclose(pieces.product, dec.low_rank_matrix()[np.ix_(pieces.rows,
+                                                                            pieces.rows)],
+                               atol=1e-10)
+    np.testing.assert_allclose(pieces.target,
+                               toeplitz_by_loops(dec.coeffs - dec.band_coeffs, pieces.rows))
+
+
+def test_the_example_row_is_one_of_w_between_two_inducing_points():
+    n, rank = 100, 7
+    pieces = ski_pieces(decompose(random_kernel(n), 5, rank))
+    row, W = pieces.example, interpolation_by_hand(n, rank)
+    assert row.position >= n // 3 and np.count_nonzero(W[row.position]) == 2
+    np.testing.assert_allclose(row.weights, W[row.position, list(row.columns)])
+    np.testing.assert_allclose(row.points, np.linspace(0, n - 1, rank)[list(row.columns)])
+
+
+# -- the circulant embedding -----------------------------------------------------------------
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 13, 64, 97, 1021, 1024])
+@pytest.mark.parametrize("causal", [False, True])
+def test_circulant_embeds_t_with_zero_padding(n, causal):
+    t = random_kernel(n)
+    if causal:
+        t[: n - 1] = 0
+    e = circulant_embedding(t)
+    assert e.N >= 2 * n and e.N % 2 == 0 and e.padding == e.N - 2 * n + 1
+    c = np.concatenate([t[n - 1:], np.zeros(e.N - 2 * n + 1), t[: n - 1]])  # by the formula
+    pad = (e.slots >= n) & (e.slots <= e.N - n)
+    np.testing.assert_array_equal(e.column, c[e.slots])
+    np.testing.assert_array_equal(e.column_padding, pad)
+    assert np.all(e.column[pad] == 0)
+    assert set(range(n, e.N - n + 1)) <= set(e.slots.tolist())  # every padding slot drawn
+    C = np.array([[c[(i - j) % e.N] for j in e.slots] for i in e.slots])
+    np.testing.assert_array_equal(e.circulant, C)
+    assert np.all(e.circulant[e.circulant_padding] == 0)
+    np.testing.assert_array_equal(e.block_slots, e.slots[e.slots < n])
+    np.testing.assert_array_equal(e.block, toeplitz_by_loops(t, e.block_slots))
+    np.testing.assert_array_equal(e.coeffs, t[e.lag_slots])
+
+
+def test_small_kernels_are_drawn_whole():
+    e = circulant_embedding(random_kernel(7))
+    assert e.step == 1 and e.N == 16 and len(e.slots) == 16 and len(e.block_slots) == 7
+
+
+def test_cells_image_keeps_each_cell_a_block():
+    colours = np.array([[255, 0, 0], [255, 255, 255], [0, 0, 255]], np.uint8)
+    image = cells_image(np.array([[-1.0], [0.0], [1.0]]), 1.0, colours, 30, 8)  # (3, 1)
+    assert image.shape == (30, 8, 3)
+    assert (image[:10] == colours[0]).all() and (image[20:] == colours[2]).all()
+    with pytest.raises(ValueError, match="height and width"):
+        cells_image(np.zeros((2, 2)), 1.0, colours, 0, 4)
+
+
+# -- the pages --------------------------------------------------------------------------------
+def open_page(page: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception
+    return at
+
+
+def captions(at: AppTest) -> str:
+    return " ".join(c.value for c in at.caption) + " ".join(m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 1024])
+def test_basics_draws_the_embedding_steps(n):
+    at = open_page("pages/basics.py")
+    at.slider(key="n").set_value(n).run()
+    assert not at.exception
+    text = captions(at)
+    N = {1: 2, 2: 4, 7: 16, 1024: 2048}[n]
+    assert f"C's first column, N = {N} slots" in text
+    assert ("1 slot in" in text) == (n == 1024)
+
+
+@pytest.mark.parametrize("n, rank", [(2, 2), (3, 2), (512, 32), (600, 200)])
+def test_decomposition_draws_w_and_a(n, rank):
+    at = open_page("pages/decomposition.py")
+    at.slider(key="n").set_value(n).run()
+    at.slider(key="rank").set_value(rank).run()
+    assert not at.exception
+    assert any(s.value == "Where W A Wᵀ comes from" for s in at.subheader)
+    text = captions(at)
+    assert "each row has two nonzeros" in text
+    assert ("the first 128 of the 200 inducing points" in text) == (rank == 200)
