@@ -156,6 +156,25 @@ with right:
     else:
         st.caption("This checkpoint has no training history.")
 
+
+@st.fragment
+def kernels_during_training() -> None:
+    """The kernel snapshots its training kept, replayed; its slider reruns this alone."""
+    try:
+        view = inspect_lab.training_kernels(info)
+    except ValueError as err:
+        _ui.show_error(err)
+        return
+    if view is None:
+        st.caption("This checkpoint holds no kernel snapshots from its training; runs "
+                   "trained now on the Train page or with the CLI keep them.")
+        return
+    st.subheader("Kernels during training")
+    _ui.kernel_replay(view, "inspect_kernels")
+
+
+kernels_during_training()
+
 # -- kernel atlas ---------------------------------------------------------------------------
 @st.fragment
 def kernel_atlas() -> None:

@@ -13,6 +13,7 @@ from tnn_core.lab.train import (
     app_config,
     app_task,
     progress_view,
+    snapshot_view,
 )
 from tnn_core.training.background import BackgroundRun
 from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
@@ -127,6 +128,10 @@ def draw(progress) -> None:
                           yaxis_title=run.task.metric_name, height=320,
                           margin=dict(l=10, r=10, t=40, b=10))
         right.plotly_chart(fig, key="chart-metric")
+    if progress.kernel_snapshots is not None:
+        st.markdown("**Kernels forming**")
+        _ui.kernel_replay(snapshot_view(progress.kernel_snapshots), "train_kernels",
+                          live=not progress.finished)
 
 
 @st.fragment(run_every=0.5)

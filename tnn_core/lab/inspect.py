@@ -32,6 +32,7 @@ from tnn_core.analysis.ablation import band_restricted
 from tnn_core.analysis.applied import applied_matrix
 from tnn_core.analysis.atlas import STATISTICS, band_mask, kernel_atlas
 from tnn_core.lab.basics import KernelView, kernel_view
+from tnn_core.lab.train import SnapshotView, snapshot_view
 from tnn_core.models import ModelConfig
 from tnn_core.training import checkpoint, evaluate
 from tnn_core.training.checkpoint import CheckpointInfo
@@ -43,7 +44,7 @@ __all__ = ["NAME_PATTERN", "SHIPPED_ORDER", "saved_checkpoints", "checkpoint_pat
            "Channels", "LayerMedians", "AtlasView", "atlas_view", "band_description",
            "ChannelMatrix", "channel_matrix", "BandAblation", "band_ablation", "FACTORS",
            "LengthSweep", "length_sweep", "Extrapolation", "extrapolation", "DECAY_PAIR",
-           "DecayPair", "decay_pair"]
+           "DecayPair", "decay_pair", "training_kernels"]
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # a file name, never a path
 
@@ -198,6 +199,13 @@ def summary(info: CheckpointInfo, task: Task | None = None) -> Summary:
                 "task": {k: v for k, v in info.task.items() if k != "vocab"}},
         eval_steps=np.array([e["step"] for e in evals]),
         eval_metric=np.array([e["metric"] for e in evals], dtype=float))
+
+
+def training_kernels(info: CheckpointInfo) -> SnapshotView | None:
+    """The kernel snapshots its training kept (``training.snapshots``); None if it has none
+    (the shipped checkpoints were trained before they were kept)."""
+    record = (info.history or {}).get("kernel_snapshots")
+    return None if record is None else snapshot_view(record)
 
 
 # -- the kernel atlas ------------------------------------------------------------------------

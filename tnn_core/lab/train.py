@@ -1,4 +1,7 @@
-"""Page "Train": the run its form describes, and what the progress charts draw."""
+"""Page "Train": the run its form describes, and what the progress charts draw.
+
+Letters: S snapshots, L layers, C channels, K lags.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +14,12 @@ from tnn_core.models import ModelConfig
 from tnn_core.operators import OperatorConfig
 from tnn_core.training.background import Progress
 from tnn_core.training.config import TrainConfig, model_for_task
+from tnn_core.training.snapshots import KernelSnapshots
 from tnn_core.training.tasks import CharLMConfig, CharLMTask, Task, get_task
 
 __all__ = ["SIZES", "TASK_SETTINGS", "TRAINING_THREADS", "TRAINING_NICE",
            "app_task", "app_config",
-           "ProgressView", "progress_view"]
+           "ProgressView", "progress_view", "SnapshotView", "snapshot_view"]
 
 SIZES = {"tiny": (32, 1), "small": (64, 2), "medium": (128, 2)}  # name -> (dim d, layers)
 TASK_SETTINGS = {"charlm": {"seq_len": 128}, "listops": {"seq_len": 128, "max_depth": 2},
@@ -75,3 +79,43 @@ def progress_view(progress: Progress) -> ProgressView:
         eval_metrics=metrics,
         last_loss=float(losses[-1, 1]) if len(losses) else None,
         last_metric=float(metrics[-1]) if len(metrics) else None)
+
+
+# -- kernels forming during training (shown by Train and Inspect) ----------------------------
+Y_MARGIN = 0.05  # of the value range, above and below the replay's fixed y-range
+
+
+@dataclass(frozen=True)
+class SnapshotView:
+    """A run's kernel snapshots (``training.snapshots``), decoded for the replay."""
+
+    n: int  # the length the kernels were evaluated at
+    steps: np.ndarray  # [S] increasing
+    lags: np.ndarray  # [K] the lags k kept
+    layers: tuple[int, ...]  # [L] the layer indices kept
+    channels: tuple[int, ...]  # [C] the channel indices kept
+    kernels: np.ndarray  # [S, L, C, K] float32 t_k
+
+    def y_range(self, layer: int) -> tuple[float, float]:
+        """One y-range for every step of the ``layer``-th kept layer, so the motion shows."""
+        values = self.kernels[:, layer]  # (S, C, K)
+        low, high = float(values.min()), float(values.max())
+        pad = Y_MARGIN * (high - low) or 1.0
+        return low - pad, high + pad
+
+    @property
+    def caption(self) -> str:
+        last = self.channels[-1]
+        return (f"Kernels t_k at the training length n = {self.n}, lags {self.lags[0]} .. "
+                f"{self.lags[-1]}, channels {self.channels[0]}–{last} of each kept layer, "
+                f"at {len(self.steps)} steps from {self.steps[0]} to {self.steps[-1]}; the "
+                "y-axis is the same at every step, so the motion shows.")
+
+
+def snapshot_view(record: dict) -> SnapshotView:
+    """The record of ``history["kernel_snapshots"]`` decoded (ValueError names a bad field)."""
+    snapshots = KernelSnapshots.from_record(record)
+    layout = snapshots.layout
+    return SnapshotView(n=layout.n, steps=np.array(snapshots.steps, dtype=np.int64),
+                        lags=layout.lag_values(), layers=layout.layers,
+                        channels=layout.channels, kernels=snapshots.kernels())

@@ -128,6 +128,9 @@ class Progress:
     evals: list[dict] = field(default_factory=list)  # the history's evaluation entries
     tokens_per_s: float = 0.0
     elapsed_s: float = 0.0
+    # the kernel snapshots' record (training/snapshots.py); None before the first or for a
+    # model without kernels. Each is a fresh dict, never changed once made
+    kernel_snapshots: dict | None = None
 
     @property
     def finished(self) -> bool:
@@ -168,7 +171,8 @@ class BackgroundRun(BackgroundThread):
             elapsed = (time.perf_counter() - self._started) if p.status == "running" \
                 else p.elapsed_s
             return Progress(p.status, p.message, p.step, p.steps, list(p.losses),
-                            [dict(e) for e in p.evals], p.tokens_per_s, elapsed)
+                            [dict(e) for e in p.evals], p.tokens_per_s, elapsed,
+                            p.kernel_snapshots)
 
     def _on_step(self, step: int, loss: float, rate: float, lr: float) -> None:
         with self._lock:
@@ -180,6 +184,10 @@ class BackgroundRun(BackgroundThread):
         with self._lock:
             self._progress.evals.append(metrics)
 
+    def _on_snapshot(self, record: dict) -> None:
+        with self._lock:
+            self._progress.kernel_snapshots = record
+
     def _work(self) -> TrainResult:
         if self.threads is not None:
             torch.set_num_threads(self.threads)
@@ -187,7 +195,8 @@ class BackgroundRun(BackgroundThread):
             tid = threading.get_native_id()
             niceness = min(19, os.getpriority(os.PRIO_PROCESS, tid) + self.nice)
             os.setpriority(os.PRIO_PROCESS, tid, niceness)
-        return train(self.config, self.task, Callbacks(self._on_step, self._on_eval),
+        callbacks = Callbacks(self._on_step, self._on_eval, on_snapshot=self._on_snapshot)
+        return train(self.config, self.task, callbacks,
                      stop_event=self._stop, command=self.command)
 
     def _finish(self, result: TrainResult | None, error: str | None) -> None:

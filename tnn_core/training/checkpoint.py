@@ -25,7 +25,8 @@ turns it into today's nested one on load.
    config by ``ModelConfig`` (every field bounded above and below, floats finite), the
    task by ``tasks.task_shape`` (it must be the model's: kind, vocabulary, classes), the
    history's fields that readers use (evals with an integer step, numbers where numbers
-   go);
+   go, the kernel snapshots by ``KernelSnapshots.from_record``: counts, shapes, sizes,
+   finite scales, each string's length checked before it is decoded);
 4. the budgets: at most ``MAX_PARAMETERS`` parameters, and the evaluation memory
    estimate of ``eval_bytes`` at most ``EVAL_BYTES_LIMIT``;
 5. the tensors: names and shapes compared with the model built on the meta device (no
@@ -73,6 +74,7 @@ from torch.overrides import TorchFunctionMode
 
 from tnn_core import __version__
 from tnn_core.models import ModelConfig, TNNLayer, build_model
+from tnn_core.training.snapshots import KernelSnapshots
 from tnn_core.training.tasks import TaskShape, task_shape
 
 __all__ = ["CheckpointError", "CheckpointInfo", "EVAL_BYTES_LIMIT", "FORMAT", "MAX_BYTES",
@@ -408,6 +410,11 @@ def _check_history(history) -> str | None:
     for key in ("metric_name", "command", "device", "status", "message"):
         if key in history and not isinstance(history[key], str | None):
             return f"{key} must be a string; got {_describe(history[key])}"
+    if "kernel_snapshots" in history:
+        try:
+            KernelSnapshots.from_record(history["kernel_snapshots"])
+        except ValueError as err:
+            return str(err)
     return None
 
 

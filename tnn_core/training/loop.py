@@ -24,6 +24,11 @@
   result at the end; ``train(..., resume=...)`` continues from one exactly as the run
   would have gone on (the learning rate is a function of the step, and every random draw
   comes from the batch generator).
+* Kernel snapshots (training/snapshots.py): a few channels' kernels at the training
+  length, every few steps and at the last, in ``history["kernel_snapshots"]`` (bounded,
+  thinning as the run goes); ``on_snapshot`` gets the record after each. Taking one
+  records no gradient and draws no random number, so the run is the same without them.
+  Models without Toeplitz kernels (togeipi) have none.
 * Under ``torchrun`` (WORLD_SIZE > 1) the model is wrapped in DistributedDataParallel
   (gloo on CPU, nccl on CUDA; DDP broadcasts rank 0's initial weights); every rank draws
   different batches, the loss is averaged over ranks, and only rank 0 evaluates and
@@ -58,6 +63,7 @@ from tnn_core.training.checkpoint import EVAL_BYTES_LIMIT, EVAL_FACTOR, eval_byt
 from tnn_core.training.config import DEVICES, SCHEDULES, TrainConfig
 from tnn_core.training.evaluate import autocast, evaluate
 from tnn_core.training.resume import Resume, TrainState, load_optimizer_tensors, optimizer_tensors
+from tnn_core.training.snapshots import KernelSnapshots, every_for, snapshot_layout, take_snapshot
 from tnn_core.training.tasks import IGNORE, Task, get_task, task_shape
 
 __all__ = ["Callbacks", "TrainResult", "CollectiveTimeout", "train", "learning_rate",
@@ -85,6 +91,8 @@ class Callbacks:
     on_eval: Callable[[int, dict], None] | None = None  # (step, metrics)
     # (model, history so far, state) every config.checkpoint_every steps
     on_checkpoint: Callable[[nn.Module, dict, TrainState], None] | None = None
+    # (the kernel snapshots' record so far, a fresh dict) after each snapshot
+    on_snapshot: Callable[[dict], None] | None = None
 
 
 class CollectiveTimeout(RuntimeError):
@@ -258,6 +266,13 @@ def _loop(config, task, callbacks, stop_event, command, resume, rank, world,
                        train_loss=list(resume.history.get("train_loss", []))[:step],
                        evals=[e for e in resume.history.get("evals", []) if e["step"] <= step],
                        resumed_at=[*resume.history.get("resumed_at", []), step])
+    layout = snapshot_layout(model, task.seq_len) if rank == 0 else None
+    snapshots = None if layout is None else KernelSnapshots(layout, every_for(config.steps))
+    if snapshots is not None and resume is not None and "kernel_snapshots" in resume.history:
+        stored = KernelSnapshots.from_record(resume.history["kernel_snapshots"])
+        if stored.layout == layout:
+            snapshots = stored
+            snapshots.until(step)
     net = model
     if world > 1:
         ids = [device.index] if device.type == "cuda" else None
@@ -272,7 +287,8 @@ def _loop(config, task, callbacks, stop_event, command, resume, rank, world,
     window: list[float] = history["train_loss"][last_eval:]  # losses since the last eval
 
     def history_now(status: str, message: str) -> dict:
-        return {**history, "status": status, "message": message, "steps": step,
+        recorded = {} if snapshots is None else {"kernel_snapshots": snapshots.to_record()}
+        return {**history, **recorded, "status": status, "message": message, "steps": step,
                 "wall_s": time.perf_counter() - start,
                 "tokens_per_s": statistics.median(tokens_per_s[_THROUGHPUT_WARMUP:]
                                                   or tokens_per_s or [0.0]),
@@ -294,9 +310,16 @@ def _loop(config, task, callbacks, stop_event, command, resume, rank, world,
         if callbacks.on_eval is not None:
             callbacks.on_eval(step, dict(entry))
 
+    def snapshot(step: int) -> None:
+        snapshots.add(step, take_snapshot(model, layout))
+        if callbacks.on_snapshot is not None:
+            callbacks.on_snapshot(snapshots.to_record())
+
     status, message, lr = "completed", f"trained {config.steps} steps", 0.0
     if step == 0:
         run_eval(0, learning_rate(0, config))
+        if snapshots is not None:
+            snapshot(0)
     model.train()
     while step < config.steps:
         if _stop_requested(stop_event, world, device):
@@ -343,6 +366,8 @@ def _loop(config, task, callbacks, stop_event, command, resume, rank, world,
         window.append(loss_value)
         if lead and callbacks.on_step is not None:
             callbacks.on_step(step, loss_value, rate, lr)
+        if snapshots is not None and snapshots.due(step):
+            snapshot(step)
         if step % config.eval_every == 0 and step < config.steps:
             run_eval(step, lr)
         wanted = callbacks.on_checkpoint is not None or world > 1  # other ranks: no callbacks
@@ -363,12 +388,16 @@ def _loop(config, task, callbacks, stop_event, command, resume, rank, world,
             for g, p in zip(good, params, strict=True):
                 p.copy_(g)
         step = kept
+        if snapshots is not None:
+            snapshots.until(step)
         log.warning("%s", message)
     state = None
     if status != "diverged":
         state = _state(model, optimizer, generator, step, config, task, world)
     if not history["evals"] or history["evals"][-1]["step"] != step:
         run_eval(step, lr)
+    if snapshots is not None and (not snapshots.steps or snapshots.steps[-1] != step):
+        snapshot(step)
     model.eval()
     return TrainResult(model, task, config, model_config, status, message,
                        history_now(status, message), state)
