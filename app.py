@@ -17,6 +17,7 @@ st.set_page_config(page_title="Toeplitz Lab", page_icon=":material/grid_on:", la
 
 PAGES = [
     st.Page("pages/home.py", title="Welcome", icon=":material/home:", default=True),  # at /
+    st.Page("pages/lessons.py", title="Lessons", icon=":material/school:", url_path="lessons"),
     st.Page("pages/basics.py", title="Toeplitz basics", icon=":material/grid_on:",
             url_path="basics"),
     st.Page("pages/decomposition.py", title="Decomposition", icon=":material/splitscreen:",

@@ -383,3 +383,59 @@ def test_inspect_to_compress_to_inspect_carries_the_checkpoint(browser_page, ser
     assert_clean(page, "compress-save-and-inspect")
     assert "listops-fd-m9r16 (saved by you)" in main.locator(
         "[data-testid='stSelectbox']").first.inner_html()
+
+
+def test_a_lesson_walked_in_presenter_mode_with_the_keyboard(browser_page, server):
+    """Lesson 1 step by step: predict, reveal, the live view in its frame, ArrowRight to the
+    next step; then the last step's share link in a fresh browser context."""
+    import urllib.parse
+
+    from tnn_core.lab.lesson import load_lessons
+
+    lesson = load_lessons()[0][0]
+    query = urllib.parse.urlencode({"lesson": lesson.title, "step": 1, "present": "true"})
+    page = browser_page
+    page.goto(f"{server}/lessons?{query}")
+    wait_idle(page)
+    main = page.locator("[data-testid='stMain']")
+    assert not page.locator("[data-testid='stSidebar']").is_visible()  # presenter mode
+    for number, step in enumerate(lesson.steps, start=1):
+        assert main.locator("h2").first.inner_text().startswith(f"{number}. {step.title}")
+        if number > 1:  # Streamlit leaves a bound widget's default value out of the URL
+            assert re.search(rf"[?&]step={number}(&|$)", page.url), page.url
+        if step.question is not None:
+            assert main.locator("iframe").count() == 0  # the view waits for a prediction
+            if step.question.choices:
+                main.get_by_text(step.question.choices[0], exact=True).click()
+            else:
+                main.get_by_placeholder("type a number").fill(f"{step.question.answer:g}")
+                main.get_by_placeholder("type a number").press("Enter")
+            wait_idle(page)
+            main.get_by_role("button", name="Reveal").click()
+            wait_idle(page)
+            assert step.question.explain.split(":")[0] in main.inner_text()
+        if step.view is not None:
+            frame = main.locator("iframe").first
+            assert "embed=true" in frame.get_attribute("src")
+            page.frame_locator("[data-testid='stMain'] iframe").first.locator(
+                "[data-testid='stMain']").wait_for(timeout=120_000)
+        page.wait_for_timeout(1500)  # let the embedded page draw before the screenshot
+        assert_clean(page, f"lesson-{lesson.slug}-step-{number}")
+        if number < len(lesson.steps):
+            main.locator("h2").first.click()  # focus the page, not a field
+            page.keyboard.press("ArrowRight")
+            page.wait_for_function(f"() => /[?&]step={number + 1}(&|$)/.test(location.search)",
+                                   timeout=60_000)
+            wait_idle(page)
+    link = re.search(r"Link to this step: (\S+)", main.inner_text()).group(1)
+    fresh = page.context.browser.new_context(viewport={"width": 1400, "height": 2600})
+    try:
+        other = fresh.new_page()
+        assert link.startswith(f"{server}/lessons?"), link
+        other.goto(link)
+        wait_idle(other)
+        heading = other.locator("[data-testid='stMain'] h2").first.inner_text()
+        assert heading.startswith(f"{len(lesson.steps)}. {lesson.steps[-1].title}")
+        assert_clean(other, "lesson-shared-link")
+    finally:
+        fresh.close()

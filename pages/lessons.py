@@ -1,0 +1,133 @@
+"""Page "Lessons": guided steps over the lab's pages, one step per screen, with the live
+view beside the text; predict, then reveal; a link to every step; a presenter mode."""
+
+import urllib.parse
+from pathlib import Path
+
+import streamlit as st
+
+from pages import _ui
+from tnn_core.lab import lesson as lesson_lab
+
+_ui.ensure_app_frame()
+
+# Presenter mode: the sidebar hidden, larger type, arrow keys move between steps (the keys
+# click the Back / Next buttons; ignored while typing in a field).
+PRESENTER_STYLE = """<style>
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] {display: none;}
+[data-testid="stMain"] [data-testid="stMarkdownContainer"] p {font-size: 1.35rem;}
+[data-testid="stMain"] h2 {font-size: 2.4rem;}
+</style>"""
+ARROW_KEYS = """<script>
+if (!window.toeplitzLessonKeys) {
+  window.toeplitzLessonKeys = true;
+  document.addEventListener("keydown", (event) => {
+    const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement?.tagName);
+    const label = {ArrowRight: "Next", ArrowLeft: "Back"}[event.key];
+    if (typing || !label) return;
+    const button = [...document.querySelectorAll("[data-testid='stMain'] button")]
+      .find((b) => b.innerText.trim().endsWith(label) && !b.disabled);
+    if (button) { event.preventDefault(); button.click(); }
+  });
+}
+</script>"""
+VIEW_HEIGHT = 1100  # px of the embedded page
+
+
+@st.cache_data(show_spinner=False)
+def lessons(folder: str) -> tuple[dict[str, lesson_lab.Lesson], list[str]]:
+    """By title: a bound select box puts its displayed value in the URL, so the titles are
+    the options."""
+    found, errors = lesson_lab.load_lessons(Path(folder))
+    return {lesson.title: lesson for lesson in found}, errors
+
+
+def move(by: int, count: int) -> None:
+    st.session_state["step"] = min(max(1, st.session_state.get("step", 1) + by), count)
+
+
+def show_view(view: lesson_lab.View) -> None:
+    """The step's lab page, live, with its controls set (Streamlit's embed mode hides the
+    app's frame), and a link that opens it on its own."""
+    st.iframe(f"/{view.url}{'&' if view.params else '?'}embed=true", height=VIEW_HEIGHT)
+    st.link_button("Open this view on its own page", f"/{view.url}",
+                   icon=":material/open_in_new:")
+
+
+def show_question(question: lesson_lab.Question, key: str) -> bool:
+    """Predict, then reveal. Returns whether the answer is revealed."""
+    st.markdown(f"**Predict first.** {question.prompt}")
+    if question.choices:
+        prediction = st.radio("Your prediction", question.choices, index=None,
+                              key=f"predict:{key}", label_visibility="collapsed")
+    else:
+        prediction = st.number_input("Your prediction", value=None, key=f"predict:{key}",
+                                     placeholder="type a number")
+    revealed_key = f"revealed:{key}"
+    st.button("Reveal", key=f"reveal:{key}", icon=":material/visibility:",
+              disabled=prediction is None or st.session_state.get(revealed_key, False),
+              on_click=st.session_state.__setitem__, args=(revealed_key, True))
+    if not st.session_state.get(revealed_key, False):
+        st.caption("The answer and the live view appear once you have made a prediction "
+                   "and pressed Reveal.")
+        return False
+    right = question.is_right(prediction)
+    answer = question.answer if question.choices else f"{question.answer:g}"
+    (st.success if right else st.warning)(
+        f"{'Right' if right else 'Not quite'}: the answer is **{answer}**. {question.explain}",
+        icon=":material/check_circle:" if right else ":material/info:")
+    return True
+
+
+if not st.session_state.get("present", False):
+    st.title("Lessons")
+found, problems = lessons(str(lesson_lab.LESSON_DIR))
+for problem in problems:
+    st.error(f"A lesson file could not be loaded: {problem}", icon=":material/error:")
+if not found:
+    st.stop()
+
+top = st.columns([3, 1, 1])
+title = top[0].selectbox("Lesson", list(found), key="lesson", bind="query-params")
+lesson = found[title]
+count = len(lesson.steps)
+if not 1 <= st.session_state.get("step", 1) <= count:
+    st.session_state["step"] = 1
+number = int(top[1].number_input("Step", 1, count, key="step", bind="query-params",
+                                 help=f"{count} steps; the address bar links to this step."))
+present = top[2].toggle("Presenter mode", key="present", bind="query-params",
+                        help="Larger type, no sidebar, one step per screen; the arrow keys "
+                             "move between steps.")
+if present:
+    st.html(PRESENTER_STYLE)
+st.html(ARROW_KEYS, unsafe_allow_javascript=True)
+
+step = lesson.steps[number - 1]
+st.header(f"{number}. {step.title}")
+if not present:
+    st.caption(f"{lesson.title} · step {number} of {count} · {lesson.summary}")
+text, view = st.columns([2, 3]) if step.view else (st.container(), None)
+with text:
+    st.markdown(step.text)
+    for formula in step.latex:
+        st.latex(formula)
+    revealed = step.question is None or show_question(step.question,
+                                                      f"{lesson.slug}:{number}")
+    if revealed and step.notice:
+        st.info(f"**What to notice.** {step.notice}", icon=":material/lightbulb:")
+if view is not None:
+    with view:
+        if revealed:
+            show_view(step.view)
+        else:
+            st.caption("The live view appears after you reveal the answer.")
+
+nav = st.columns([1, 1, 4])
+nav[0].button("Back", key="back", icon=":material/arrow_back:", disabled=number == 1,
+              on_click=move, args=(-1, count), width="stretch")
+nav[1].button("Next", key="next", icon=":material/arrow_forward:", disabled=number == count,
+              on_click=move, args=(1, count), width="stretch")
+if st.context.url:  # the app's address, with this page's path when it is not the default
+    base = st.context.url.rstrip("/").removesuffix("/lessons")
+    query = urllib.parse.urlencode({"lesson": title, "step": number})
+    nav[2].caption(f"Link to this step: `{base}/lessons?{query}`")

@@ -1,0 +1,177 @@
+"""Lessons: the shipped lesson files load, every step renders, predict-then-reveal hides the
+answer and the view until a prediction is made, and a malformed file is one clear error."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tnn_core.lab import lesson as lesson_lab
+from tnn_core.lab.lesson import LessonError, load_lessons, parse_lesson
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+SHIPPED, PROBLEMS = load_lessons()
+
+GOOD = '''
+title = "A lesson"
+summary = "One line."
+[[steps]]
+title = "First"
+text = "Some text."
+view = "basics?n=8"
+[steps.question]
+prompt = "How many?"
+answer = 15
+explain = "Because."
+'''
+
+
+def test_the_shipped_lessons_load_with_five_to_ten_steps_each():
+    assert PROBLEMS == []
+    assert len(SHIPPED) >= 5
+    for lesson in SHIPPED:
+        assert 5 <= len(lesson.steps) <= 10, lesson.slug
+        for step in lesson.steps:
+            if step.question is not None and step.question.choices:
+                assert step.question.answer in step.question.choices
+
+
+def _bound_keys(path: Path) -> set[str]:
+    """The keys of a page's widgets bound to the URL (literal keys, as the pages write)."""
+    keys = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            kw = {k.arg: k.value for k in node.keywords}
+            bind = kw.get("bind")
+            if isinstance(bind, ast.Constant) and bind.value == "query-params":
+                key = kw.get("key")
+                if isinstance(key, ast.Constant):
+                    keys.add(key.value)
+            elif isinstance(node.func, ast.Name) and node.func.id == "bounded_input":
+                keys.add(node.args[3].value)  # the page's own bound number input
+    return keys
+
+
+def test_view_controls_are_the_pages_bound_widgets():
+    """A lesson may set exactly the controls a page binds to its URL (the shared checkpoint
+    picker of _ui counts for Inspect and Compress, and Decomposition's own)."""
+    shared = _bound_keys(ROOT / "pages" / "_ui.py")
+    for page, keys in lesson_lab.VIEW_PAGES.items():
+        own = _bound_keys(ROOT / "pages" / f"{page}.py")
+        uses_shared = "checkpoint_select" in (ROOT / "pages" / f"{page}.py").read_text()
+        assert set(keys) == own | (shared if uses_shared else set()), page
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.replace('title = "First"\n', ""), "bad.toml, step 1: title must be a "
+                                                   "non-empty string"),
+    (lambda t: t.replace('view = "basics?n=8"', 'view = "nowhere?n=8"'),
+     "bad.toml, step 1.view: view must be a lab page"),
+    (lambda t: t.replace('view = "basics?n=8"', 'view = "basics?rank=8"'),
+     "bad.toml, step 1.view: view sets ['rank'], which the basics page does not have"),
+    (lambda t: t.replace("answer = 15", 'answer = "fifteen"'),
+     "bad.toml, step 1.question: answer must be a finite number"),
+    (lambda t: t.replace("answer = 15", 'answer = "c"\nchoices = ["a", "b"]'),
+     "bad.toml, step 1.question: answer must be one of the choices"),
+    (lambda t: t.replace('text = "Some text."', 'txt = "Some text."'),
+     "bad.toml, step 1: unknown fields ['txt']"),
+    (lambda t: t + "\n[[[", "bad.toml: not valid TOML"),
+    (lambda t: t.split("[[steps]]")[0], "bad.toml: steps must be a list of 1 to 30"),
+])
+def test_a_malformed_lesson_names_the_file_step_and_field(edit, message):
+    assert parse_lesson(GOOD, "good.toml").steps[0].view.url == "basics?n=8"
+    with pytest.raises(LessonError) as caught:
+        parse_lesson(edit(GOOD), "bad.toml")
+    assert message in str(caught.value)
+
+
+def test_a_bad_file_leaves_the_others_loaded(tmp_path):
+    (tmp_path / "a.toml").write_text(GOOD)
+    (tmp_path / "b.toml").write_text(GOOD.replace("answer = 15", "answer = true"))
+    (tmp_path / "c.toml").write_bytes(b"\xff\xfe")
+    lessons, errors = load_lessons(tmp_path)
+    assert [lesson.slug for lesson in lessons] == ["a"]
+    assert len(errors) == 2 and errors[0].startswith("b.toml, step 1.question: answer")
+    assert errors[1] == "c.toml: not UTF-8 text"
+
+
+# -- the page ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def lessons_page():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.switch_page("pages/lessons.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _reveal(at: AppTest, lesson, number: int) -> None:
+    question = lesson.steps[number - 1].question
+    key = f"predict:{lesson.slug}:{number}"
+    if question.choices:
+        at.radio(key=key).set_value(question.choices[0]).run()
+    else:
+        at.number_input(key=key).set_value(question.answer).run()
+    at.button(key=f"reveal:{lesson.slug}:{number}").click().run()
+
+
+@pytest.mark.parametrize("lesson", SHIPPED, ids=[lesson.slug for lesson in SHIPPED])
+def test_every_step_renders_and_reveals(lessons_page, lesson):
+    at = lessons_page
+    at.selectbox(key="lesson").set_value(lesson.title).run()
+    for number, step in enumerate(lesson.steps, start=1):
+        at.number_input(key="step").set_value(number).run()
+        assert not at.exception, (lesson.slug, number, at.exception)
+        assert at.header[0].value == f"{number}. {step.title}"
+        if step.question is not None:
+            _reveal(at, lesson, number)
+            assert not at.exception, (lesson.slug, number, at.exception)
+            shown = [m.value for m in (*at.success, *at.warning)]
+            assert len(shown) == 1 and step.question.explain in shown[0]
+        if step.view is not None:
+            assert any(b.label == "Open this view on its own page" for b in at.get("link_button"))
+
+
+def test_the_answer_and_view_wait_for_a_prediction(lessons_page):
+    at = lessons_page
+    first = SHIPPED[0]
+    assert first.steps[0].question is not None and first.steps[0].view is not None
+    reveal = at.button(key=f"reveal:{first.slug}:1")
+    assert reveal.disabled  # no prediction yet
+    assert not at.success and not at.warning and not at.get("link_button")
+    assert first.steps[0].question.explain not in " ".join(m.value for m in at.markdown)
+    _reveal(at, first, 1)
+    assert at.success or at.warning
+    assert at.get("link_button")
+    assert at.button(key=f"reveal:{first.slug}:1").disabled  # revealed once
+
+
+def test_back_and_next_move_one_step(lessons_page):
+    at = lessons_page
+    assert at.button(key="back").disabled
+    at.button(key="next").click().run()
+    assert at.number_input(key="step").value == 2
+    at.button(key="back").click().run()
+    assert at.number_input(key="step").value == 1
+
+
+def test_a_malformed_lesson_file_is_an_error_and_the_rest_works(monkeypatch, tmp_path):
+    for path in lesson_lab.LESSON_DIR.glob("*.toml"):
+        (tmp_path / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "9-broken.toml").write_text(GOOD.replace('view = "basics?n=8"',
+                                                         'view = "basics?rank=8"'))
+    monkeypatch.setattr(lesson_lab, "LESSON_DIR", tmp_path)
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.switch_page("pages/lessons.py").run()
+    assert not at.exception
+    assert len(at.error) == 1 and "9-broken.toml, step 1.view" in at.error[0].value
+    assert len(at.selectbox(key="lesson").options) == len(SHIPPED)
+    at.button(key="next").click().run()
+    assert not at.exception and at.number_input(key="step").value == 2
