@@ -22,6 +22,7 @@ PAGES = [
             url_path="basics"),
     st.Page("pages/decomposition.py", title="Decomposition", icon=":material/splitscreen:",
             url_path="decomposition"),
+    st.Page("pages/compare.py", title="Compare A/B", icon=":material/compare:", url_path="compare"),
     st.Page("pages/frequency.py", title="Frequency and causality", icon=":material/waves:",
             url_path="frequency"),
     st.Page("pages/speed.py", title="Speed", icon=":material/speed:", url_path="speed"),
