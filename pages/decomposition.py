@@ -3,6 +3,9 @@
 import math
 from dataclasses import dataclass
 
+import altair as alt
+import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
@@ -15,6 +18,13 @@ from tnn_core.lab import decomposition as lab
 from tnn_core.lab.cells_image import cells_image
 from tnn_core.lab.compress import convertible
 from tnn_core.lab.heatmap_image import colorbar_image, heatmap_image
+from tnn_core.lab.linked_cell import (
+    SELECTION,
+    cell_from_selection,
+    cell_picker,
+    linked_cell,
+    low_rank_entry,
+)
 
 _ui.ensure_app_frame()
 _ui.receive_values("pages/decomposition.py")
@@ -198,8 +208,9 @@ def decomposition(coeffs, causal: bool) -> None:
                       lambda: speed_waiting(view.n, rank, band))
     matrices(view)
     factors(view)
+    cell = linked_views(coeffs, view)
     left, right = st.columns(2)
-    left.plotly_chart(kernel_figure(view), key="chart-kernel")
+    left.plotly_chart(kernel_figure(view, cell), key="chart-kernel")
     left.caption("Dominant period of the smooth part: "
                  + ("none (largest at ω = 0)" if view.dominant_period == float("inf") else
                     f"{view.dominant_period:.3g} lags; SKI needs h = {view.spacing:.3g} below "
@@ -393,7 +404,124 @@ def factors(view) -> None:
         f"low-rank picture above; where it differs from T − band is the residual.")
 
 
-def kernel_figure(view) -> go.Figure:
+# -- linked views: one cell of T --------------------------------------------------------
+# Altair, not Plotly: Streamlit 1.67 returns an Altair point selection on a mark_rect chart
+# (on_select), while a click on a Plotly heatmap selects nothing (RECIPES.md). The picker is
+# small (at most 32 × 32 cells), so it adds little to a slider move; the four big heatmaps
+# stay images.
+def pick_cell(chart_key: str, n: int) -> None:
+    """on_select: the clicked cell becomes the "cell i, j" inputs (the state that is kept)."""
+    try:
+        cell = cell_from_selection(st.session_state[chart_key], n)
+    except ValueError:  # a selection left from a larger n
+        return
+    if cell is not None:
+        st.session_state["cell_i"], st.session_state["cell_j"] = cell
+
+
+def picker_chart(picker, cell, limit: float) -> alt.LayerChart:
+    """T's picker (every step-th cell, each covering step × step entries) with the picked
+    cell's diagonal drawn through the true cell centres and the cell ringed."""
+    n, step = cell.n, picker.step
+    cells = pd.DataFrame({"i": picker.rows, "j": picker.columns, "t": picker.values,
+                          "i_end": picker.rows + step, "j_end": picker.columns + step})
+    x = alt.X("j:Q", scale=alt.Scale(domain=[0, n], nice=False), title="column j")
+    y = alt.Y("i:Q", scale=alt.Scale(domain=[0, n], nice=False, reverse=True), title="row i")
+    select = alt.selection_point(name=SELECTION, fields=["i", "j"], on="click")
+    rect = alt.Chart(cells).mark_rect().encode(
+        x=x, x2="j_end", y=y, y2="i_end",
+        color=alt.Color("t:Q", scale=alt.Scale(scheme="redblue", domain=[-limit, limit]),
+                        legend=None),
+        tooltip=["i", "j", alt.Tooltip("t:Q", format=".4g", title="T_ij")]).add_params(select)
+    ends = [cell.diagonal_rows[0], cell.diagonal_rows[-1]]
+    diagonal = alt.Chart(pd.DataFrame({"i": np.add(ends, 0.5),
+                                       "j": np.add(ends, 0.5) - cell.lag})).mark_line(
+        color="black", strokeDash=[4, 3], strokeWidth=2).encode(x=x, y=y)
+    ring = alt.Chart(pd.DataFrame({"i": [cell.i + 0.5], "j": [cell.j + 0.5]})).mark_point(
+        shape="square", size=160, color="black", strokeWidth=2).encode(x=x, y=y)
+    return (rect + diagonal + ring).properties(width=300, height=300)
+
+
+CELL = (48, 16)  # the cell followed at first, clamped to n: a default that n does not move,
+# so a link that leaves it out opens on the same cell
+
+
+def cell_inputs(n: int):
+    """The "cell i, j" inputs, in the URL; clamped to n first (a cell kept from a larger n)."""
+    a, b = st.columns(2)
+    for key in ("cell_i", "cell_j"):
+        if st.session_state.get(key, 0) > n - 1:
+            st.session_state[key] = n - 1
+    i = a.number_input("Cell row i", 0, n - 1, min(n - 1, CELL[0]), key="cell_i",
+                       bind="query-params",
+                       help="Row of the cell of T to follow; or click a cell of T beside.")
+    j = b.number_input("Cell column j", 0, n - 1, min(n - 1, CELL[1]), key="cell_j",
+                       bind="query-params",
+                       help="Column of the cell of T to follow; or click a cell of T beside.")
+    return int(i), int(j)
+
+
+def positions_figure(cell) -> go.Figure:
+    """The positions 0..n-1 with the inducing points; i and j each joined to their two
+    neighbours p_l, p_{l+1}, labelled with their weights in W."""
+    fig = go.Figure()
+    points = np.linspace(0, cell.n - 1, cell.rank)  # where the inducing points sit
+    for y, (name, row) in enumerate((("j", cell.column), ("i", cell.row))):
+        fig.add_scatter(x=points, y=[y] * cell.rank, mode="markers", showlegend=False,
+                        marker=dict(size=6, color="lightgrey", symbol="line-ns-open"),
+                        hoverinfo="skip")
+        for point, column, weight in zip(row.points, row.columns, row.weights, strict=True):
+            fig.add_scatter(x=[row.position, point], y=[y, y], mode="lines",
+                            line=dict(color="steelblue", width=1 + 4 * weight),
+                            showlegend=False, hoverinfo="skip")
+            fig.add_scatter(x=[point], y=[y], mode="markers+text", showlegend=False,
+                            text=[f"p<sub>{column}</sub>={point:.4g}<br>w={weight:.3g}"],
+                            textposition="top center",
+                            marker=dict(size=8 + 10 * weight, color="steelblue"))
+        fig.add_scatter(x=[row.position], y=[y], mode="markers", showlegend=False,
+                        marker=dict(size=12, color="black", symbol="x"),
+                        hovertemplate=f"{name} = {row.position}<extra></extra>")
+    fig.update_yaxes(tickvals=[0, 1], ticktext=[f"column j = {cell.j}", f"row i = {cell.i}"],
+                     range=[-0.6, 1.9], showgrid=False)
+    fig.update_xaxes(title="position (inducing points as grey ticks)", range=[
+        -0.03 * cell.n, 1.07 * (cell.n - 1) + 0.5])
+    fig.update_layout(height=230, margin=dict(l=10, r=10, t=10, b=10))
+    return fig
+
+
+def linked_views(coeffs, view):
+    """Pick a cell (i, j) of T: its diagonal there, its lag on the kernel plot below, and the
+    inducing points i and j interpolate from. Returns the ``LinkedCell``."""
+    st.subheader("One cell of T, followed everywhere")
+    left, right = st.columns([2, 3])
+    with left:
+        i, j = cell_inputs(view.n)
+    cell = linked_cell(view.n, view.rank, i, j)
+    chart_key, picker = "pick-cell", cell_picker(coeffs)
+    left.altair_chart(picker_chart(picker, cell, view.heatmaps.limit), key=chart_key,
+                      on_select=lambda: pick_cell(chart_key, view.n), selection_mode=SELECTION)
+    step = picker.step
+    left.caption("Click a cell: the inputs take its row and column. "
+                 + (f"Each square is T at its top-left entry (i, j) and covers {step} × {step} "
+                    f"entries; type i and j for the others. " if step > 1 else "")
+                 + "Dashed: the cell's diagonal, every entry t_k.")
+    k, row, col = cell.lag, cell.row, cell.column
+    wawt = low_rank_entry(cell, view.inducing_values)
+    right.markdown(
+        f"**T[{i}, {j}] = t<sub>{k}</sub> = {view.coeffs[view.n - 1 + k]:.4g}**, the same on "
+        f"all {len(cell.diagonal_rows)} cells of the diagonal i − j = {k} (marked at lag "
+        f"k = {k} on the kernel plot below). In W A Wᵀ, row {i} interpolates from "
+        f"p<sub>{row.columns[0]}</sub>, p<sub>{row.columns[1]}</sub> with weights "
+        f"{row.weights[0]:.3g}, {row.weights[1]:.3g}, column {j} from "
+        f"p<sub>{col.columns[0]}</sub>, p<sub>{col.columns[1]}</sub> with "
+        f"{col.weights[0]:.3g}, {col.weights[1]:.3g}: (W A Wᵀ)[{i}, {j}] = "
+        f"Σ w<sub>ia</sub> w<sub>jb</sub> a<sub>a−b</sub> = {wawt:.4g}.",
+        unsafe_allow_html=True)
+    right.plotly_chart(positions_figure(cell), key="chart-positions")
+    return cell
+
+
+def kernel_figure(view, cell) -> go.Figure:
     kfig = go.Figure()
     lags, values = display_line(view.lags, view.coeffs)
     kfig.add_scatter(x=lags, y=values, name="t_k", mode="lines")
@@ -402,6 +530,12 @@ def kernel_figure(view) -> go.Figure:
     kfig.add_vrect(x0=view.band_span[0], x1=view.band_span[1], fillcolor="orange",
                    opacity=0.25, line_width=0, annotation_text="band",
                    annotation_position="top left")
+    k = cell.lag
+    kfig.add_vline(x=k, line_dash="dot", line_color="black")
+    kfig.add_scatter(x=[k], y=[view.coeffs[view.n - 1 + k]], mode="markers+text",
+                     name=f"picked cell's lag k = {k}", text=[f"k = {k}"],
+                     textposition="top center",
+                     marker=dict(size=11, color="black", symbol="x"))
     kfig.update_layout(title="Kernel against lag: band shaded, inducing lags marked"
                        + (" (SKI's Toeplitz target)" if source.name == "ski" else ""),
                        height=360, xaxis_title="lag k", margin=dict(l=10, r=10, t=40, b=10),

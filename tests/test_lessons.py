@@ -51,6 +51,9 @@ def _bound_keys(path: Path) -> set[str]:
                 key = kw.get("key")
                 if isinstance(key, ast.Constant):
                     keys.add(key.value)
+                elif isinstance(key, ast.JoinedStr):  # Compare's f"{side}_band": sides a, b
+                    suffix = "".join(v.value for v in key.values if isinstance(v, ast.Constant))
+                    keys |= {f"a{suffix}", f"b{suffix}"}
             elif isinstance(node.func, ast.Name) and node.func.id == "bounded_input":
                 keys.add(node.args[3].value)  # the page's own bound number input
     return keys

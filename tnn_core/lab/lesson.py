@@ -47,12 +47,14 @@ _SIDEBAR = ("seed", "device")
 VIEW_PAGES: dict[str, tuple[str, ...]] = {
     "basics": ("preset", "n", "decay", "causal", "channel", "coefficients"),
     "decomposition": ("source", "channel", "coefficients", "checkpoint", "layer", "n", "decay",
-                      "causal", "band", "rank", "method"),
+                      "causal", "band", "rank", "method", "cell_i", "cell_j"),
     "frequency": ("activation", "width", "depth", "n", "causal", "smooth"),
     "speed": (),
     "train": (),
     "inspect": ("checkpoint", "layer", "channel"),
     "compress": ("checkpoint", "band", "rank", "method"),
+    "compare": ("source", "n", "causal") + tuple(f"{side}_{name}" for side in "ab" for name in
+                                               ("band", "rank", "method", "decay")),
 }
 
 
