@@ -74,7 +74,19 @@ view = kernel_view(coeffs)
 c1, c2 = st.columns(2)
 c1.plotly_chart(_ui.heatmap(view, f"T, n = {view.n} (row 0 on top)",
                             zrange=(-view.limit, view.limit)), key="chart-matrix")
-c2.plotly_chart(_ui.kernel_plot(view), key="chart-kernel")
+st.markdown("**One cell of T, followed.** Pick a cell (i, j): its whole diagonal holds the "
+            "same number, the kernel at lag k = i − j, marked on the kernel plot above.")
+pick, said = st.columns([2, 3])
+with pick:
+    cell = _ui.follow_cell(coeffs, None, view.limit)
+said.markdown(f"T[{cell.i}, {cell.j}] = t<sub>{cell.lag}</sub> = "
+              f"{view.coeffs[view.n - 1 + cell.lag]:.4g}, on all {len(cell.diagonal_rows)} "
+              f"cells of the diagonal i − j = {cell.lag}: a Toeplitz matrix stores "
+              f"{2 * view.n - 1} numbers for its {view.n * view.n} entries.",
+              unsafe_allow_html=True)
+kernel = _ui.kernel_plot(view)
+_ui.vline(kernel, cell.lag, f"k = {cell.lag}", line_dash="dot", line_color="black")
+c2.plotly_chart(kernel, key="chart-kernel")
 if preset == "ski":
     c2.caption("For SKI this is the Toeplitz kernel band + k(t) that the operator's "
                "band + W A Wᵀ approximates.")

@@ -59,14 +59,17 @@ def _bound_keys(path: Path) -> set[str]:
     return keys
 
 
+SHARED = {"checkpoint_select": {"checkpoint"}, "follow_cell": {"cell_i", "cell_j"}}  # in _ui
+
+
 def test_view_controls_are_the_pages_bound_widgets():
-    """A lesson may set exactly the controls a page binds to its URL (the shared checkpoint
-    picker of _ui counts for Inspect and Compress, and Decomposition's own)."""
-    shared = _bound_keys(ROOT / "pages" / "_ui.py")
+    """A lesson may set exactly the controls a page binds to its URL: its own, and those of
+    the shared controls of _ui it draws."""
+    assert _bound_keys(ROOT / "pages" / "_ui.py") == set().union(*SHARED.values())
     for page, keys in lesson_lab.VIEW_PAGES.items():
-        own = _bound_keys(ROOT / "pages" / f"{page}.py")
-        uses_shared = "checkpoint_select" in (ROOT / "pages" / f"{page}.py").read_text()
-        assert set(keys) == own | (shared if uses_shared else set()), page
+        source = (ROOT / "pages" / f"{page}.py").read_text()
+        shared = set().union(*(k for f, k in SHARED.items() if f"_ui.{f}(" in source))
+        assert set(keys) == _bound_keys(ROOT / "pages" / f"{page}.py") | shared, page
 
 
 @pytest.mark.parametrize("edit, message", [

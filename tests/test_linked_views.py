@@ -1,6 +1,8 @@
 """Linked views (tnn_core.lab.linked_cell): a picked cell's diagonal, lag and inducing points
 against independent numpy, and a chart selection mapped to them."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -96,3 +98,23 @@ def test_empty_or_stale_selection():
     assert cell_from_selection({"selection": {SELECTION: []}}, 4) is None
     with pytest.raises(ValueError, match="row i"):
         cell_from_selection({"selection": {SELECTION: [{"i": 9, "j": 0}]}}, 4)
+
+
+def test_basics_follows_the_picked_cell_to_its_lag():
+    """On Basics, the cell inputs (which a click on the picker sets) move the sentence and
+    the kernel plot's marker to the cell's lag."""
+    import json
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"),
+                           default_timeout=120)
+    at.run()
+    at.switch_page("pages/basics.py").run()
+    at.number_input(key="cell_i").set_value(10).run()
+    at.number_input(key="cell_j").set_value(3).run()
+    assert not at.exception
+    said = [m.value for m in at.markdown if m.value.startswith("T[10, 3] = t<sub>7</sub>")]
+    assert len(said) == 1 and "diagonal i − j = 7" in said[0]
+    kernel = json.loads(at.get("plotly_chart")[1].proto.spec)
+    assert [shape["x0"] for shape in kernel["layout"]["shapes"]] == [7]

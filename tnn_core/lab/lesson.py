@@ -45,7 +45,7 @@ MAX_FILE_BYTES = 200_000
 # sidebar's, which every page has
 _SIDEBAR = ("seed", "device")
 VIEW_PAGES: dict[str, tuple[str, ...]] = {
-    "basics": ("preset", "n", "decay", "causal", "channel", "coefficients"),
+    "basics": ("preset", "n", "decay", "causal", "channel", "coefficients", "cell_i", "cell_j"),
     "decomposition": ("source", "channel", "coefficients", "checkpoint", "layer", "n", "decay",
                       "causal", "band", "rank", "method", "cell_i", "cell_j"),
     "frequency": ("activation", "width", "depth", "n", "causal", "smooth"),
