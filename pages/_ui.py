@@ -55,6 +55,12 @@ def ensure_app_frame() -> None:
         st.rerun()
 
 
+def locked(key: str) -> bool:
+    """Whether the widget ``key`` is locked: a lesson's view lists the controls it fixes in
+    the URL's ``lock`` (comma separated); they are shown, disabled, at the view's values."""
+    return key in st.query_params.get("lock", "").split(",")
+
+
 def open_page(page: str, values: dict) -> None:
     """Switch to ``page`` with its widgets set to ``values`` (widget key -> value).
 
@@ -241,6 +247,7 @@ def checkpoint_select(none_yet: str, help: str) -> str:
     if st.session_state.get("checkpoint", next(iter(choices))) not in choices:
         st.session_state["checkpoint"] = next(iter(choices))  # e.g. another session's upload
     return st.selectbox("Checkpoint", list(choices), format_func=choices.get, key="checkpoint",
+                        disabled=locked("checkpoint"),
                         bind="query-params", help=help)
 
 
@@ -586,9 +593,11 @@ def cell_inputs(n: int):
         if st.session_state.get(key, 0) > n - 1:
             st.session_state[key] = n - 1
     i = a.number_input("Cell row i", 0, n - 1, min(n - 1, CELL[0]), key="cell_i",
+                       disabled=locked("cell_i"),
                        bind="query-params",
                        help="Row of the cell of T to follow; or click a cell of T beside.")
     j = b.number_input("Cell column j", 0, n - 1, min(n - 1, CELL[1]), key="cell_j",
+                       disabled=locked("cell_j"),
                        bind="query-params",
                        help="Column of the cell of T to follow; or click a cell of T beside.")
     return int(i), int(j)

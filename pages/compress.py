@@ -111,15 +111,15 @@ st.subheader("Plan")
 per_layer = st.session_state.get("per_layer", False)
 c1, c2, c3 = st.columns(3)
 band = int(c1.number_input("Band m", 1, MAX_SIZE, 9, key="band", bind="query-params",
-                           disabled=per_layer,
+                           disabled=_ui.locked("band") or (per_layer),
                            help=f"Taps of the band: lags |k| ≤ m//2 (causal: 0 ≤ k < m). At "
                                 f"most 2 n0 − 2 = {2 * n0 - 2}."))
 rank = int(c2.number_input("Inducing points r", 2, MAX_SIZE, 32, key="rank",
-                           bind="query-params", disabled=per_layer,
+                           bind="query-params", disabled=_ui.locked("rank") or (per_layer),
                            help=f"Rank of the low-rank part (causal: knots of the tail), from "
                                 f"2 to n0 = {n0}."))
 method = c3.radio("Low-rank A", ["sample", "fit"], index=1, key="method", bind="query-params",
-                  horizontal=True, disabled=per_layer,
+                  horizontal=True, disabled=_ui.locked("method") or (per_layer),
                   help="fit: least squares, the smallest Frobenius error. sample: the kernel "
                        "read at the inducing lags, as SKI-TNN does. The search uses it too.")
 with st.expander("Per layer", icon=":material/layers:", expanded=per_layer):

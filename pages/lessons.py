@@ -49,7 +49,10 @@ def move(by: int, count: int) -> None:
 def show_view(view: lesson_lab.View) -> None:
     """The step's lab page, live, with its controls set (Streamlit's embed mode hides the
     app's frame), and a link that opens it on its own."""
-    st.iframe(f"/{view.url}{'&' if view.params else '?'}embed=true", height=VIEW_HEIGHT)
+    st.iframe(f"/{view.embed_url}", height=VIEW_HEIGHT)
+    if view.locked:
+        st.caption(f"Fixed for this step: {', '.join(view.locked)}. The page on its own "
+                   f"leaves every control free.")
     st.link_button("Open this view on its own page", f"/{view.url}",
                    icon=":material/open_in_new:")
 

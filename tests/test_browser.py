@@ -417,8 +417,12 @@ def test_a_lesson_walked_in_presenter_mode_with_the_keyboard(browser_page, serve
         if step.view is not None:
             frame = main.locator("iframe").first
             assert "embed=true" in frame.get_attribute("src")
-            page.frame_locator("[data-testid='stMain'] iframe").first.locator(
-                "[data-testid='stMain']").wait_for(timeout=120_000)
+            embedded = page.frame_locator("[data-testid='stMain'] iframe").first
+            embedded.locator("[data-testid='stMain']").wait_for(timeout=120_000)
+            if "n" in step.view.locked:  # a locked control is shown, disabled
+                n_slider = embedded.get_by_role("slider", name="Sequence length n")
+                n_slider.wait_for(timeout=120_000)
+                assert n_slider.is_disabled()
         page.wait_for_timeout(1500)  # let the embedded page draw before the screenshot
         assert_clean(page, f"lesson-{lesson.slug}-step-{number}")
         if number < len(lesson.steps):

@@ -86,6 +86,10 @@ def test_view_controls_are_the_pages_bound_widgets():
     (lambda t: t.replace('text = "Some text."', 'txt = "Some text."'),
      "bad.toml, step 1: unknown fields ['txt']"),
     (lambda t: t + "\n[[[", "bad.toml: not valid TOML"),
+    (lambda t: t.replace('view = "basics?n=8"', 'view = "basics?n=8"\nlock = ["rank"]'),
+     "bad.toml, step 1.view: lock names ['rank'], which the basics page does not have"),
+    (lambda t: t.replace('view = "basics?n=8"', 'lock = ["n"]'),
+     "bad.toml, step 1: lock needs a view"),
     (lambda t: t.split("[[steps]]")[0], "bad.toml: steps must be a list of 1 to 30"),
 ])
 def test_a_malformed_lesson_names_the_file_step_and_field(edit, message):
@@ -93,6 +97,18 @@ def test_a_malformed_lesson_names_the_file_step_and_field(edit, message):
     with pytest.raises(LessonError) as caught:
         parse_lesson(edit(GOOD), "bad.toml")
     assert message in str(caught.value)
+
+
+def test_a_locked_view_opens_with_those_controls_disabled():
+    lesson = parse_lesson(GOOD.replace('view = "basics?n=8"', 'view = "basics?n=8"\nlock = ["n"]'),
+                          "locked.toml")
+    view = lesson.steps[0].view
+    assert view.embed_url == "basics?n=8&embed=true&lock=n" and view.url == "basics?n=8"
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["lock"] = "n"
+    at.run()
+    at.switch_page("pages/basics.py").run()
+    assert at.slider(key="n").disabled and not at.slider(key="decay").disabled
 
 
 def test_a_bad_file_leaves_the_others_loaded(tmp_path):

@@ -11,6 +11,7 @@ in docs/lessons.md):
     text = "Markdown ..."                        # required
     latex = ["T_{ij} = t_{i-j}"]                 # optional, shown with st.latex
     view = "basics?preset=Exponential+decay&n=8" # optional: a lab page and its controls
+    lock = ["n"]                                 # optional: controls of the view kept fixed
     notice = "What to notice ..."                # optional
     [steps.question]                             # optional: predict, then reveal
     prompt = "How many numbers does T hold?"
@@ -64,16 +65,25 @@ class LessonError(ValueError):
 
 @dataclass(frozen=True)
 class View:
-    """A lab page with its controls set: ``path`` "basics", ``params`` {"n": "8"}."""
+    """A lab page with its controls set: ``path`` "basics", ``params`` {"n": "8"}, and the
+    controls ``locked`` (shown disabled at those values: the page reads ``lock``)."""
 
     path: str
     params: tuple[tuple[str, str], ...]
+    locked: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
-        """Relative URL of the view: PATH?QUERY."""
+        """Relative URL of the view, free to explore: PATH?QUERY."""
         query = urllib.parse.urlencode(self.params)
         return f"{self.path}?{query}" if query else self.path
+
+    @property
+    def embed_url(self) -> str:
+        """Relative URL of the view as a lesson shows it: Streamlit's embed mode (no app
+        frame) and its locked controls."""
+        extra = [("embed", "true")] + ([("lock", ",".join(self.locked))] if self.locked else [])
+        return f"{self.path}?{urllib.parse.urlencode(self.params + tuple(extra))}"
 
 
 @dataclass(frozen=True)
@@ -127,7 +137,7 @@ def _known(data: dict, allowed: set[str], where: str) -> None:
         raise LessonError(f"{where}: unknown fields {unknown}; allowed: {sorted(allowed)}")
 
 
-def _view(text: str, where: str) -> View:
+def _view(text: str, lock, where: str) -> View:
     parts = urllib.parse.urlsplit(text.strip())
     path = parts.path.strip("/")
     if parts.scheme or parts.netloc or path not in VIEW_PAGES:
@@ -140,7 +150,13 @@ def _view(text: str, where: str) -> View:
     if unknown:
         raise LessonError(f"{where}: view sets {unknown}, which the {path} page does not have; "
                           f"its controls: {sorted(allowed)}")
-    return View(path, tuple(params))
+    if not isinstance(lock, list) or not all(isinstance(key, str) for key in lock):
+        raise LessonError(f"{where}: lock must be a list of control names; got {lock!r}")
+    unknown = sorted(set(lock) - set(VIEW_PAGES[path]))
+    if unknown:
+        raise LessonError(f"{where}: lock names {unknown}, which the {path} page does not have; "
+                          f"its controls: {sorted(VIEW_PAGES[path])}")
+    return View(path, tuple(params), tuple(lock))
 
 
 def _question(data, where: str) -> Question:
@@ -174,7 +190,7 @@ def _question(data, where: str) -> Question:
 def _step(data, where: str) -> Step:
     if not isinstance(data, dict):
         raise LessonError(f"{where} must be a table; got {data!r}")
-    _known(data, {"title", "text", "latex", "view", "notice", "question"}, where)
+    _known(data, {"title", "text", "latex", "view", "lock", "notice", "question"}, where)
     latex = data.get("latex", [])
     if isinstance(latex, str):
         latex = [latex]
@@ -183,8 +199,12 @@ def _step(data, where: str) -> Step:
     view = data.get("view")
     if view is not None and not isinstance(view, str):
         raise LessonError(f"{where}: view must be a string like \"basics?n=8\"; got {view!r}")
+    if "lock" in data and view is None:
+        raise LessonError(f"{where}: lock needs a view")
+    if view is not None:
+        view = _view(view, data.get("lock", []), f"{where}.view")
     return Step(title=_text(data, "title", where), text=_text(data, "text", where),
-                latex=tuple(latex), view=None if view is None else _view(view, f"{where}.view"),
+                latex=tuple(latex), view=view,
                 notice=_text(data, "notice", where, required=False),
                 question=None if "question" not in data
                 else _question(data["question"], f"{where}.question"))
