@@ -360,3 +360,30 @@ def test_evaluate_as_a_process_exits_2_without_a_traceback(tmp_path):
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_a_header_length_that_looks_like_a_pickle_marker_still_loads():
+    """A safetensors header of 0x0380 + 65536 k bytes starts with 80 03, a pickle's protocol
+    3 marker; the file is still a checkpoint (its 9th byte opens the JSON header)."""
+    import json
+    import struct
+
+    from safetensors import safe_open
+    from safetensors.torch import save as save_tensors
+
+    from tnn_core.training.checkpoint import SHIPPED_DIR, load_bytes
+
+    with safe_open(str(SHIPPED_DIR / "digits-tno.safetensors"), "pt") as f:
+        metadata = f.metadata()
+        tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 - safe_open's API
+    history = json.loads(metadata["history"])
+
+    def with_message(pad: int) -> bytes:
+        text = json.dumps({**history, "message": "x" * pad})
+        return save_tensors(tensors, metadata={**metadata, "history": text})
+
+    length = struct.unpack("<Q", with_message(0)[:8])[0]
+    data = with_message((0x0380 - length) % 65536)
+    assert data[:2] == b"\x80\x03" and data[8:9] == b"{"
+    model, info = load_bytes(data, "looks-like-a-pickle")
+    assert info.history["message"].startswith("x")

@@ -273,7 +273,10 @@ class _Entry:
 
 def _header(data: bytes, source: str) -> tuple[dict, dict[str, _Entry]]:
     """(metadata, tensor entries) of the safetensors file ``data``, validated."""
-    if data[:1] == b"\x80" and data[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+    # a safetensors header length can start with the bytes of a pickle's protocol marker
+    # (a length of 0x0380 + 65536 k reads as 80 03): byte 8 opens its JSON header
+    if data[:1] == b"\x80" and data[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05") and \
+            data[8:9] != b"{":
         raise CheckpointError(f"{source} is a pickle file (protocol {data[1]}); pickles can "
                               f"run code, so it is never opened. Use a .safetensors file")
     if data[:4] == b"PK\x03\x04":
