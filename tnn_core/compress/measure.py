@@ -81,7 +81,7 @@ def speedup(source: nn.Module, converted: nn.Module, vocab_size: int, length: in
             batch: int = 8, repeats: int = 15, seed: int = 0) -> Speedup:
     """Time forward + backward of both models on the same [batch, length] tokens.
 
-    Runs on copies' gradients only: the models' weights are not changed."""
+    Only gradients are computed (and cleared after): the weights do not change."""
     check_int("length", length, 1)
     check_int("repeats", repeats, 1)
     g = torch.Generator().manual_seed(seed)
