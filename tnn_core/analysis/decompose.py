@@ -176,6 +176,17 @@ class Decomposition:
     def residual_matrix(self, idx: np.ndarray | None = None) -> np.ndarray:  # [s, s]
         return residual_matrix(self.coeffs - self.band_coeffs, self.interp, self.A_coeffs, idx)
 
+    @cached_property
+    def projection(self) -> np.ndarray:
+        """b[l] = <W S_l Wᵀ, T>_F [2r-1] (``gram.inducing_projection``): "fit" computed it,
+        "sample" computes it on first read. With ``gram`` it gives ||T - band - W A Wᵀ||_F
+        exactly (``gram.residual_frobenius_sq``)."""
+        if self._projection is not None:
+            return self._projection
+        N = fft_size(self.n)
+        with single_threaded_blas():
+            return inducing_projection(kernel_rfft(self.coeffs, N), self.interp, N)
+
     # -- errors ---------------------------------------------------------------------------
     @property
     def spectral_method(self) -> str:

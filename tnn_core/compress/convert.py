@@ -35,10 +35,8 @@ from torch import nn
 
 from tnn_core.analysis.decompose import decompose, sample_inducing_coeffs, smooth_continuation
 from tnn_core.analysis.errors import frobenius_sq
-from tnn_core.analysis.gram import band_lags, inducing_projection, residual_frobenius_sq
-from tnn_core.analysis.persymmetric import kernel_rfft
+from tnn_core.analysis.gram import band_lags, residual_frobenius_sq
 from tnn_core.compress.plan import CompressionPlan, LayerPlan
-from tnn_core.core.toeplitz import fft_size
 from tnn_core.models import ModelConfig, build_model
 from tnn_core.operators import OperatorConfig
 
@@ -82,14 +80,12 @@ def _off_band_sq(t: np.ndarray, lags: np.ndarray) -> float:
 def _bidirectional(kernels: np.ndarray, plan: LayerPlan) -> tuple[np.ndarray, np.ndarray, float]:
     """Per channel ``decompose``: SKI taps [D, 2h+1], A's lags [D, 2r-1], error²."""
     n = (kernels.shape[1] + 1) // 2
-    N = fft_size(n)
     taps, knots, error_sq = [], [], 0.0
     for t in kernels:  # (L,)
         d = decompose(t, plan.band, plan.rank, causal=False, method=plan.method)
         taps.append(d.band_coeffs[n - 1 + d.band_lags][::-1])  # lags +h .. -h
         knots.append(d.A_coeffs)
-        projection = inducing_projection(kernel_rfft(t, N), d.interp, N)
-        error_sq += residual_frobenius_sq(d.gram, d.A_coeffs, projection,
+        error_sq += residual_frobenius_sq(d.gram, d.A_coeffs, d.projection,
                                           t[n - 1 + d.band_lags], frobenius_sq(t))
     return np.stack(taps), np.stack(knots), error_sq
 

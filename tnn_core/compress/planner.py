@@ -32,9 +32,9 @@ from tnn_core.compress.measure import Speedup, parameter_count, speedup, task_me
 from tnn_core.compress.plan import CompressionPlan, LayerPlan
 from tnn_core.training.tasks import Task
 
-__all__ = ["GRID_BANDS", "GRID_RANKS", "SPEED_FACTORS", "grid", "layer_cost", "error_table",
-           "plan_for_error", "PlanScore", "SearchResult", "score_plan", "sensitivity",
-           "search", "pareto_front"]
+__all__ = ["GRID_BANDS", "GRID_RANKS", "SPEED_FACTORS", "grid", "layer_cost", "metric_drop",
+           "error_table", "plan_for_error", "PlanScore", "SearchResult", "score_plan",
+           "sensitivity", "search", "pareto_front"]
 
 GRID_BANDS = (1, 5, 9, 17)
 GRID_RANKS = (8, 16, 32, 64)
@@ -58,8 +58,9 @@ def layer_cost(n0: int, point: Point, causal: bool) -> float:
     return ski_flops(n0, r, m)
 
 
-def _drop(source: float, converted: float, task: Task) -> float:
-    return source - converted if task.higher_is_better else converted - source
+def metric_drop(source: float, converted: float, higher_is_better: bool) -> float:
+    """How much worse ``converted`` is than ``source`` (positive: worse)."""
+    return source - converted if higher_is_better else converted - source
 
 
 def error_table(model: nn.Module, n0: int, points: list[Point], method: str = "fit"
@@ -114,8 +115,8 @@ def score_plan(model: nn.Module, task: Task, plan: CompressionPlan, source_metri
     metric = task_metric(converted, task)
     timings = {f: speedup(model, converted, model.config.vocab_size, f * task.seq_len,
                           repeats=repeats) for f in factors}
-    return PlanScore(plan, metric, _drop(source_metric, metric, task), errors, timings,
-                     parameter_count(converted))
+    drop = metric_drop(source_metric, metric, task.higher_is_better)
+    return PlanScore(plan, metric, drop, errors, timings, parameter_count(converted))
 
 
 def sensitivity(model: nn.Module, task: Task, points: list[Point], method: str,
@@ -133,7 +134,8 @@ def sensitivity(model: nn.Module, task: Task, points: list[Point], method: str,
             plan = CompressionPlan(tuple(LayerPlan(*p, method) if j == i else keep
                                          for j in range(layers)))
             converted, _ = convert(model, plan, task.seq_len)
-            table[i][p] = _drop(source_metric, task_metric(converted, task), task)
+            table[i][p] = metric_drop(source_metric, task_metric(converted, task),
+                                        task.higher_is_better)
             if on_progress is not None:
                 done = i * len(points) + len(table[i])
                 on_progress(done / total, ("sensitivity", i, p, table[i][p]))

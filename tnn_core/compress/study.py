@@ -24,7 +24,7 @@ import torch
 from tnn_core.compress.convert import convert
 from tnn_core.compress.measure import finetune, parameter_count, speedup, task_metric
 from tnn_core.compress.plan import CompressionPlan
-from tnn_core.compress.planner import grid, layer_cost
+from tnn_core.compress.planner import grid, layer_cost, metric_drop
 from tnn_core.training.checkpoint import SHIPPED_DIR, load
 from tnn_core.training.tasks import task_from_info
 
@@ -34,10 +34,6 @@ STUDIED = ("digits-tno", "digits-fd", "listops-tno", "listops-fd", "charlm-tno",
 BANDS, RANKS = (1, 3, 9, 17), (4, 8, 16, 32, 64)
 TOLERANCE = 0.01
 FINETUNE_TRIES = 4  # the cheapest plans fine-tuned, at most
-
-
-def _drop(source: float, metric: float, higher_is_better: bool) -> float:
-    return source - metric if higher_is_better else metric - source
 
 
 def study_checkpoint(name: str, finetune_steps: int, repeats: int) -> dict:
@@ -51,7 +47,7 @@ def study_checkpoint(name: str, finetune_steps: int, repeats: int) -> dict:
         converted, errors = convert(model, plan, n0)
         metric = task_metric(converted, task)
         rows.append({"band": m, "rank": r, "metric": metric, "errors": errors,
-                     "drop": _drop(source, metric, task.higher_is_better)})
+                     "drop": metric_drop(source, metric, task.higher_is_better)})
         print(f"{name} m={m} r={r}: {metric:.4f} (source {source:.4f})", file=sys.stderr)
     kept = next((row for row in rows if row["drop"] <= TOLERANCE), None)
     tuned = None
@@ -71,7 +67,7 @@ def study_checkpoint(name: str, finetune_steps: int, repeats: int) -> dict:
             print(f"{name} m={row['band']} r={row['rank']} fine-tuned: {row['finetuned']:.4f}",
                   file=sys.stderr)
         recovered = [row for row in cheaper if "finetuned" in row and
-                     _drop(source, row["finetuned"], task.higher_is_better) <= TOLERANCE]
+                     metric_drop(source, row["finetuned"], task.higher_is_better) <= TOLERANCE]
         tuned = recovered[0] if recovered else None  # rows are in order of cost
     timed = {}
     for label, row in (("kept", kept), ("tuned", tuned)):
