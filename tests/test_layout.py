@@ -18,16 +18,17 @@ PACKAGE = ROOT / "tnn_core"
 # What each part of tnn_core may import from tnn_core (besides itself).
 ALLOWED = {
     "checks": set(),
+    "files": set(),
     "allocator": set(),
     "core": {"checks"},
     "operators": {"checks", "core"},
     "models": {"checks", "core", "operators"},
     "analysis": {"checks", "core", "operators", "models"},
-    "training": {"checks", "core", "operators", "models", "allocator"},
+    "training": {"checks", "files", "core", "operators", "models", "allocator"},
     "bench": {"checks", "core", "operators", "models", "analysis", "allocator"},
-    "compress": {"checks", "core", "operators", "models", "analysis", "training", "bench",
-                 "allocator"},
-    "lab": {"checks", "core", "operators", "models", "analysis", "training", "bench",
+    "compress": {"checks", "files", "core", "operators", "models", "analysis", "training",
+                 "bench", "allocator"},
+    "lab": {"checks", "files", "core", "operators", "models", "analysis", "training", "bench",
             "compress"},
 }
 SCREEN = {"streamlit", "plotly", "altair", "pandas"}
