@@ -169,3 +169,22 @@ def test_rank_below_two_rejected(r):
 def test_bad_length_rejected():
     with pytest.raises(ValueError, match="n must be"):
         interpolation(0, 4)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 13, 64])
+@pytest.mark.parametrize("r", [2, 3, 5, 16, 61, 200])
+def test_used_columns_give_the_same_w_a_wt_with_a_only_as_large_as_n_allows(n, r):
+    """W_u A[u][:, u] W_uᵀ == W A Wᵀ exactly, and u <= min(r, 2n): a rank far above n
+    (a hostile checkpoint's r = 65536) never makes a dense r x r A."""
+    from tnn_core.core.interpolation import used_columns
+    from tnn_core.core.toeplitz import dense
+
+    interp = interpolation(n, r)
+    g = torch.Generator().manual_seed(n * 1000 + r)
+    coeffs = torch.randn(2 * r - 1, generator=g, dtype=torch.float64)  # A's lags
+    W = interpolation_matrix(interp)  # (n, r)
+    full = W @ dense(coeffs) @ W.T  # (n, n)
+    columns, W_u = used_columns(interp)
+    assert columns.numel() <= min(r, 2 * n)
+    A_u = coeffs[columns[:, None] - columns[None, :] + r - 1]  # (u, u)
+    torch.testing.assert_close(W_u @ A_u @ W_u.T, full, rtol=0, atol=1e-12)

@@ -29,8 +29,7 @@ import numpy as np
 import scipy.fft
 import torch
 
-from tnn_core.core.interpolation import Interpolation, interpolation_matrix
-from tnn_core.core.toeplitz import dense
+from tnn_core.core.interpolation import Interpolation, used_columns
 
 __all__ = [
     "band_lags",
@@ -147,11 +146,12 @@ def diagonal_sums(interp: Interpolation, A_coeffs: torch.Tensor, N: int) -> torc
     With U = W A [n, r], the diagonal sum at lag k is Σ_q Σ_i U[i, q] W[i-k, q]:
     r cross-correlations, one irfft of their summed spectra.
     """
-    n = interp.n
-    A = dense(A_coeffs.to(torch.float64))  # (r, r)
-    W = interpolation_matrix(interp.to(A.device, A.dtype))  # (n, r)
-    u_f = torch.fft.rfft((W @ A).T, n=N)  # (r, F)
-    w_f = torch.fft.rfft(W.T, n=N)  # (r, F)
+    n, r = interp.n, interp.r
+    A_coeffs = A_coeffs.to(torch.float64)
+    columns, W = used_columns(interp.to(A_coeffs.device, A_coeffs.dtype))  # (u,), (n, u)
+    A = A_coeffs[columns[:, None] - columns[None, :] + r - 1]  # (u, u): A on the used points
+    u_f = torch.fft.rfft((W @ A).T, n=N)  # (u, F)
+    w_f = torch.fft.rfft(W.T, n=N)  # (u, F)
     corr = torch.fft.irfft((u_f * w_f.conj()).sum(0), n=N)  # (N,): lag k at k mod N
     return torch.cat([corr[N - (n - 1) :], corr[:n]])  # (2n-1,) lag layout
 

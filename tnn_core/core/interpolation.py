@@ -29,6 +29,7 @@ __all__ = [
     "inducing_points",
     "interpolation",
     "interpolation_matrix",
+    "used_columns",
     "apply_w",
     "apply_wt",
 ]
@@ -92,6 +93,20 @@ def interpolation_matrix(interp: Interpolation) -> torch.Tensor:
     W[rows, interp.index] += interp.weight[:, 0]
     W[rows, interp.index + 1] += interp.weight[:, 1]
     return W
+
+
+def used_columns(interp: Interpolation) -> tuple[torch.Tensor, torch.Tensor]:
+    """The inducing points W uses and W on them only: (columns [u] long, W_u [n, u]).
+
+    W's other columns are zero, so W A Wᵀ = W_u A[columns][:, columns] W_uᵀ exactly, with
+    u <= min(r, 2n): a dense A costs what the length allows, however large r is."""
+    columns = torch.unique(torch.cat([interp.index, interp.index + 1]))  # (u,) sorted
+    left = torch.searchsorted(columns, interp.index)  # (n,); index + 1 is the next column
+    W = interp.weight.new_zeros(interp.n, columns.numel())  # (n, u)
+    rows = torch.arange(interp.n, device=interp.index.device)
+    W[rows, left] += interp.weight[:, 0]
+    W[rows, left + 1] += interp.weight[:, 1]
+    return columns, W
 
 
 def apply_w(interp: Interpolation, y: torch.Tensor) -> torch.Tensor:

@@ -32,7 +32,7 @@ import math
 import torch
 from torch import nn
 
-from tnn_core.core.interpolation import Interpolation, interpolation, interpolation_matrix
+from tnn_core.core.interpolation import Interpolation, interpolation, used_columns
 from tnn_core.core.rpe import piecewise_linear
 from tnn_core.core.toeplitz import circulant_column, dense, fft_size
 from tnn_core.operators.base import TokenMixer
@@ -108,8 +108,9 @@ class BandPlusLowRank(TokenMixer):
         self.check_dense_length(n, self.dim)
         if self.config.causal:
             return dense(self.kernel(n))
-        W = interpolation_matrix(self.interp(n))  # (n, r)
-        A = dense(self.inducing_kernel(n))  # (D, r, r)
+        columns, W = used_columns(self.interp(n))  # (u,), (n, u): u <= min(r, 2n)
+        lags = columns[:, None] - columns[None, :] + self.config.rank - 1  # (u, u)
+        A = self.inducing_kernel(n)[:, lags]  # (D, u, u): A on the points W uses
         return dense(self.band_kernel(n)) + W @ A @ W.T  # (D, n, n)
 
     def causal_column(self, n: int) -> torch.Tensor:
