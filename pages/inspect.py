@@ -117,10 +117,14 @@ m[0].metric("Task", about.task, help=f"Trained at length n = {about.train_n}.")
 m[1].metric("Operator, causal" if operator_config.causal else "Operator, bidirectional",
             operator_config.kind)
 m[2].metric("Width × layers", about.size)
+last_evaluation = ("Its training history records no validation metric."
+                   if about.final_step is None else
+                   f"The last evaluation during training that recorded it (step "
+                   f"{about.final_step}); {chance} (a uniform guess).")
 m[3].metric(f"Validation {about.metric_name}", fmt_metric(about.final_metric, about.metric_name),
-            help=f"The last evaluation during training; {chance} (a uniform guess).")
-m[4].metric("Trained steps", about.steps,
-            help=f"{about.wall_s:.0f} s on {about.device}. Command: {about.command}")
+            help=last_evaluation)
+m[4].metric("Trained steps", "—" if about.steps is None else f"{about.steps:,}",
+            help=about.training_note())
 if convertible(model.config) and st.button(
         "Compress this model", icon=":material/compress:", key="open_compress",
         help="Convert its layers to band + low rank on the Compress page and measure what "
@@ -154,7 +158,8 @@ with right:
             st.caption("Above the axis (an untrained model): " + ", ".join(
                 f"step {step}: {value:.3g} {unit}" for step, value in hidden) + ".")
     else:
-        st.caption("This checkpoint has no training history.")
+        st.caption("This checkpoint's training history records no validation metric, so "
+                   "there is no curve to draw.")
 
 
 @st.fragment
@@ -310,15 +315,13 @@ n = st.session_state["_inspect_drawn_n"]
 # -- one channel ----------------------------------------------------------------------------
 operators = model.operators()
 d = st.columns(4)
-layer = int(d[0].number_input("Layer", 0, len(operators) - 1, key="layer",
-                              disabled=_ui.locked("layer"),
-                              bind="query-params",
-                              help="Which layer to drill into (in the link)."))
-channel = int(d[1].number_input("Channel", 0, operators[0].dim - 1, key="channel",
-                                disabled=_ui.locked("channel"),
-                                bind="query-params",
-                                help="Which channel (any of the layer's "
-                                     f"{operators[0].dim}, measured or not; in the link)."))
+layer = int(_ui.from_link(d[0].number_input, "Layer", 0, len(operators) - 1, key="layer",
+                          disabled=_ui.locked("layer"),
+                          help="Which layer to drill into (in the link)."))
+channel = int(_ui.from_link(d[1].number_input, "Channel", 0, operators[0].dim - 1,
+                            key="channel", disabled=_ui.locked("channel"),
+                            help="Which channel (any of the layer's "
+                                 f"{operators[0].dim}, measured or not; in the link)."))
 st.subheader(f"Layer {layer}, channel {channel}")
 try:
     drill = _ui.channel_matrix(key, n, layer, channel)

@@ -39,7 +39,7 @@ from tnn_core.training.checkpoint import CheckpointInfo
 from tnn_core.training.tasks import Task
 
 __all__ = ["NAME_PATTERN", "SHIPPED_ORDER", "saved_checkpoints", "checkpoint_path", "save_run",
-           "Opened", "open_file", "open_bytes", "Summary", "summary", "STATISTICS",
+           "Opened", "open_file", "open_bytes", "COMMAND_SHOWN", "Summary", "summary", "STATISTICS",
            "ATLAS_BAND", "ATLAS_RANK", "ATLAS_CHANNELS", "ATLAS_MAX_N", "opening_atlas",
            "Channels", "LayerMedians", "AtlasView", "atlas_view", "band_description",
            "ChannelMatrix", "channel_matrix", "BandAblation", "band_ablation", "FACTORS",
@@ -145,24 +145,31 @@ def open_file(path: Path) -> Opened:
 
 
 # -- what the checkpoint says about itself ---------------------------------------------------
+COMMAND_SHOWN = 1_000  # characters of the training command the header shows
+
+
 @dataclass(frozen=True)
 class Summary:
-    """A checkpoint's task, model and training history, as the page's header shows them."""
+    """A checkpoint's task, model and training history, as the page's header shows them.
+
+    Read from the schema fields of the history only (``training.history``); what the
+    history does not record is None (NaN for the metric), never a made-up number."""
 
     task: str
     size: str  # width × layers
     metric_name: str
     higher_is_better: bool
     chance: float  # the metric of a uniform guess; NaN when the task cannot be rebuilt
-    final_metric: float  # the last validation metric; NaN without a history
-    steps: str  # trained steps ("?" when unknown)
-    wall_s: float
-    device: str
-    command: str | None  # the command that trained it
+    final_metric: float  # the last recorded validation metric; NaN when none is recorded
+    final_step: int | None  # the step of that evaluation
+    steps: int | None  # trained steps; None when not recorded
+    wall_s: float | None  # seconds of training; None when not recorded
+    device: str | None
+    command: str | None  # the command that trained it, at most COMMAND_SHOWN characters
     train_n: int  # the training length
     config: dict  # model and task settings, for a JSON view
-    eval_steps: np.ndarray  # [E] steps of the validation evaluations
-    eval_metric: np.ndarray  # [E]
+    eval_steps: np.ndarray  # [E] steps of the evaluations that recorded the metric
+    eval_metric: np.ndarray  # [E] their metric, finite
 
     def metric_axis(self) -> tuple[float, float]:
         """A y-range that shows chance and the final value: [0, 1] for an accuracy; from 0
@@ -180,32 +187,56 @@ class Summary:
         return [(int(s), float(v)) for s, v in zip(self.eval_steps, self.eval_metric,
                                                     strict=True) if v > top]
 
+    def training_note(self) -> str:
+        """How long it trained, where, and the command, in words; "not recorded" where the
+        history does not say."""
+        if self.wall_s is not None:
+            where = f"{self.wall_s:.0f} s on {self.device or 'a device it does not record'}."
+        elif self.device is not None:
+            where = f"Trained on {self.device}; the training time is not recorded."
+        else:
+            where = "The training time and device are not recorded."
+        return f"{where} Command: {self.command or 'not recorded'}"
+
+
+def _finite_metric(entry: dict) -> float | None:
+    value = entry.get("metric")
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
 
 def summary(info: CheckpointInfo, task: Task | None = None) -> Summary:
-    """``info``'s record; ``task`` (rebuilt from ``info.task``) gives chance (else NaN)."""
+    """``info``'s record; ``task`` (rebuilt from ``info.task``) gives chance (else NaN).
+
+    ``info.history`` is the loader's (``training.history.validated_history``): an
+    evaluation may lack the metric or hold null, and any field may be absent."""
     config, history = info.model_config, info.history or {}
-    evals = history.get("evals") or []
+    measured = [(e["step"], m) for e in history.get("evals", [])
+                if (m := _finite_metric(e)) is not None]  # [E] (step, metric)
+    command = history.get("command")
+    if command is not None and len(command) > COMMAND_SHOWN:
+        command = f"{command[:COMMAND_SHOWN - 1]}…"
     return Summary(
         task=info.task.get("name", "?"),
         size=f"{config.dim} × {config.layers}",
-        metric_name=history.get("metric_name", "metric"),
+        metric_name=history.get("metric_name") or "metric",
         higher_is_better=True if task is None else task.higher_is_better,
         chance=math.nan if task is None else float(task.chance),
-        final_metric=float(evals[-1]["metric"]) if evals else math.nan,
-        steps=str(history.get("steps", "?")), wall_s=float(history.get("wall_s", 0)),
-        device=str(history.get("device", "?")), command=history.get("command"),
+        final_metric=measured[-1][1] if measured else math.nan,
+        final_step=measured[-1][0] if measured else None,
+        steps=history.get("steps"), wall_s=history.get("wall_s"),
+        device=history.get("device"), command=command,
         train_n=int(info.task.get("settings", {}).get("seq_len") or 64),
         config={"model": config.to_dict(),
                 "task": {k: v for k, v in info.task.items() if k != "vocab"}},
-        eval_steps=np.array([e["step"] for e in evals]),
-        eval_metric=np.array([e["metric"] for e in evals], dtype=float))
+        eval_steps=np.array([step for step, _ in measured], dtype=np.int64),
+        eval_metric=np.array([metric for _, metric in measured], dtype=float))
 
 
 def training_kernels(info: CheckpointInfo) -> SnapshotView | None:
     """The kernel snapshots its training kept (``training.snapshots``); None if it has none
     (the shipped checkpoints were trained before they were kept)."""
     record = (info.history or {}).get("kernel_snapshots")
-    return None if record is None else snapshot_view(record)
+    return None if record is None or not record["steps"] else snapshot_view(record)
 
 
 # -- the kernel atlas ------------------------------------------------------------------------
