@@ -34,17 +34,19 @@ PAGES = [
             url_path="compress"),
 ]
 
+page = st.navigation(PAGES)
+_ui.link_notice(page.url_path)  # link values the page cannot use are listed here, on top
 with st.sidebar:
     st.markdown("**Toeplitz Lab**")
     devices = ["auto", "cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    st.selectbox("Device", devices, key="device", bind="query-params",
-                 help="Where tensors live. 'auto' uses a GPU when one is available; "
-                      "cuda is offered only when PyTorch can see one.")
-    st.number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, step=1, key="seed",
-                    bind="query-params",
-                    help="Seeds every random choice on the pages: initial weights of the "
-                         "demo operators and the random inputs.")
+    _ui.from_link(st.selectbox, "Device", devices, key="device",
+                  help="Where tensors live. 'auto' uses a GPU when one is available; "
+                       "cuda is offered only when PyTorch can see one.")
+    _ui.from_link(st.number_input, "Seed", min_value=0, max_value=2**31 - 1, value=0, step=1,
+                  key="seed",
+                  help="Seeds every random choice on the pages: initial weights of the "
+                       "demo operators and the random inputs.")
 
 if not st.config.get_option("global.appTest"):  # tests run their pages one at a time
     _warmup.start(_ui.warm_up, _ui.quiet_timer())
-st.navigation(PAGES).run()
+page.run()

@@ -8,9 +8,12 @@ their results.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import inspect
 import math
 import os
+import re
 from pathlib import Path
 
 import altair as alt
@@ -81,6 +84,163 @@ def receive_values(page: str) -> None:
         del st.session_state["_handoff"]
         for key, value in handoff[1].items():
             st.session_state[key] = value
+
+
+# -- values from the link ---------------------------------------------------------------------
+# A widget bound to the URL (bind="query-params") takes its value from the link on its first
+# run. Streamlit 1.67 drops a value it cannot use without a word (a number out of [min, max]
+# or not finite, an option not offered, a toggle other than true/false, an empty value, a
+# slider's key given twice), cuts a text to max_chars, and crashes on an infinite value for a
+# whole-number input. ``from_link`` checks the value first and says so, one line per value in
+# one notice at the top of the page, kept there until one of the page's linked controls moves.
+LINK_SHOWN_CHARS = 40  # a longer value is shown as its start and its length
+
+
+@dataclasses.dataclass
+class _LinkNotice:
+    page: str
+    lines: dict[str, list]  # key -> [what was wrong with the link's value, the value used]
+    values: dict[str, object]  # the page's linked controls as the notice stood
+
+
+@dataclasses.dataclass
+class _LinkRun:  # one script run, from app.py's ``link_notice`` on
+    page: str
+    place: object  # st.empty() at the top of the page
+    seen: dict[str, object]  # the linked controls drawn so far in this run
+
+
+def link_notice(page: str) -> None:
+    """Call in app.py before any widget: the place at the top of ``page`` where
+    ``from_link`` lists the link's values it could not use (those still standing)."""
+    st.session_state["_link_run"] = _LinkRun(page, st.empty(), {})
+    notice = st.session_state.get("_link_notice")
+    if notice is not None and notice.page != page:
+        del st.session_state["_link_notice"]
+    _draw_link_notice()
+
+
+def from_link(widget, *args, **kwargs):
+    """``widget(*args, **kwargs)`` bound to the URL under its key: a Streamlit slider,
+    number_input, selectbox, radio, toggle, checkbox or text_input, e.g.
+    ``from_link(st.slider, "Length n", 1, 4096, 512, key="n")``. A link value it would drop or
+    change goes into the page's notice; one that would crash the page is taken out of the
+    link first, and the page runs again without it."""
+    call = inspect.signature(widget).bind(*args, **kwargs)
+    call.apply_defaults()
+    key = call.arguments["key"]
+    raw = st.query_params.get_all(key)
+    problem = link_value_problem(widget.__name__, call.arguments, raw) if raw else None
+    run = st.session_state["_link_run"]
+    notice = st.session_state.get("_link_notice")
+    if problem is not None:
+        if notice is None:
+            notice = st.session_state["_link_notice"] = _LinkNotice(run.page, {}, dict(run.seen))
+        notice.lines[key] = [f"The link's `{key}` {problem[0]}", None]
+        if problem[1]:  # Streamlit would raise: the next run reads the link without it
+            del st.query_params[key]
+            st.rerun()
+    value = widget(*args, bind="query-params", **kwargs)
+    run.seen[key] = value
+    if notice is not None:
+        if key in notice.lines and notice.lines[key][1] is None:
+            notice.lines[key][1] = _link_display(widget.__name__, call.arguments, value)
+            notice.values[key] = value
+            _draw_link_notice()
+        elif notice.values.setdefault(key, value) != value:  # the user moved on
+            del st.session_state["_link_notice"]
+            _draw_link_notice()
+    return value
+
+
+def link_value_problem(widget: str, spec: dict, raw: list[str]) -> tuple[str, bool] | None:
+    """What Streamlit 1.67 does not take from the link's ``raw`` values (``get_all(key)``) for
+    ``widget`` (its name) called with the arguments ``spec``, as words after the key, and
+    whether it would raise on them; None when it takes them as they are."""
+    # Streamlit's own parser of bound URL values (not public API), so parsing agrees.
+    from streamlit.runtime.state.query_params import parse_url_param
+
+    last = _link_code(raw[-1])
+    clearable = {"number_input": spec.get("value") is None, "text_input": True,
+                 "selectbox": spec.get("index") is None, "radio": spec.get("index") is None}
+    if all(part == "" for part in raw) and not clearable.get(widget, False):
+        return "is empty", False
+    if widget in ("slider", "number_input"):
+        if widget == "slider":
+            if isinstance(spec["value"], (list, tuple)):
+                raise TypeError("from_link takes sliders of one value")
+            parts = parse_url_param(raw, "double_array_value")
+            if len(parts) != 1:
+                return f"is given {len(parts)} times ({_link_code(', '.join(raw))})", False
+            number = parts[0]
+        else:
+            try:
+                number = parse_url_param(raw, "double_value")
+            except ValueError:
+                return f"= {last} is not a number", False
+        default = spec["min_value"] if spec["value"] in (None, "min") else spec["value"]
+        whole = isinstance(default, int)
+        if not isinstance(number, float) or math.isnan(number):
+            return f"= {last} is not a number", False
+        if math.isinf(number):  # int(inf) raises in Streamlit's number_input
+            return f"= {last} is not a finite number", widget == "number_input" and whole
+        low, high = spec["min_value"], spec["max_value"]
+        # a whole-number input truncates before its range check; a slider after it
+        if not low <= (int(number) if whole and widget == "number_input" else number) <= high:
+            return f"= {last} is outside [{_link_number(low)}, {_link_number(high)}]", False
+        if whole and number != int(number):
+            return f"= {last} is not a whole number", False
+        return None
+    if widget in ("selectbox", "radio"):
+        labels = [spec["format_func"](option) for option in spec["options"]]
+        if raw[-1] in labels:
+            return None
+        named = ", ".join(map(_link_code, labels)) if len(labels) <= 4 else ""
+        return f"= {last} is not one of the {len(labels)} choices{named and ': ' + named}", False
+    if widget in ("toggle", "checkbox"):
+        return None if raw[-1].lower() in ("true", "false") else (
+            f"= {last} is not true or false", False)
+    if widget == "text_input":
+        limit = spec["max_chars"]
+        return None if limit is None or len(raw[-1]) <= limit else (
+            f"= {last} is longer than {limit} characters", False)
+    raise TypeError(f"from_link does not know st.{widget}")
+
+
+def _link_display(widget: str, spec: dict, value) -> str:
+    """``value`` of ``widget`` as the notice shows it: as the link would write it."""
+    if widget in ("selectbox", "radio"):
+        return _link_code(spec["format_func"](value))
+    if widget == "text_input" and spec["max_chars"] is not None:
+        return f"its first {spec['max_chars']} characters"
+    if isinstance(value, bool):
+        return _link_code(str(value).lower())
+    return _link_code(_link_number(value) if isinstance(value, (int, float)) else str(value))
+
+
+def _link_number(x: float) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def _link_code(text: str) -> str:
+    """``text`` as inline code that nothing in it can break out of, cut to
+    LINK_SHOWN_CHARS characters and its length."""
+    cut = text[:LINK_SHOWN_CHARS]
+    cut = "".join(c if c.isprintable() else repr(c)[1:-1] for c in cut)
+    fence = "`" * (max(map(len, re.findall("`+", cut)), default=0) + 1)
+    more = f"… ({len(text)} characters)" if len(text) > LINK_SHOWN_CHARS else ""
+    return f"{fence} {cut} {fence}{more}"
+
+
+def _draw_link_notice() -> None:
+    place = st.session_state["_link_run"].place
+    notice = st.session_state.get("_link_notice")
+    if notice is None:
+        place.empty()
+        return
+    lines = [f"{said}; using {used}." if used else f"{said}." for said, used in
+             notice.lines.values()]
+    place.warning("  \n".join(lines), icon=":material/link_off:")
 
 
 def device() -> str:
@@ -246,9 +406,8 @@ def checkpoint_select(none_yet: str, help: str) -> str:
         st.stop()
     if st.session_state.get("checkpoint", next(iter(choices))) not in choices:
         st.session_state["checkpoint"] = next(iter(choices))  # e.g. another session's upload
-    return st.selectbox("Checkpoint", list(choices), format_func=choices.get, key="checkpoint",
-                        disabled=locked("checkpoint"),
-                        bind="query-params", help=help)
+    return from_link(st.selectbox, "Checkpoint", list(choices), format_func=choices.get,
+                     key="checkpoint", disabled=locked("checkpoint"), help=help)
 
 
 def _computed(spinner: str, memo: _warmup.Shared, *args, **kwargs):
@@ -592,14 +751,12 @@ def cell_inputs(n: int):
     for key in ("cell_i", "cell_j"):
         if st.session_state.get(key, 0) > n - 1:
             st.session_state[key] = n - 1
-    i = a.number_input("Cell row i", 0, n - 1, min(n - 1, CELL[0]), key="cell_i",
-                       disabled=locked("cell_i"),
-                       bind="query-params",
-                       help="Row of the cell of T to follow; or click a cell of T beside.")
-    j = b.number_input("Cell column j", 0, n - 1, min(n - 1, CELL[1]), key="cell_j",
-                       disabled=locked("cell_j"),
-                       bind="query-params",
-                       help="Column of the cell of T to follow; or click a cell of T beside.")
+    i = from_link(a.number_input, "Cell row i", 0, n - 1, min(n - 1, CELL[0]), key="cell_i",
+                  disabled=locked("cell_i"),
+                  help="Row of the cell of T to follow; or click a cell of T beside.")
+    j = from_link(b.number_input, "Cell column j", 0, n - 1, min(n - 1, CELL[1]), key="cell_j",
+                  disabled=locked("cell_j"),
+                  help="Column of the cell of T to follow; or click a cell of T beside.")
     return int(i), int(j)
 
 
