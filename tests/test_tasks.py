@@ -15,6 +15,7 @@ from tnn_core.training.tasks import (
     CharLMTask,
     get_task,
     task_from_info,
+    task_shape,
 )
 from tnn_core.training.tasks.charlm import stdlib_files
 from tnn_core.training.tasks.listops import ListOpsTask
@@ -240,8 +241,55 @@ def test_charlm_from_bytes_splits_contiguously():
     assert "contiguous" in task.describe()
     rebuilt = task_from_info(task.info(), data=TEXT)
     assert rebuilt.vocab == task.vocab
-    with pytest.raises(ValueError, match="pass that text again"):
+    with pytest.raises(ValueError, match="does not hold; give that text again"):
         task_from_info(task.info())
+    with pytest.raises(ValueError, match=r"the text given \(SHA-256 [0-9a-f]{12}…\) is not the "
+                                         r"one this model was trained on, 'fox.txt'"):
+        task_from_info(task.info(), data=TEXT + b" and more")
+
+
+def test_a_charlm_task_info_never_names_a_file_to_read(tmp_path, monkeypatch):
+    """A legacy ``settings.text`` path (or any path) is dropped, never opened: the model
+    asks for its text instead. The path is a real file here, so opening it would work."""
+    import builtins
+    import io
+
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(TEXT)
+    task = CharLMTask.from_bytes(TEXT, "fox.txt", CharLMConfig(seq_len=32))
+    legacy = {**task.info(), "settings": {**task.info()["settings"], "text": str(secret)},
+              "source": {"kind": "file", "name": "secret.txt", "sha256": "0" * 64}}
+    opened = []
+    real_open, real_io_open = builtins.open, io.open
+
+    def spy(file, *args, **kwargs):
+        opened.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", spy)
+    monkeypatch.setattr(io, "open", spy)
+    assert task_shape(legacy).vocab_size == task.vocab_size
+    with pytest.raises(ValueError, match="'secret.txt', which the checkpoint does not hold"):
+        task_from_info(legacy)
+    monkeypatch.setattr(builtins, "open", real_open)
+    monkeypatch.setattr(io, "open", real_io_open)
+    assert str(secret) not in opened
+
+
+def test_a_reordered_or_oversized_vocabulary_is_refused():
+    task = CharLMTask.from_bytes(TEXT, "fox.txt", CharLMConfig(seq_len=32))
+    info = task.info()
+    shuffled = {**info, "vocab": info["vocab"][::-1]}
+    with pytest.raises(ValueError, match="vocab must be in code-point order"):
+        task_shape(shuffled)
+    small = {**info, "settings": {**info["settings"], "max_vocab": 4}}
+    with pytest.raises(ValueError, match=r"at most max_vocab - 1 = 3 distinct characters"):
+        task_shape(small)
+
+
+def test_a_text_for_a_task_without_one_is_refused():
+    with pytest.raises(ValueError, match="task listops has no text"):
+        task_from_info(get_task("listops", {"seq_len": 64}).info(), data=TEXT)
 
 
 def test_charlm_maps_unseen_characters_to_unk():

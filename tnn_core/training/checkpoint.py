@@ -15,8 +15,8 @@ turns it into today's nested one on load.
 ``load`` / ``load_bytes`` validate before they allocate. In order:
 
 1. the bytes: a pickle (protocol 2+ starts with 0x80) or a ``torch.save`` zip ("PK") is
-   refused without ever unpickling, since unpickling can run code; a file above
-   ``MAX_BYTES`` is refused unread;
+   refused without ever unpickling, since unpickling can run code; only a regular file
+   is read (no FIFO, device or directory), and never more than ``MAX_BYTES`` + 1 bytes;
 2. the safetensors header: at most ``MAX_HEADER_BYTES`` (metadata included), JSON nested
    at most ``MAX_JSON_DEPTH`` deep (counted before ``json.loads`` recurses), every tensor
    entry exactly {dtype, shape, data_offsets} of the right types, one dtype for all, byte
@@ -27,8 +27,10 @@ turns it into today's nested one on load.
    history's fields that readers use (evals with an integer step, numbers where numbers
    go, the kernel snapshots by ``KernelSnapshots.from_record``: counts, shapes, sizes,
    finite scales, each string's length checked before it is decoded);
-4. the budgets: at most ``MAX_PARAMETERS`` parameters, and the evaluation memory
-   estimate of ``eval_bytes`` at most ``EVAL_BYTES_LIMIT``;
+4. the budgets: at most ``MAX_PARAMETERS`` parameters, and the length sweep (the
+   evaluation Inspect runs, up to 4x the training length) within ``budget``'s memory and
+   time limits, counted by every dimension that allocates (width, layers, length, r, m,
+   heads, max_length);
 5. the tensors: names and shapes compared with the model built on the meta device (no
    memory), and only then the data read, checked finite, and the real model built.
 
@@ -62,7 +64,7 @@ import reprlib
 import struct
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -70,16 +72,17 @@ import torch
 from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 from torch import nn
-from torch.overrides import TorchFunctionMode
 
 from tnn_core import __version__
-from tnn_core.models import ModelConfig, TNNLayer, build_model
-from tnn_core.training.snapshots import KernelSnapshots
-from tnn_core.training.tasks import TaskShape, task_shape
+from tnn_core.files import FileRefused, read_bounded
+from tnn_core.models import ModelConfig, build_model
+from tnn_core.training.budget import BudgetError, check_sweep, meta_layers, parameter_count
+from tnn_core.training.history import validated_history
+from tnn_core.training.tasks import task_shape
 
-__all__ = ["CheckpointError", "CheckpointInfo", "EVAL_BYTES_LIMIT", "FORMAT", "MAX_BYTES",
+__all__ = ["CheckpointError", "CheckpointInfo", "FORMAT", "MAX_BYTES",
            "MAX_HEADER_BYTES", "MAX_JSON_DEPTH", "MAX_PARAMETERS", "SHIPPED_DIR",
-           "STALE_TEMP_SECONDS", "eval_bytes", "save", "write_atomically", "load",
+           "STALE_TEMP_SECONDS", "save", "write_atomically", "load",
            "load_bytes", "read_info", "shipped", "migrate_train_config"]
 
 log = logging.getLogger(__name__)
@@ -91,16 +94,6 @@ MAX_BYTES = 200_000_000  # larger files are refused before they are read
 MAX_HEADER_BYTES = 4_000_000
 MAX_JSON_DEPTH = 64  # nesting of the header and of each metadata value; ours nest 4 deep
 MAX_PARAMETERS = 50_000_000  # 200 MB of float32, as large as MAX_BYTES allows
-# Inspect's length sweep scores 16 sequences at 1x, 2x, 4x the training length (and the
-# same-window sweep 4 sequences at up to 16x: the same tokens); ``eval_bytes`` estimates
-# the activations of its longest pass, which must fit in this.
-EVAL_BYTES_LIMIT = 2**30
-EVAL_SEQUENCES, EVAL_FACTOR = 16, 4
-# float32 [tokens, D] tensors alive at once in a forward pass (u, v, the padded FFT, the
-# product): the peak of tno and fd at d = 64, n = 4096 is about 6 with the logits (every
-# large tensor a fresh mapping, so nothing freed earlier hides in the count); 12 leaves a
-# factor 2 for other shapes
-EVAL_COPIES = 12
 STALE_TEMP_SECONDS = 600  # a temp file this old is stale even if its pid is alive (reused)
 SHIPPED_DIR = Path(__file__).resolve().parents[2] / "checkpoints"
 _DTYPES = {"F16": (torch.float16, 2), "BF16": (torch.bfloat16, 2), "F32": (torch.float32, 4),
@@ -227,14 +220,11 @@ def _fsync_folder(folder: Path) -> None:
 
 # -- load: the bytes and the header ------------------------------------------------------------
 def _read(path: str | os.PathLike) -> bytes:
-    path = Path(path)
+    """The file's bytes: a regular file of at most MAX_BYTES, never more read (files.py)."""
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise CheckpointError(f"{path}: {size:,} bytes is above the {MAX_BYTES:,} limit")
-        return path.read_bytes()
-    except OSError as err:
-        raise CheckpointError(f"cannot read {path}: {err.strerror}") from None
+        return read_bounded(path, MAX_BYTES, "checkpoint")
+    except FileRefused as err:
+        raise CheckpointError(str(err)) from None
 
 
 def _json(text: bytes, what: str, source: str):
@@ -388,66 +378,6 @@ def migrate_train_config(train_config: dict, model_config: ModelConfig) -> dict:
     return {**kept, "model": model_config.to_dict()}
 
 
-def _check_history(history) -> str | None:
-    """What is wrong with the fields of ``history`` that readers use, or None."""
-    if not isinstance(history, dict):
-        return f"must be a JSON object; got {_describe(history)}"
-    evals = history.get("evals", [])
-    if not isinstance(evals, list):
-        return f"evals must be a list; got {_describe(evals)}"
-    for i, entry in enumerate(evals):
-        if not isinstance(entry, dict) or not _is_int(entry.get("step")):
-            return f"evals[{i}] must be an object with an integer step; got {_describe(entry)}"
-        bad = [k for k, v in entry.items() if k != "step" and not (_is_number(v) or v is None)]
-        if bad:
-            return f"evals[{i}].{bad[0]} must be a number; got {_describe(entry[bad[0]])}"
-    losses = history.get("train_loss", [])
-    if not isinstance(losses, list) or not all(map(_is_number, losses)):
-        return f"train_loss must be a list of numbers; got {_describe(losses)}"
-    for key, test, kind in (("wall_s", _is_number, "a number"),
-                            ("tokens_per_s", _is_number, "a number"),
-                            ("steps", _is_int, "an integer"),
-                            ("train_config", lambda v: isinstance(v, dict), "an object")):
-        if key in history and not test(history[key]):
-            return f"{key} must be {kind}; got {_describe(history[key])}"
-    for key in ("metric_name", "command", "device", "status", "message"):
-        if key in history and not isinstance(history[key], str | None):
-            return f"{key} must be a string; got {_describe(history[key])}"
-    if "kernel_snapshots" in history:
-        try:
-            KernelSnapshots.from_record(history["kernel_snapshots"])
-        except ValueError as err:
-            return str(err)
-    return None
-
-
-def eval_bytes(config: ModelConfig, shape: TaskShape) -> int:
-    """Estimated activation bytes of Inspect's longest length-sweep pass over this model.
-
-    EVAL_SEQUENCES sequences at EVAL_FACTOR x the training length (1x for a task with a
-    fixed length), EVAL_COPIES float32 tensors of the GTU's width D = expand_ratio x dim
-    per token, a language model's logits (V per token) and, for togeipi, four float32
-    n x n matrices (its sparse block, mask and their product)."""
-    n = (EVAL_FACTOR if shape.extrapolates else 1) * shape.seq_len
-    width = EVAL_COPIES * config.expand_ratio * config.dim
-    per_token = 4 * (width + (config.vocab_size if config.task == "lm" else 0))
-    togeipi = any(config.layer_operator(i).kind == "togeipi" for i in range(config.layers))
-    square = 4 * 4 * n * n if togeipi else 0
-    return EVAL_SEQUENCES * n * per_token + square
-
-
-class _NoInitialisers(TorchFunctionMode):
-    """``torch.nn.init``'s in-place initialisers return their tensor untouched: meta tensors
-    hold no values, and a random initialiser on the meta device imports torch._dynamo
-    (0.8 s, paid by the first checkpoint a server loads)."""
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        if getattr(func, "__module__", None) == "torch.nn.init" and \
-                getattr(func, "__name__", "").endswith("_"):  # the in-place initialisers
-            return args[0] if args else kwargs["tensor"]
-        return func(*args, **(kwargs or {}))
-
-
 def _expected_tensors(config: ModelConfig, source: str) -> dict[str, torch.Size]:
     """The state dict's names and shapes for ``config``, without data or a full build.
 
@@ -455,14 +385,8 @@ def _expected_tensors(config: ModelConfig, source: str) -> dict[str, torch.Size]
     operator of ``layer_operators``; layers with the same operator are identical, so layer
     i's entries are its operator's layer renamed. A config with 10^6 layers thus costs
     one layer's construction before it is refused."""
-    with torch.device("meta"), _NoInitialisers():
-        one = build_model(replace(config, layers=1, layer_operators=()))
-        layers = {config.operator: one.layers[0]}
-        for operator in set(config.layer_operators) - set(layers):
-            layers[operator] = TNNLayer(config, operator)
-    sizes = {op: sum(p.numel() for p in layer.parameters()) for op, layer in layers.items()}
-    count = (sum(p.numel() for p in one.parameters()) - sizes[config.operator]
-             + sum(sizes[config.layer_operator(i)] for i in range(config.layers)))
+    one, layers = meta_layers(config)
+    count = parameter_count(config)
     if count > MAX_PARAMETERS:
         raise CheckpointError(f"{source}: its model config asks for {count:,} parameters; the "
                               f"limit is MAX_PARAMETERS = {MAX_PARAMETERS:,}")
@@ -494,17 +418,17 @@ def _validated(data: bytes, source: str) -> tuple[CheckpointInfo, dict[str, _Ent
             raise CheckpointError(f"{source}: model config {name} is "
                                   f"{getattr(config, name)!r}, but its task {shape.name} "
                                   f"needs {wanted!r}")
-    problem = _check_history(meta["history"])
-    if problem is not None:
-        raise CheckpointError(f"{source}: bad history metadata: {problem}")
+    try:
+        meta["history"] = validated_history(meta["history"])  # training/history.py
+    except ValueError as err:
+        raise CheckpointError(f"{source}: bad history metadata: {err}") from None
     expected = _expected_tensors(config, source)
-    needed = eval_bytes(config, shape)
-    if needed > EVAL_BYTES_LIMIT:
-        raise CheckpointError(f"{source}: task seq_len {shape.seq_len} with width "
-                              f"{config.expand_ratio} x {config.dim} needs about "
-                              f"{needed / 2**20:,.0f} MiB to evaluate at {EVAL_FACTOR}x its "
-                              f"length; the limit is EVAL_BYTES_LIMIT = "
-                              f"{EVAL_BYTES_LIMIT / 2**20:,.0f} MiB")
+    element = _DTYPES[next(iter(entries.values())).dtype][1] if entries else 4
+    try:
+        check_sweep(config, shape.seq_len, shape.extrapolates, max(element, 4))
+    except BudgetError as err:
+        raise CheckpointError(f"{source}: task seq_len {shape.seq_len} with this model: "
+                              f"{err}") from None
     missing = sorted(set(expected) - set(entries))
     unexpected = sorted(set(entries) - set(expected))
     if missing or unexpected:

@@ -16,20 +16,34 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from tnn_core.allocator import keep_freed_memory
-from tnn_core.checks import check_int
+from tnn_core.checks import check_int, check_number
+from tnn_core.files import read_bounded
+from tnn_core.training.budget import (
+    SECONDS_LIMIT,
+    SWEEP_BATCH_SIZE,
+    SWEEP_BATCHES,
+    SWEEP_FACTORS,
+    BudgetError,
+    check_cost,
+    pass_cost,
+)
 from tnn_core.training.checkpoint import CheckpointError, CheckpointInfo, load
 from tnn_core.training.tasks import IGNORE, Task, task_from_info
+from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
 
 __all__ = ["evaluate", "evaluate_model", "evaluate_checkpoint", "length_sweep",
-           "same_window_sweep", "layer_kernels",
-           "autocast", "main"]
+           "same_window_sweep", "layer_kernels", "deadline_after", "autocast", "main"]
+
+CLI_SECONDS_LIMIT = 600.0  # the command line's default time limit: the user's own machine
 
 
 def autocast(device: torch.device, dtype: str):
@@ -38,19 +52,29 @@ def autocast(device: torch.device, dtype: str):
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=enabled)
 
 
+def deadline_after(seconds: float = SECONDS_LIMIT) -> float:
+    """A ``deadline`` for ``evaluate``: ``seconds`` from now on the monotonic clock."""
+    return time.monotonic() + seconds
+
+
 @torch.no_grad()
 def evaluate(model: nn.Module, task: Task, batches: int = 8, batch_size: int = 32,
-             length: int | None = None, dtype: str = "float32") -> dict:
+             length: int | None = None, dtype: str = "float32",
+             deadline: float | None = None) -> dict:
     """The task's metrics on its fixed validation batches at ``length`` (default seq_len).
 
     Returns loss (nats), accuracy, the task's metric, perplexity (lm), length and the
-    number of targets counted."""
+    number of targets counted. Past ``deadline`` (``deadline_after``) it stops between
+    two batches with a BudgetError: an estimate that erred never means "never ends"."""
     device = next(model.parameters()).device
     n = task.check_length(length)
     was_training = model.training
     model.eval()
     total_loss, correct, count = 0.0, 0, 0
-    for tokens, targets in task.validation(batch_size, batches, n):
+    for done, (tokens, targets) in enumerate(task.validation(batch_size, batches, n)):
+        if deadline is not None and time.monotonic() > deadline:
+            raise BudgetError(f"the evaluation at n = {n:,} passed its time limit after "
+                              f"{done} of {batches} batches; use fewer or smaller batches")
         tokens, targets = tokens.to(device), targets.to(device)
         with autocast(device, dtype):
             logits = model(tokens)  # (B, n, V) or (B, C)
@@ -68,9 +92,10 @@ def evaluate(model: nn.Module, task: Task, batches: int = 8, batch_size: int = 3
 
 
 def evaluate_model(model: nn.Module, task: Task, length: int | None = None, batches: int = 16,
-                   batch_size: int = 32) -> dict:
+                   batch_size: int = 32, deadline: float | None = None) -> dict:
     """The task's metric for ``model`` at ``length`` (default the task's), as one flat dict."""
-    metrics = evaluate(model, task, batches=batches, batch_size=batch_size, length=length)
+    metrics = evaluate(model, task, batches=batches, batch_size=batch_size, length=length,
+                       deadline=deadline)
     return {"task": task.name, "metric_name": task.metric_name, "metric": metrics["metric"],
             "higher_is_better": task.higher_is_better, "chance": task.chance,
             "baselines": task.baselines(), "length": metrics["length"],
@@ -88,20 +113,21 @@ def evaluate_checkpoint(model: nn.Module, info: CheckpointInfo, length: int | No
                                                         batch_size)}
 
 
-def length_sweep(model: nn.Module, task: Task, factors=(1, 2, 4), batches: int = 8,
-                 batch_size: int = 16) -> list[dict]:
-    """The metric at factor × the training length, one row per factor.
+def length_sweep(model: nn.Module, task: Task, factors=SWEEP_FACTORS,
+                 batches: int = SWEEP_BATCHES, batch_size: int = SWEEP_BATCH_SIZE) -> list[dict]:
+    """The metric at factor × the training length, one row per factor, all within one
+    SECONDS_LIMIT (the checkpoint loader checked the estimate of the default sweep).
 
     A task with a fixed length (digits) gets a row with ``metric`` None and a ``note``
     for every factor but 1."""
-    rows = []
+    rows, deadline = [], deadline_after()
     for factor in factors:
         length = int(factor * task.seq_len)
         if not task.extrapolates and length != task.seq_len:
             rows.append({"factor": factor, "length": length, "metric": None, "loss": None,
                          "note": f"{task.name} has a fixed length n = {task.seq_len}"})
             continue
-        row = evaluate_model(model, task, length, batches, batch_size)
+        row = evaluate_model(model, task, length, batches, batch_size, deadline)
         rows.append({"factor": factor, "length": length, "metric": row["metric"],
                      "loss": row["loss"], "note": ""})
     return rows
@@ -109,7 +135,7 @@ def length_sweep(model: nn.Module, task: Task, factors=(1, 2, 4), batches: int =
 
 @torch.no_grad()
 def same_window_sweep(model: nn.Module, task: Task, factors=(1, 2, 4, 8, 16), windows: int = 8,
-                      batch_size: int = 4) -> list[dict]:
+                      batch_size: int = 4, deadline: float | None = None) -> list[dict]:
     """A language model's metric at factor × the training length n0, on the same windows.
 
     TNN's Table 10 asks whether a model trained at n0 still works on longer sequences. To
@@ -131,11 +157,14 @@ def same_window_sweep(model: nn.Module, task: Task, factors=(1, 2, 4, 8, 16), wi
     batches = task.validation(batch_size, -(-windows // batch_size), task.check_length(longest))
     was_training = model.training
     model.eval()
-    rows = []
+    rows, deadline = [], deadline or deadline_after()
     for factor in factors:
         length = factor * n0
         sums = {"all": [0.0, 0, 0], "last": [0.0, 0, 0]}  # loss sum, correct, count
         for tokens, targets in batches:
+            if time.monotonic() > deadline:
+                raise BudgetError(f"the same-window sweep passed its time limit at {factor}x "
+                                  f"the training length")
             tokens, targets = tokens[:, -length:].to(device), targets[:, -length:].to(device)
             logits = model(tokens).float()  # (B, length, V)
             for part, start in (("all", 0), ("last", length - n0)):
@@ -175,6 +204,36 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _budget(model: nn.Module, task: Task, args: argparse.Namespace) -> None:
+    """BudgetError unless the asked evaluation fits the memory and time budget."""
+    element = next(model.parameters()).element_size()
+    check_int("--batches", args.batches, 1)
+    check_int("--batch-size", args.batch_size, 1)
+    if args.same_windows is not None:
+        factors = _factors(args.same_windows)
+        n = max(factors) * task.seq_len
+        passes = args.batches * len(factors)
+    else:
+        n, passes = task.check_length(args.length), args.batches
+    check_cost(f"evaluating {args.batch_size} sequences of n = {n:,} at a time",
+               pass_cost(model.config, args.batch_size, n, element=element), passes=passes,
+               seconds_limit=args.time_limit)
+
+
+def _checked_numbers(result: dict) -> dict:
+    """``result`` if its loss and metric are finite; else ValueError: JSON has no inf or
+    NaN, and an overflowing model's metric means nothing."""
+    rows = result.get("same_windows", [result])
+    for row in rows:
+        bad = [key for key, value in row.items()
+               if isinstance(value, float) and not math.isfinite(value)]
+        if bad:
+            raise ValueError(f"the model's {bad[0]} is {row[bad[0]]} at length "
+                             f"{row.get('length')}: its outputs overflow, so no metric is "
+                             f"reported")
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line; prints one JSON line, or one ``error:`` line on stderr and exits 2."""
     p = argparse.ArgumentParser(prog="python -m tnn_core.training.evaluate", description=__doc__,
@@ -185,32 +244,42 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batches", type=int, default=16, help="fixed validation batches")
     p.add_argument("--batch-size", type=int, default=32, help="sequences per batch")
     p.add_argument("--text", default=None,
-                   help="charlm trained on an uploaded text: that text file")
+                   help="charlm trained on a user's text: that text file (its SHA-256 must "
+                        "match the one the checkpoint records)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--time-limit", type=float, default=CLI_SECONDS_LIMIT, metavar="SECONDS",
+                   help="refuse an evaluation estimated to take longer, and stop one that "
+                        "does (default %(default)s)")
     p.add_argument("--same-windows", default=None, metavar="FACTORS",
                    help="language models: the metric at these multiples of the training "
                         "length on the same windows, e.g. 1,2,4,8,16 (TNN's Table 10); "
                         "--batches × --batch-size windows")
     args = p.parse_args(argv)
     keep_freed_memory()
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
     try:
+        if args.threads is not None:
+            torch.set_num_threads(check_int("--threads", args.threads, 1, 1024))
+        check_number("--time-limit", args.time_limit, 1, 86_400)
         model, info = load(args.checkpoint)
-        text = None
-        if args.text is not None:
-            with open(args.text, "rb") as f:
-                text = f.read()
+        text = None if args.text is None else read_bounded(args.text, MAX_TEXT_BYTES, "--text")
+        task = task_from_info(info.task, data=text)
+        _budget(model, task, args)
         if args.same_windows is not None:
-            factors = _factors(args.same_windows)
-            rows = same_window_sweep(model, task_from_info(info.task, data=text), factors,
-                                     args.batches * args.batch_size, args.batch_size)
+            rows = same_window_sweep(model, task, _factors(args.same_windows),
+                                     args.batches * args.batch_size, args.batch_size,
+                                     deadline_after(args.time_limit))
             result = {"checkpoint": info.source, "same_windows": rows}
         else:
-            result = evaluate_checkpoint(model, info, args.length, args.batches,
-                                         args.batch_size, text)
+            result = {"checkpoint": info.source,
+                      **evaluate_model(model, task, args.length, args.batches,
+                                       args.batch_size, deadline_after(args.time_limit))}
+        result = _checked_numbers(result)
     except (CheckpointError, ValueError, OSError) as err:  # bad input: its own sentence
         print(f"error: {_one_line(str(err))}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("error: the evaluation ran out of memory; use a smaller --batch-size or "
+              "--length", file=sys.stderr)
         return 2
     except Exception as err:  # noqa: BLE001 - a command-line tool answers with one line
         print(f"error: evaluation failed ({type(err).__name__}: {_one_line(str(err))})",

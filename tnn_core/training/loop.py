@@ -59,7 +59,7 @@ from torch import nn
 from tnn_core import __version__
 from tnn_core.checks import check_choice
 from tnn_core.models import ModelConfig, build_model
-from tnn_core.training.checkpoint import EVAL_BYTES_LIMIT, EVAL_FACTOR, eval_bytes
+from tnn_core.training.budget import TRAINING_MEMORY_LIMIT, check_cost, check_sweep, pass_cost
 from tnn_core.training.config import DEVICES, SCHEDULES, TrainConfig
 from tnn_core.training.evaluate import autocast, evaluate
 from tnn_core.training.resume import Resume, TrainState, load_optimizer_tensors, optimizer_tensors
@@ -183,13 +183,13 @@ def train(config: TrainConfig, task: Task | None = None, callbacks: Callbacks | 
         task = get_task(config.task)
     elif task.name != config.task:
         raise ValueError(f"task must match config.task={config.task!r}; got {task.name!r}")
-    needed = eval_bytes(config.model_config(task), task_shape(task.info()))
-    if needed > EVAL_BYTES_LIMIT:  # refused now, not after the run: the loader would refuse it
-        raise ValueError(f"seq_len {task.seq_len} at this width needs about "
-                         f"{needed / 2**20:,.0f} MiB to evaluate at {EVAL_FACTOR}x its length; "
-                         f"checkpoints are limited to EVAL_BYTES_LIMIT = "
-                         f"{EVAL_BYTES_LIMIT / 2**20:,.0f} MiB: use a shorter seq_len or a "
-                         f"narrower model")
+    model_config = config.model_config(task)
+    shape = task_shape(task.info())
+    # refused now, not after the run: the loader refuses a model it cannot evaluate
+    check_sweep(model_config, shape.seq_len, shape.extrapolates)
+    check_cost(f"a training step of {config.batch_size} sequences of {task.seq_len}",
+               pass_cost(model_config, config.batch_size, task.seq_len, grad=True),
+               memory_limit=TRAINING_MEMORY_LIMIT, seconds_limit=None)
     callbacks = callbacks or Callbacks()
     rank, world, local_rank = _distributed()
     device = resolve_device(config.device, local_rank)

@@ -13,12 +13,13 @@ fixed ``validation(batch_size, batches, length=None)`` batches, ``chance``,
 
 from __future__ import annotations
 
+import hashlib
 import reprlib
 from dataclasses import dataclass, is_dataclass
 
 from tnn_core.checks import check_choice, config_from_dict
 from tnn_core.training.tasks.base import IGNORE, Task
-from tnn_core.training.tasks.charlm import MAX_VOCAB, CharLMConfig, CharLMTask
+from tnn_core.training.tasks.charlm import CharLMConfig, CharLMTask
 from tnn_core.training.tasks.digits import LEVELS, DigitsConfig, DigitsTask
 from tnn_core.training.tasks.listops import TOKENS, ListOpsConfig, ListOpsTask
 from tnn_core.training.tasks.recall import RecallConfig, RecallTask
@@ -69,33 +70,50 @@ class TaskShape:
     extrapolates: bool  # False: the task exists at seq_len only
 
 
-_SOURCE_KINDS = ("stdlib", "file", "bytes")
+_SOURCE_KINDS = ("stdlib", "file", "bytes")  # file: a path, dropped (tnn_core <= 0.2 wrote it)
+_USER_TEXT = ("file", "bytes")  # trained on a user's text: evaluating it needs the text again
+_SHA256 = frozenset("0123456789abcdef")
+
+
+def _settings(info: dict) -> dict | None:
+    """``info["settings"]`` without charlm's legacy ``text``: a path, which is never opened."""
+    settings = info.get("settings")
+    if settings is not None and not isinstance(settings, dict):
+        raise ValueError(f"task settings must be a dict; got {type(settings).__name__}")
+    if info.get("name") == "charlm" and settings is not None and "text" in settings:
+        settings = {k: v for k, v in settings.items() if k != "text"}
+    return settings
 
 
 def task_shape(info) -> TaskShape:
     """Validate ``Task.info()`` read from an untrusted file and return its shape.
 
     Every field's type is checked: the settings by their config's bounds, charlm's
-    vocabulary (required) as a string of distinct characters, its source as a dict of
-    strings. A bad one is a ValueError naming it. Nothing is built, so this is cheap."""
+    vocabulary (required) as at most ``max_vocab - 1`` distinct characters in code-point
+    order (as ``build_vocab`` makes it: a shuffled vocabulary would silently read every
+    character as another), its source as a dict of strings. A bad one is a ValueError
+    naming it. Nothing is built, so this is cheap, and nothing is opened: charlm's legacy
+    ``settings.text`` path is dropped."""
     if not isinstance(info, dict) or not isinstance(info.get("name"), str):
         raise ValueError(f"task info must be a dict with a string 'name'; got "
                          f"{_short(info)}")
     name = info["name"]
     task_cls, _ = _entry(name)
-    settings = info.get("settings")
-    if settings is not None and not isinstance(settings, dict):
-        raise ValueError(f"task settings must be a dict; got {type(settings).__name__}")
-    config = task_config(name, settings)
+    config = task_config(name, _settings(info))
     if name == "charlm":
         vocab, source = info.get("vocab"), info.get("source")
-        if not (isinstance(vocab, str) and len(vocab) < MAX_VOCAB
+        if not (isinstance(vocab, str) and len(vocab) < config.max_vocab
                 and len(set(vocab)) == len(vocab)):
-            raise ValueError(f"charlm vocab must be a string of at most {MAX_VOCAB - 1} "
-                             f"distinct characters; got {_short(vocab)}")
+            raise ValueError(f"charlm vocab must be a string of at most max_vocab - 1 = "
+                             f"{config.max_vocab - 1} distinct characters; got {_short(vocab)}")
+        if list(vocab) != sorted(vocab):
+            raise ValueError(f"charlm vocab must be in code-point order, as the task builds it; "
+                             f"got {_short(vocab)} (a reordered vocabulary maps every "
+                             f"character to another)")
         if source is not None and not (
                 isinstance(source, dict) and source.get("kind", "stdlib") in _SOURCE_KINDS
-                and all(isinstance(source.get(k, ""), str) for k in ("name", "sha256"))):
+                and all(isinstance(source.get(k, ""), str) and len(source.get(k, "")) <= 4096
+                        for k in ("name", "sha256"))):
             raise ValueError(f"charlm source must be a dict with kind in {_SOURCE_KINDS} and "
                              f"string name and sha256; got {_short(source)}")
         vocab_size = len(vocab) + 1  # as CharLMTask.__init__: UNK, then the vocabulary
@@ -117,18 +135,30 @@ def _short(value) -> str:
 def task_from_info(info: dict, data: bytes | None = None) -> Task:
     """Rebuild a task from ``Task.info()`` (e.g. checkpoint metadata), checked by ``task_shape``.
 
-    charlm keeps the stored vocabulary. A charlm trained on an uploaded text needs that
-    text again as ``data``; one trained on a file reads the file when it still exists.
+    charlm keeps the stored vocabulary. A charlm trained on a user's text needs that text
+    again as ``data`` (its SHA-256 must match the stored one); the info never names a
+    file to read. ``data`` for a model of the stdlib corpus is refused.
     """
     name = task_shape(info).name
-    config = task_config(name, info.get("settings"))
+    config = task_config(name, _settings(info))
     if name != "charlm":
+        if data is not None:
+            raise ValueError(f"a text was given, but task {name} has no text")
         return get_task(name, config)
     source = info.get("source") or {"kind": "stdlib"}
-    if data is not None:
-        return CharLMTask(config, vocab=info.get("vocab"), data=data,
-                          data_name=source.get("name"))
-    if source.get("kind") == "bytes":
-        raise ValueError(f"this charlm model was trained on the uploaded text "
-                         f"{source.get('name')!r}; pass that text again to evaluate it")
-    return CharLMTask(config, vocab=info.get("vocab"))
+    kind, text_name = source.get("kind", "stdlib"), _short(source.get("name", ""))
+    if kind not in _USER_TEXT:
+        if data is not None:
+            raise ValueError("a text was given, but this charlm model was trained on the Python "
+                             "stdlib's source, which it reads itself; give no text")
+        return CharLMTask(config, vocab=info.get("vocab"))
+    if data is None:
+        raise ValueError(f"this charlm model was trained on the text {text_name}, which the "
+                         f"checkpoint does not hold; give that text again to evaluate it")
+    wanted = source.get("sha256", "")
+    if len(wanted) == 64 and set(wanted) <= _SHA256:
+        got = hashlib.sha256(data).hexdigest()
+        if got != wanted:
+            raise ValueError(f"the text given (SHA-256 {got[:12]}…) is not the one this model "
+                             f"was trained on, {text_name} (SHA-256 {wanted[:12]}…)")
+    return CharLMTask(config, vocab=info.get("vocab"), data=data, data_name=source.get("name"))

@@ -7,10 +7,15 @@ Corpus (``source``):
             path) until ``max_bytes``, so the capped corpus still spans the library.
             Split **by file**: a file is in validation when CRC-32(relative path) falls
             in the lowest ``val_fraction`` of its range; no file is in both splits.
-    file    one UTF-8 text file (``text=PATH``, CLI ``--text``)
-    bytes   raw bytes, e.g. an upload (``CharLMTask.from_bytes``)
-            A single text is split into contiguous chunks: the first 1 - val_fraction
-            of its characters train, the rest validate.
+    bytes   a user's UTF-8 text as bytes: an upload, or the file given to the CLI's
+            ``--text`` (``CharLMTask.from_bytes``). A single text is split into
+            contiguous chunks: the first 1 - val_fraction of its characters train, the
+            rest validate.
+
+A checkpoint never names a file: its task info keeps the text's name and SHA-256 only,
+and evaluating the model needs the user to give that text again. (Files written before
+this rule kept a path in ``settings.text``, with source kind ``file``; the path is
+dropped on load and never opened.)
 
 Vocabulary: id 0 is UNK; then the ``max_vocab - 1`` most frequent characters of the
 training text, in code-point order. Unseen or rare characters map to UNK. The vocabulary
@@ -58,7 +63,6 @@ class CharLMConfig:
     """Character LM settings. Unknown fields raise."""
 
     seq_len: int = 256  # n, the training length
-    text: str | None = None  # a UTF-8 text file; None: the stdlib's .py sources
     max_bytes: int = 3_000_000  # stdlib corpus cap (bytes of source read)
     max_vocab: int = 128  # vocabulary size V at most, UNK included
     val_fraction: float = 0.1  # share of files (stdlib) or of the text (one file) held out
@@ -69,8 +73,6 @@ class CharLMConfig:
         check_int("max_bytes", self.max_bytes, 10_000, 1_000_000_000)
         check_int("max_vocab", self.max_vocab, 2, MAX_VOCAB)
         check_int("val_seed", self.val_seed, 0, MAX_SEED)
-        if self.text is not None and not isinstance(self.text, str):
-            raise ValueError(f"text must be a file path or None; got {self.text!r}")
         check_number("val_fraction", self.val_fraction, 0.01, 0.5)
 
 
@@ -150,8 +152,9 @@ class CharLMTask(Task):
 
     def __init__(self, config: CharLMConfig | None = None, vocab: str | None = None,
                  data: bytes | None = None, data_name: str | None = None):
-        """Build the corpus of ``config``; ``data`` (bytes) replaces it; ``vocab`` fixes the
-        tokenizer (from a checkpoint) instead of building it from the training text."""
+        """Build the stdlib corpus, or the user's text ``data`` (bytes) when given;
+        ``vocab`` fixes the tokenizer (from a checkpoint) instead of building it from the
+        training text."""
         self.config = c = config or CharLMConfig()
         self.seq_len = c.seq_len
         self.validation_seed = c.val_seed
@@ -159,15 +162,6 @@ class CharLMTask(Task):
             self.source = {"kind": "bytes", "name": data_name or "upload",
                            "sha256": hashlib.sha256(data).hexdigest()}
             train, val = self._split_text(decode_text(data, self.source["name"]))
-        elif c.text is not None:
-            path = Path(c.text)
-            try:
-                raw = path.read_bytes()
-            except OSError as err:
-                raise ValueError(f"text: cannot read {path}: {err.strerror}") from None
-            self.source = {"kind": "file", "name": path.name,
-                           "sha256": hashlib.sha256(raw).hexdigest()}
-            train, val = self._split_text(decode_text(raw, str(path)))
         else:
             files = stdlib_files(c.max_bytes)
             cut = c.val_fraction * 2**32
@@ -192,7 +186,7 @@ class CharLMTask(Task):
     @classmethod
     def from_bytes(cls, data: bytes, name: str = "upload",
                    config: CharLMConfig | None = None) -> CharLMTask:
-        """A task on one uploaded text (strict UTF-8, not binary, 1 kB to 20 MB)."""
+        """A task on one user text (strict UTF-8, not binary, 1 kB to 20 MB)."""
         return cls(config, data=data, data_name=name)
 
     def _split_text(self, text: str) -> tuple[str, str]:

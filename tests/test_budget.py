@@ -1,0 +1,135 @@
+"""tnn_core.training.budget: the memory and time model every path asks before it allocates.
+
+The estimate must bound what a pass really takes (measured as the peak RSS of a fresh
+process, every allocation of 64 KB or more a fresh mapping so nothing freed earlier hides
+part of the pass) and not be far above it, or it would refuse models the lab can run."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tnn_core.models import ModelConfig, build_model
+from tnn_core.operators import OperatorConfig
+from tnn_core.training.budget import (
+    MEMORY_LIMIT,
+    BudgetError,
+    Cost,
+    check_cost,
+    check_sweep,
+    parameter_count,
+    pass_cost,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+OPERATORS = {
+    "tno": {"kind": "tno"},
+    "fd": {"kind": "fd"},
+    "ski": {"kind": "ski", "rank": 16, "band": 9},
+    "ski r=8192": {"kind": "ski", "rank": 8192, "band": 9},
+    "knots": {"kind": "ski", "low_rank": "knots", "knot_length": 256, "rank": 32},
+    "togeipi": {"kind": "togeipi", "heads": 4, "max_length": 2048},
+}
+
+
+def _config(name: str, task: str, causal: bool, layers: int = 2) -> ModelConfig:
+    return ModelConfig(task=task, vocab_size=101, num_classes=10, dim=64, layers=layers,
+                       operator=OperatorConfig(causal=causal, **OPERATORS[name]))
+
+
+@pytest.mark.parametrize("name", list(OPERATORS))
+@pytest.mark.parametrize("task", ["lm", "classify"])
+@pytest.mark.parametrize("rpe_layers", [0, 3])
+def test_parameter_count_is_the_built_models(name, task, rpe_layers):
+    causal = task == "lm"
+    base = _config(name, task, causal)
+    config = ModelConfig(**{**base.__dict__, "operator": OperatorConfig(
+        **{**base.operator.__dict__, "rpe_layers": rpe_layers})})
+    built = sum(p.numel() for p in build_model(config).parameters())
+    assert parameter_count(config) == built
+
+
+PASS = """
+import sys, json, torch
+sys.path.insert(0, "tests")
+from hostile import peak_rss_mb
+torch.set_num_threads(1)
+from tnn_core.models import ModelConfig
+from tnn_core.operators import OperatorConfig
+from tnn_core.models import build_model
+config = ModelConfig.from_dict(json.loads(sys.argv[1]))
+batch, n, grad = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+model = build_model(config)
+tokens = torch.randint(0, config.vocab_size, (batch, n))
+base = peak_rss_mb()
+if grad:
+    optimizer = torch.optim.AdamW(model.parameters())
+    model(tokens).float().pow(2).mean().backward()
+    optimizer.step()
+else:
+    with torch.no_grad():
+        model.eval()(tokens)
+print(int((peak_rss_mb() - base) * 2**20))
+"""
+
+CASES = [  # (operator, task, causal, batch, n, grad)
+    ("tno", "lm", True, 16, 4096, False),
+    ("fd", "lm", True, 16, 4096, False),
+    ("tno", "classify", False, 16, 2048, False),
+    ("fd", "classify", False, 16, 2048, False),
+    ("ski", "classify", False, 16, 4096, False),
+    ("ski r=8192", "classify", False, 16, 256, False),
+    ("ski", "lm", True, 16, 4096, False),
+    ("knots", "classify", False, 16, 4096, False),
+    ("togeipi", "classify", False, 16, 2048, False),
+    ("tno", "lm", True, 8, 2048, True),
+    ("ski r=8192", "classify", False, 8, 256, True),
+    ("togeipi", "lm", True, 8, 1024, True),
+]
+
+
+@pytest.mark.parametrize(("name", "task", "causal", "batch", "n", "grad"), CASES)
+def test_the_estimate_bounds_the_measured_peak_of_a_pass(name, task, causal, batch, n, grad):
+    config = _config(name, task, causal)
+    result = subprocess.run(
+        [sys.executable, "-c", PASS, json.dumps(config.to_dict()), str(batch), str(n),
+         "1" if grad else "0"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+        check=True, env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT),
+                         "MALLOC_MMAP_THRESHOLD_": "65536"})  # nothing else inherited
+    measured = int(result.stdout.strip().splitlines()[-1])
+    estimate = pass_cost(config, batch, n, grad=grad).bytes
+    assert measured <= estimate <= 6 * measured + 64 * 2**20, (measured, estimate)
+
+
+def test_ski_rank_counts_in_the_estimate():
+    """A checkpoint of r = 65536 with matching tensors is small on disk, large to run."""
+    small, large = (_config("ski", "classify", False), ModelConfig(
+        task="classify", vocab_size=101, num_classes=10, dim=64, layers=2,
+        operator=OperatorConfig(kind="ski", rank=65536, band=9)))
+    assert pass_cost(large, 16, 256).bytes > 30 * pass_cost(small, 16, 256).bytes
+    with pytest.raises(BudgetError, match=r"the limit is 1,024 MiB \(\d+\.\dx over\)"):
+        check_sweep(large, 256, extrapolates=True)
+
+
+def test_a_refusal_says_which_limit_and_by_how_much():
+    with pytest.raises(BudgetError, match=r"^a pass needs about 2,048 MiB; the limit is 1,024 "
+                                          r"MiB \(2\.0x over\)$"):
+        check_cost("a pass", Cost(2 * MEMORY_LIMIT, 0))
+    with pytest.raises(BudgetError, match=r"^a pass would take about 120 s; the limit is 60 s "
+                                          r"\(2\.0x over\)$"):
+        check_cost("a pass", Cost(0, 120 * 2e10))
+    assert check_cost("a pass", Cost(MEMORY_LIMIT, 60 * 2e10)).bytes == MEMORY_LIMIT
+
+
+def test_the_time_estimate_refuses_a_deep_long_model_whose_evaluation_never_ended():
+    """The corpus's charlm model at seq_len 1700 with 48 layers: 5.7 MB, within every
+    other limit, its evaluation never finished."""
+    config = ModelConfig(task="lm", vocab_size=101, dim=44, layers=48,
+                         operator=OperatorConfig(causal=True))
+    assert 5e6 < 4 * parameter_count(config) < 6e6  # bytes of its float32 weights
+    with pytest.raises(BudgetError, match="would take about"):
+        check_sweep(config, 1700, extrapolates=True)
