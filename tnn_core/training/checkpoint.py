@@ -23,10 +23,9 @@ turns it into today's nested one on load.
    ranges that match dtype × shape and tile the data section exactly;
 3. the metadata: a dict of strings, each JSON value depth-checked, then typed: the model
    config by ``ModelConfig`` (every field bounded above and below, floats finite), the
-   task by ``tasks.task_shape`` (it must be the model's: kind, vocabulary, classes), the
-   history's fields that readers use (evals with an integer step, numbers where numbers
-   go, the kernel snapshots by ``KernelSnapshots.from_record``: counts, shapes, sizes,
-   finite scales, each string's length checked before it is decoded);
+   task by ``tasks.task_shape`` (it must be the model's: kind, vocabulary, classes; it
+   names no file), the history by ``history.validated_history`` (the one schema every
+   reader of a history reads);
 4. the budgets: at most ``MAX_PARAMETERS`` parameters, and the length sweep (the
    evaluation Inspect runs, up to 4x the training length) within ``budget``'s memory and
    time limits, counted by every dimension that allocates (width, layers, length, r, m,
@@ -245,10 +244,6 @@ def _json(text: bytes, what: str, source: str):
 
 def _is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
