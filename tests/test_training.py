@@ -291,11 +291,6 @@ def test_cli_help_documents_every_option(capsys):
     assert "--text" in text and "--weights-digest" in text
 
 
-def test_cli_rejects_options_of_other_tasks(capsys):
-    with pytest.raises(SystemExit, match="--size applies to digits, not listops"):
-        train_main(["--task", "listops", "--size", "8", "--steps", "1"])
-
-
 def test_length_sweep_and_kernels(tasks):
     result = train(tiny(tasks["recall"], steps=2), tasks["recall"])
     rows = length_sweep(result.model, tasks["recall"], batches=1, batch_size=4)
