@@ -12,7 +12,8 @@ import torch
 from tnn_core.lab.train import app_config, app_task
 from tnn_core.models import ModelConfig, build_model
 from tnn_core.operators import OperatorConfig
-from tnn_core.training.checkpoint import EVAL_BYTES_LIMIT, load
+from tnn_core.training.budget import MEMORY_LIMIT
+from tnn_core.training.checkpoint import load
 from tnn_core.training.cli import config_from_args, parser
 from tnn_core.training.cli import main as train_main
 from tnn_core.training.config import TrainConfig, model_for_task
@@ -320,10 +321,13 @@ def test_cli_charlm_on_a_text_file(tmp_path, capsys):
                        "--layers", "1", "--steps", "2", "--eval-batches", "1", "--no-progress",
                        "--device", "cpu", "--out", str(out)]) == 0
     _, info = load(out)
-    assert info.task["source"]["kind"] == "file" and info.task["source"]["name"] == "poem.txt"
+    assert info.task["source"]["kind"] == "bytes" and info.task["source"]["name"] == "poem.txt"
+    assert "text" not in info.task["settings"]  # the checkpoint names no file
     assert "B" in info.task["vocab"]
     capsys.readouterr()
-    assert evaluate_main([str(out), "--batches", "1", "--length", "64"]) == 0
+    assert evaluate_main([str(out), "--batches", "1", "--length", "64"]) == 2
+    assert "give that text again" in capsys.readouterr().err
+    assert evaluate_main([str(out), "--text", str(text), "--batches", "1", "--length", "64"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["metric_name"] == "bpc" and result["length"] == 64
 
@@ -335,5 +339,5 @@ def test_a_run_its_checkpoint_could_not_reopen_is_refused_before_training():
     model = model_for_task(ModelConfig(dim=64, layers=1, operator=OperatorConfig(causal=True)),
                            task)
     config = TrainConfig(task="charlm", steps=1, model=model)
-    with pytest.raises(ValueError, match=f"{EVAL_BYTES_LIMIT / 2**20:,.0f} MiB"):
+    with pytest.raises(ValueError, match=f"the limit is {MEMORY_LIMIT / 2**20:,.0f} MiB"):
         train(config, task)

@@ -50,6 +50,7 @@ import torch
 
 from tnn_core.allocator import keep_freed_memory
 from tnn_core.checks import check_int
+from tnn_core.files import read_bounded
 from tnn_core.models import ModelConfig
 from tnn_core.operators import ALL_KINDS, OperatorConfig
 from tnn_core.operators.config import FD_INPUTS
@@ -57,12 +58,12 @@ from tnn_core.training.checkpoint import save
 from tnn_core.training.config import DEVICES, DTYPES, SCHEDULES, TrainConfig, model_for_task
 from tnn_core.training.loop import Callbacks, CollectiveTimeout, train
 from tnn_core.training.resume import load_resume, resume_path, write_state
-from tnn_core.training.tasks import TASKS, Task, get_task
+from tnn_core.training.tasks import TASKS, CharLMTask, Task, get_task, task_config
+from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
 
 # CLI option -> (task config field, the tasks that have it)
 TASK_OPTIONS = {
     "seq_len": ("seq_len", ("charlm", "listops", "recall")),
-    "text": ("text", ("charlm",)),
     "max_bytes": ("max_bytes", ("charlm",)),
     "max_vocab": ("max_vocab", ("charlm",)),
     "max_depth": ("max_depth", ("listops",)),
@@ -192,6 +193,18 @@ def task_settings(args: argparse.Namespace) -> dict:
             raise ValueError(f"{flag} applies to {', '.join(tasks)}, not {args.task}")
         settings[name] = value
     return settings
+
+
+def task_from_args(args: argparse.Namespace) -> Task:
+    """The task of the flags. charlm's ``--text`` is the user's own file, read here (a
+    regular file of at most MAX_TEXT_BYTES); the checkpoint keeps its name and SHA-256."""
+    settings = task_settings(args)
+    if args.text is None:
+        return get_task(args.task, settings)
+    if args.task != "charlm":
+        raise ValueError(f"--text applies to charlm, not {args.task}")
+    data = read_bounded(args.text, MAX_TEXT_BYTES, "--text")
+    return CharLMTask.from_bytes(data, Path(args.text).name, task_config("charlm", settings))
 
 
 def config_from_args(args: argparse.Namespace, task: Task) -> TrainConfig:
@@ -408,7 +421,7 @@ def train_command(args: argparse.Namespace, argv: list[str], run: Run) -> int:
     rank = int(os.environ.get("RANK", "0"))
     if args.threads is not None:
         torch.set_num_threads(check_int("--threads", args.threads, 1))
-    task = get_task(args.task, task_settings(args))
+    task = task_from_args(args)
     config = config_from_args(args, task)
     resume = load_resume(args.out, config.to_dict(), task.info()) if args.resume else None
     if resume is not None:
