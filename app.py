@@ -40,10 +40,11 @@ with st.sidebar:
     st.markdown("**Toeplitz Lab**")
     devices = ["auto", "cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     _ui.from_link(st.selectbox, "Device", devices, key="device",
+                  bind="query-params",
                   help="Where tensors live. 'auto' uses a GPU when one is available; "
                        "cuda is offered only when PyTorch can see one.")
     _ui.from_link(st.number_input, "Seed", min_value=0, max_value=2**31 - 1, value=0, step=1,
-                  key="seed",
+                  key="seed", bind="query-params",
                   help="Seeds every random choice on the pages: initial weights of the "
                        "demo operators and the random inputs.")
 

@@ -23,6 +23,7 @@ import plotly.colors
 import plotly.graph_objects as go
 import streamlit as st
 import torch
+from streamlit.errors import StreamlitInvalidLayoutContextError
 from streamlit.runtime.pages_manager import PagesManager
 
 from pages import _warmup
@@ -121,11 +122,15 @@ def link_notice(page: str) -> None:
 
 
 def from_link(widget, *args, **kwargs):
-    """``widget(*args, **kwargs)`` bound to the URL under its key: a Streamlit slider,
-    number_input, selectbox, radio, toggle, checkbox or text_input, e.g.
-    ``from_link(st.slider, "Length n", 1, 4096, 512, key="n")``. A link value it would drop or
-    change goes into the page's notice; one that would crash the page is taken out of the
-    link first, and the page runs again without it."""
+    """``widget(*args, **kwargs)``: a Streamlit slider, number_input, selectbox, radio,
+    toggle, checkbox or text_input bound to the URL under its key, e.g.
+    ``from_link(st.slider, "Length n", 1, 4096, 512, key="n", bind="query-params")`` (the
+    binding stays at the call, where it is read). A link value it would drop or change goes
+    into the page's notice; one that would crash the page is taken out of the link first,
+    and the page runs again without it."""
+    if kwargs.get("bind") != "query-params":
+        raise ValueError(f"from_link is for controls bound to the URL; {kwargs.get('key')!r} "
+                         "has no bind='query-params'")
     call = inspect.signature(widget).bind(*args, **kwargs)
     call.apply_defaults()
     key = call.arguments["key"]
@@ -140,16 +145,17 @@ def from_link(widget, *args, **kwargs):
         if problem[1]:  # Streamlit would raise: the next run reads the link without it
             del st.query_params[key]
             st.rerun()
-    value = widget(*args, bind="query-params", **kwargs)
+    value = widget(*args, **kwargs)
     run.seen[key] = value
     if notice is not None:
         if key in notice.lines and notice.lines[key][1] is None:
             notice.lines[key][1] = _link_display(widget.__name__, call.arguments, value)
             notice.values[key] = value
-            _draw_link_notice()
         elif notice.values.setdefault(key, value) != value:  # the user moved on
             del st.session_state["_link_notice"]
-            _draw_link_notice()
+        # drawn by every linked control while it stands: a fragment may write to a place
+        # outside it on its own reruns only if it wrote there on the last full run
+        _draw_link_notice()
     return value
 
 
@@ -235,12 +241,15 @@ def _link_code(text: str) -> str:
 def _draw_link_notice() -> None:
     place = st.session_state["_link_run"].place
     notice = st.session_state.get("_link_notice")
-    if notice is None:
-        place.empty()
-        return
-    lines = [f"{said}; using {used}." if used else f"{said}." for said, used in
-             notice.lines.values()]
-    place.warning("  \n".join(lines), icon=":material/link_off:")
+    lines = [] if notice is None else [f"{said}; using {used}." if used else f"{said}."
+                                       for said, used in notice.lines.values()]
+    try:
+        if lines:
+            place.warning("  \n".join(lines), icon=":material/link_off:")
+        else:
+            place.empty()
+    except StreamlitInvalidLayoutContextError:  # a fragment's rerun: the next full run draws it
+        pass
 
 
 def device() -> str:
@@ -407,7 +416,8 @@ def checkpoint_select(none_yet: str, help: str) -> str:
     if st.session_state.get("checkpoint", next(iter(choices))) not in choices:
         st.session_state["checkpoint"] = next(iter(choices))  # e.g. another session's upload
     return from_link(st.selectbox, "Checkpoint", list(choices), format_func=choices.get,
-                     key="checkpoint", disabled=locked("checkpoint"), help=help)
+                     key="checkpoint", disabled=locked("checkpoint"), bind="query-params",
+                     help=help)
 
 
 def _computed(spinner: str, memo: _warmup.Shared, *args, **kwargs):
@@ -753,9 +763,11 @@ def cell_inputs(n: int):
             st.session_state[key] = n - 1
     i = from_link(a.number_input, "Cell row i", 0, n - 1, min(n - 1, CELL[0]), key="cell_i",
                   disabled=locked("cell_i"),
+                  bind="query-params",
                   help="Row of the cell of T to follow; or click a cell of T beside.")
     j = from_link(b.number_input, "Cell column j", 0, n - 1, min(n - 1, CELL[1]), key="cell_j",
                   disabled=locked("cell_j"),
+                  bind="query-params",
                   help="Column of the cell of T to follow; or click a cell of T beside.")
     return int(i), int(j)
 

@@ -35,22 +35,27 @@ st.markdown(
 left, mid, right = st.columns([2, 2, 1])
 preset = _ui.from_link(left.selectbox, "Kernel", list(LABELS), format_func=LABELS.get, key="preset",
                        disabled=_ui.locked("preset"),
+                       bind="query-params",
                        help="Synthetic shapes, or one channel of a freshly initialised "
                             "operator of each kind (seeded from the sidebar).")
 n = _ui.from_link(mid.slider, "Sequence length n", 1, 1024, 64, key="n",
                   disabled=_ui.locked("n") or (preset == "custom"),
+                  bind="query-params",
                   help="The matrix is n × n; the kernel has 2n - 1 lags (typed coefficients set "
                        "their own n).")
 decay = _ui.from_link(mid.slider, "Decay λ", 0.50, 1.00, 0.90, step=0.01, key="decay",
                       disabled=_ui.locked("decay") or (preset in ("custom", "fd")),
+                      bind="query-params",
                       help="TNN's decay bias: lag k is scaled by λ^|k|. λ = 1 means no decay. "
                            "For SKI, λ sets the inverse time warp sign(t)λ^|t|. FD-TNN has no "
                            "decay bias, and typed coefficients have their own.")
 causal = _ui.from_link(right.toggle, "Causal", key="causal", disabled=_ui.locked("causal"),
+                       bind="query-params",
                        help="Causal kernels have t_k = 0 for k < 0: output i sees inputs "
                             "j ≤ i only, so T is lower triangular.")
 channel = _ui.from_link(right.number_input, "Channel", 0, OPERATOR_CHANNELS - 1, 0, key="channel",
                         disabled=_ui.locked("channel") or (preset not in ("tno", "ski", "fd")),
+                        bind="query-params",
                         help="Which of the operator's channels to show (operator kernels "
                              "only); each channel has its own Toeplitz matrix.")
 text = ""
@@ -58,6 +63,7 @@ if preset == "custom":
     text = _ui.from_link(st.text_input, "Coefficients t_{-(n-1)}, …, t_{n-1}",
                          "0.25, 0.5, 1, 0.5, 0.25", key="coefficients",
                          disabled=_ui.locked("coefficients"), max_chars=MAX_TYPED_CHARS,
+                         bind="query-params",
                          help="An odd number 2n - 1 of numbers, comma or space separated: "
                               "the middle one is t_0. The length n slider is ignored. At most "
                               f"{2 * MAX_TYPED_LENGTH - 1} numbers (n ≤ {MAX_TYPED_LENGTH}).")

@@ -37,13 +37,16 @@ left, mid, right = st.columns([2, 2, 1])
 source = _ui.from_link(left.selectbox, "Kernel (shared)", list(PRESETS),
                        PRESETS.index("spike_smooth"), format_func=_ui.SOURCE_LABELS.get,
                        key="source", disabled=_ui.locked("source"),
+                       bind="query-params",
                        help="The kernel both columns decompose: a synthetic shape, or channel "
                             "0 of a freshly initialised operator (seeded from the sidebar). "
                             "Each column builds it at its own λ.")
 n = _ui.from_link(mid.slider, "Length n (shared)", 1, 4096, 256, key="n", disabled=_ui.locked("n"),
+                  bind="query-params",
                   help="T is n × n on both sides. Errors are exact at this n; heatmaps show "
                        "every k-th row and column when n is large.")
 causal = _ui.from_link(right.toggle, "Causal (shared)", key="causal", disabled=_ui.locked("causal"),
+                       bind="query-params",
                        help="A causal kernel is zero at negative lags; the band then holds "
                             "lags 0 ≤ k < m.")
 
@@ -54,21 +57,25 @@ def side_controls(side: str):
     c1, c2 = st.columns(2)
     band = _ui.from_link(c1.slider, f"{name}: band m", 1, 512, 9, key=f"{side}_band",
                          disabled=_ui.locked(f"{side}_band"),
+                         bind="query-params",
                          help="Diagonals in the sparse part: lags |k| ≤ m//2 (causal: "
                               "0 ≤ k < m), at most 2n − 2.")
     rank = _ui.from_link(c2.slider, f"{name}: inducing points r", 2, 512, 32, key=f"{side}_rank",
                          disabled=_ui.locked(f"{side}_rank"),
+                         bind="query-params",
                          help="Rank of W A Wᵀ: r points evenly spaced on [0, n − 1]; at most n.")
     c3, c4 = st.columns(2)
     method = _ui.from_link(c3.radio, f"{name}: low-rank A", ["sample", "fit"],
                            index=["sample", "fit"].index(DEFAULT_METHOD[side]),
                            key=f"{side}_method", disabled=_ui.locked(f"{side}_method"),
                            horizontal=True,
+                           bind="query-params",
                            help="sample: A_ij = k̃(p_i − p_j), the kernel continued across the "
                                 "band. fit: the Toeplitz A with the least Frobenius error.")
     decay = _ui.from_link(c4.slider, f"{name}: decay λ", 0.50, 1.00, 0.99, step=0.005,
                           key=f"{side}_decay",
                           disabled=_ui.locked(f"{side}_decay") or (source == "fd"),
+                          bind="query-params",
                           help="The kernel's decay λ^|k| (FD-TNN has no decay bias). λ = 1: no "
                                "decay. A different λ changes the kernel itself, not only its "
                                "decomposition.")

@@ -112,14 +112,17 @@ per_layer = st.session_state.get("per_layer", False)
 c1, c2, c3 = st.columns(3)
 band = int(_ui.from_link(c1.number_input, "Band m", 1, MAX_SIZE, 9, key="band",
                          disabled=_ui.locked("band") or (per_layer),
+                         bind="query-params",
                          help=f"Taps of the band: lags |k| ≤ m//2 (causal: 0 ≤ k < m). At "
                               f"most 2 n0 − 2 = {2 * n0 - 2}."))
 rank = int(_ui.from_link(c2.number_input, "Inducing points r", 2, MAX_SIZE, 32, key="rank",
                          disabled=_ui.locked("rank") or (per_layer),
+                         bind="query-params",
                          help=f"Rank of the low-rank part (causal: knots of the tail), from "
                               f"2 to n0 = {n0}."))
 method = _ui.from_link(c3.radio, "Low-rank A", ["sample", "fit"], index=1, key="method",
                        horizontal=True, disabled=_ui.locked("method") or (per_layer),
+                       bind="query-params",
                        help="fit: least squares, the smallest Frobenius error. sample: the kernel "
                             "read at the inducing lags, as SKI-TNN does. The search uses it too.")
 with st.expander("Per layer", icon=":material/layers:", expanded=per_layer):

@@ -61,7 +61,7 @@ def bounded_input(column, label: str, top: int, key: str, help: str) -> int:
     if st.session_state.get(key, 0) > top:
         st.session_state[key] = top
     return int(_ui.from_link(column.number_input, label, 0, top, 0, key=key,
-                             disabled=_ui.locked(key), help=help))
+                             disabled=_ui.locked(key), bind="query-params", help=help))
 
 
 def kernel_source_picker() -> KernelSource:
@@ -71,6 +71,7 @@ def kernel_source_picker() -> KernelSource:
     name = _ui.from_link(left.selectbox, "Source", list(_ui.SOURCE_LABELS),
                          format_func=_ui.SOURCE_LABELS.get, key="source",
                          disabled=_ui.locked("source"),
+                         bind="query-params",
                          help="Which Toeplitz kernel to decompose: synthetic shapes, one "
                               "channel of a freshly initialised operator (seeded from the "
                               "sidebar), your numbers, or a learned channel.")
@@ -89,6 +90,7 @@ def kernel_source_picker() -> KernelSource:
                              "0 0.1 0.2 0.4 3 0.4 0.2 0.1 0", key="coefficients",
                              disabled=_ui.locked("coefficients"),
                              max_chars=MAX_TYPED_CHARS,
+                             bind="query-params",
                              help="An odd number 2n - 1 of numbers, comma or space separated: "
                                   "the middle one is t_0. They fix n: the length slider "
                                   "is ignored, and r and m are clamped to that n. At most "
@@ -104,6 +106,7 @@ def checkpoint_source_picker(column) -> KernelSource:
         st.session_state["checkpoint"] = next(iter(choices))  # e.g. another session's upload
     key = _ui.from_link(st.selectbox, "Checkpoint", list(choices), format_func=choices.get,
                         key="checkpoint", disabled=_ui.locked("checkpoint"),
+                        bind="query-params",
                         help="Shipped examples, your saved runs, uploads.")
     model, _ = _ui.load_checkpoint(key)
     layers, channels = len(model.operators()), model.operators()[0].dim
@@ -134,15 +137,18 @@ except ValueError as err:
 c1, c2, c3 = st.columns(3)
 n = _ui.from_link(c1.slider, "Length n", 1, 4096, 512, key="n",
                   disabled=_ui.locked("n") or (source.name == "custom"),
+                  bind="query-params",
                   help="T is n × n. Everything on this page is exact at this n; heatmaps show "
                        "every k-th row and column when n is large. Typed coefficients fix n.")
 decay = _ui.from_link(c2.slider, "Decay λ", 0.50, 1.00, 0.99, step=0.005, key="decay",
                       disabled=_ui.locked("decay")
                       or (source.name in ("custom", "checkpoint", "fd")),
+                      bind="query-params",
                       help="The kernel's decay λ^|k| (synthetic kernels and fresh TNN/SKI "
                            "operators; FD-TNN has no decay bias, and typed and learned kernels "
                            "have their own). λ = 1: no decay.")
 causal = _ui.from_link(c3.toggle, "Causal", key="causal", disabled=_ui.locked("causal"),
+                       bind="query-params",
                        help="A causal kernel is zero at negative lags. Watch what that does to "
                             "the low-rank part.")
 try:
@@ -166,15 +172,18 @@ def decomposition(coeffs, causal: bool) -> None:
     _ui.page_activity()
     c1, c2, c3 = st.columns(3)
     band = _ui.from_link(c1.slider, "Band m", 1, 512, 9, key="band", disabled=_ui.locked("band"),
+                         bind="query-params",
                          help="Diagonals in the sparse part: lags |k| ≤ m//2 (causal: 0 ≤ k < m), "
                               "at most 2n − 2. Its taps are the best convolution given the "
                               "low-rank part.")
     rank = _ui.from_link(c2.slider, "Inducing points r", 2, 512, 32, key="rank",
                          disabled=_ui.locked("rank"),
+                         bind="query-params",
                          help="Rank of W A Wᵀ: r points evenly spaced on [0, n-1], spacing "
                               "h = (n-1)/(r-1); at most n.")
     method = _ui.from_link(c3.radio, "Low-rank A", ["sample", "fit"], key="method",
                            disabled=_ui.locked("method"), horizontal=True,
+                           bind="query-params",
                            help="sample: A_ij = k̃(p_i - p_j), the kernel continued across the "
                                 "band (as SKI-TNN does). fit: the Toeplitz A that minimises the "
                                 "Frobenius error (least squares). fit is optimal in Frobenius norm "

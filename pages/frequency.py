@@ -24,20 +24,26 @@ st.markdown(
 c1, c2, c3, c4 = st.columns(4)
 activation = _ui.from_link(c1.selectbox, "Activation", list(THEOREMS), key="activation",
                            disabled=_ui.locked("activation"),
+                           bind="query-params",
                            help="The MLP's activation. Theorems 2-4 tie its smoothness to how "
                                 "fast the kernel decays in time.")
 width = _ui.from_link(c2.slider, "MLP width", 1, 128, 32, key="width", disabled=_ui.locked("width"),
+                      bind="query-params",
                       help="Hidden units per layer of the RPE MLP (OperatorConfig.rpe_dim).")
 depth = _ui.from_link(c2.slider, "MLP depth", 0, 4, 1, key="depth", disabled=_ui.locked("depth"),
+                      bind="query-params",
                       help="Hidden layers between the input and output layers "
                            "(OperatorConfig.rpe_layers).")
 n = _ui.from_link(c3.slider, "Sequence length n", 1, 4096, 512, key="n", disabled=_ui.locked("n"),
+                  bind="query-params",
                   help="The operator builds the response on N = fft_size(n) frequencies, the "
                        "smallest even 5-smooth FFT size ≥ 2n, and applies lags −(n−1) … n−1.")
 causal = _ui.from_link(c4.toggle, "Causal", value=True, key="causal", disabled=_ui.locked("causal"),
+                       bind="query-params",
                        help="On: Algorithm 2, real part from the MLP, imaginary part from the "
                             "Hilbert transform. Off: §3.3.2, the MLP gives both parts.")
 smooth = _ui.from_link(c4.toggle, "Feed the MLP cos ω", key="smooth", disabled=_ui.locked("smooth"),
+                       bind="query-params",
                        help="OperatorConfig(fd_input='cosine'). Off (fd_input='omega', Algorithm "
                             "2): the MLP reads ω in [0, π]; on the circle the response then has "
                             "kinks (causal) or jumps (bidirectional) at ω = 0 and π. On: it reads "

@@ -316,10 +316,11 @@ n = st.session_state["_inspect_drawn_n"]
 operators = model.operators()
 d = st.columns(4)
 layer = int(_ui.from_link(d[0].number_input, "Layer", 0, len(operators) - 1, key="layer",
-                          disabled=_ui.locked("layer"),
+                          disabled=_ui.locked("layer"), bind="query-params",
                           help="Which layer to drill into (in the link)."))
 channel = int(_ui.from_link(d[1].number_input, "Channel", 0, operators[0].dim - 1,
                             key="channel", disabled=_ui.locked("channel"),
+                            bind="query-params",
                             help="Which channel (any of the layer's "
                                  f"{operators[0].dim}, measured or not; in the link)."))
 st.subheader(f"Layer {layer}, channel {channel}")

@@ -12,6 +12,7 @@ import ast
 from pathlib import Path
 
 import pytest
+import test_browser
 from streamlit.testing.v1 import AppTest
 
 from tnn_core.analysis.presets import MAX_TYPED_CHARS
@@ -26,15 +27,17 @@ import streamlit as st
 from pages import _ui
 
 _ui.link_notice("controls")
-_ui.from_link(st.slider, "n", 1, 4096, 512, key="n")
-_ui.from_link(st.slider, "decay", 0.5, 1.0, 0.99, step=0.005, key="decay")
-_ui.from_link(st.number_input, "seed", 0, 2**31 - 1, 0, key="seed")
-_ui.from_link(st.number_input, "scale", 0.0, 10.0, 1.0, key="scale")
-_ui.from_link(st.selectbox, "source", ["spike", "tno"], format_func=str.upper, key="source")
-_ui.from_link(st.radio, "method", ["sample", "fit"], key="method")
-_ui.from_link(st.toggle, "causal", key="causal")
-_ui.from_link(st.checkbox, "smooth", value=True, key="smooth")
-_ui.from_link(st.text_input, "text", "1 2 1", max_chars=10, key="text")
+url = {"bind": "query-params"}
+_ui.from_link(st.slider, "n", 1, 4096, 512, key="n", **url)
+_ui.from_link(st.slider, "decay", 0.5, 1.0, 0.99, step=0.005, key="decay", **url)
+_ui.from_link(st.number_input, "seed", 0, 2**31 - 1, 0, key="seed", **url)
+_ui.from_link(st.number_input, "scale", 0.0, 10.0, 1.0, key="scale", **url)
+_ui.from_link(st.selectbox, "source", ["spike", "tno"], format_func=str.upper, key="source",
+              **url)
+_ui.from_link(st.radio, "method", ["sample", "fit"], key="method", **url)
+_ui.from_link(st.toggle, "causal", key="causal", **url)
+_ui.from_link(st.checkbox, "smooth", value=True, key="smooth", **url)
+_ui.from_link(st.text_input, "text", "1 2 1", max_chars=10, key="text", **url)
 """
 KINDS = {"n": "slider", "decay": "slider", "seed": "number_input", "scale": "number_input",
          "source": "selectbox", "method": "radio", "causal": "toggle", "smooth": "checkbox",
@@ -156,13 +159,13 @@ def test_a_notice_stays_until_a_linked_control_moves():
 
 
 def test_every_linked_control_goes_through_the_check():
-    """A widget given bind="query-params" anywhere but inside from_link escapes the check."""
+    """A widget given bind="query-params" other than through from_link escapes the check."""
     direct = []
     for path in [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and any(
-                    word.arg == "bind" for word in node.keywords) and not (
-                    path.name == "_ui.py" and ast.unparse(node.func) == "widget"):
+                    word.arg == "bind" for word in node.keywords) and not ast.unparse(
+                    node.func).endswith("from_link"):
                 direct.append(f"{path.name}:{node.lineno}")
     assert direct == []
 
@@ -289,3 +292,32 @@ def test_a_link_every_control_can_use_opens_silently(page, params, shows):
     at = open_link(page, params)
     assert notice(at) == []
     assert_shows(at, shows)
+
+
+# -- the real browser (AppTest reruns a fragment as a full run, so it cannot see this) ------
+server, browser_page = test_browser.server, test_browser.browser_page  # its fixtures
+
+
+@pytest.mark.browser
+def test_a_deep_link_in_the_browser_says_it_and_a_fragment_move_clears_it(browser_page, server):
+    """Decomposition's m slider lives in a fragment: moving it reruns only the fragment,
+    which must clear the notice drawn outside it without an exception."""
+    page = browser_page
+    page.goto(f"{server}/decomposition?n=1e12&band=999999&decay=nan")
+    test_browser.wait_idle(page)
+    alert = page.locator("[data-testid='stAlert']").filter(has_text="The link's")
+    assert alert.count() == 1
+    text = alert.inner_text()
+    assert all(f"The link's {key} = " in text for key in ("n", "decay", "band"))
+    assert page.url.endswith("/decomposition")  # Streamlit took the values out of the link
+    assert page.locator("[data-testid='stException']").count() == 0
+    page.locator("h1").first.click()
+    page.keyboard.press("r")  # a full rerun, as when the speed readout arrives: it stays
+    test_browser.wait_idle(page)
+    assert alert.count() == 1
+    for _ in range(2):
+        page.get_by_role("slider", name="Band m").focus()
+        page.keyboard.press("ArrowRight")
+        test_browser.wait_idle(page)
+        assert page.locator("[data-testid='stException']").count() == 0
+        assert alert.count() == 0
