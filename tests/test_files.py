@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from tnn_core.files import FileRefused, read_bounded
+from tnn_core.files import FileRefused, exclusive_output, read_bounded
 
 
 def test_reads_a_regular_file_up_to_its_limit(tmp_path):
@@ -108,3 +108,59 @@ def test_a_file_that_grows_while_read_stops_at_the_limit(tmp_path, monkeypatch):
 def test_a_bad_limit_is_a_value_error(tmp_path, limit):
     with pytest.raises(ValueError, match="limit must be a non-negative integer"):
         read_bounded(tmp_path, limit)
+
+
+# -- exclusive_output ----------------------------------------------------------------------
+HOLD = """
+import sys, time
+from tnn_core.files import exclusive_output
+with exclusive_output(sys.argv[1]):
+    print("holding", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_an_output_that_is_an_input_is_refused_by_any_path(tmp_path, monkeypatch):
+    source = tmp_path / "model.safetensors"
+    source.write_bytes(b"weights")
+    (tmp_path / "alias.safetensors").symlink_to(source)
+    monkeypatch.chdir(tmp_path)
+    for out in (source, tmp_path / "alias.safetensors", "model.safetensors",
+                tmp_path / "sub" / ".." / "model.safetensors"):
+        with pytest.raises(FileRefused, match="is the input .* it would be replaced"):
+            with exclusive_output(out, inputs=(None, source)):
+                pass
+    assert source.read_bytes() == b"weights"
+    with exclusive_output(tmp_path / "other.safetensors", inputs=(source,)) as out:
+        assert out.name == "other.safetensors"
+    assert not (tmp_path / "other.safetensors.lock").exists()  # removed on a normal exit
+
+
+def _holder(out):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(out)], cwd=root,
+                            stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.stdout.readline().strip() == "holding"
+    return proc
+
+
+def test_a_second_writer_is_refused_until_the_first_ends_even_by_kill_9(tmp_path):
+    import signal
+
+    out = tmp_path / "out.safetensors"
+    proc = _holder(out)
+    try:
+        with pytest.raises(FileRefused, match=rf"is being written by another run \(pid "
+                                              rf"{proc.pid}\)"):
+            with exclusive_output(out):
+                pass
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    with exclusive_output(out):  # the kernel released the dead holder's lock
+        pass

@@ -16,13 +16,18 @@ plans by an error budget: per layer, the cheapest (m, r) of the grid within EPS.
 which --out saves.
 
 A plan file is JSON: {"layers": [{"band": 9, "rank": 32, "method": "fit"},
-{"method": "keep"}]}, one entry per layer. Exit status: 0 done, 2 bad input (one
-"error:" line on stderr; nothing is written).
+{"method": "keep"}]}, one entry per layer. --out may not be an input (the checkpoint,
+--plan, --text), and two runs may not write one --out at once (OUT.lock, released when a
+run ends, however it ends). A charlm model trained on a user's text needs that text
+again: --text FILE. Exit status: 0 done, 2 anything else: bad input, a model too costly
+for the budget, out of memory, an unforeseen error (one "error:" line on stderr;
+nothing is written).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import shlex
@@ -36,8 +41,10 @@ from tnn_core.compress.measure import FINETUNE_PARAMETERS
 from tnn_core.compress.pipeline import compress, save_converted
 from tnn_core.compress.plan import CompressionPlan
 from tnn_core.compress.planner import GRID_BANDS, GRID_RANKS, grid, plan_for_error, search
+from tnn_core.files import exclusive_output, read_bounded
 from tnn_core.training.checkpoint import CheckpointError, load
 from tnn_core.training.tasks import task_from_info
+from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
 
 __all__ = ["main"]
 
@@ -81,6 +88,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=15,
                    help="timed rounds per length for the speed-up (default 15)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--text", default=None, metavar="FILE",
+                   help="charlm trained on a user's text: that text (its SHA-256 must match)")
     p.add_argument("--out", default=None, metavar="OUT.safetensors",
                    help="write the converted model here (an ordinary checkpoint)")
     return p
@@ -96,10 +105,7 @@ def _plan(args, layers: int, n0: int) -> CompressionPlan | None:
     if args.search or args.max_error is not None:
         return None
     if args.plan is not None:
-        with open(args.plan, "rb") as f:
-            data = f.read(MAX_PLAN_BYTES + 1)
-        if len(data) > MAX_PLAN_BYTES:
-            raise ValueError(f"--plan {args.plan}: above {MAX_PLAN_BYTES:,} bytes")
+        data = read_bounded(args.plan, MAX_PLAN_BYTES, "--plan")
         try:
             return CompressionPlan.from_dict(json.loads(data))
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
@@ -136,40 +142,59 @@ def _finite(value):
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     keep_freed_memory()
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
     try:
-        model, info = load(args.checkpoint)
-        task = task_from_info(info.task)
-        output: dict = {"checkpoint": info.source}
-        plan = _plan(args, model.config.layers, task.seq_len)
-        points = grid(task.seq_len, _integers("--bands", args.bands),
-                      _integers("--ranks", args.ranks))
-        if plan is None and not points:
-            raise ValueError(f"--bands {args.bands} and --ranks {args.ranks} give no valid "
-                             f"(m, r) at the training length n = {task.seq_len}")
-        if args.max_error is not None:
-            check_number("--max-error", args.max_error, 0)
-            plan, _ = plan_for_error(model, task.seq_len, args.max_error, points, args.method)
-            if all(layer.kept for layer in plan.layers):
-                raise ValueError(f"no grid point meets --max-error {args.max_error} on any "
-                                 f"layer; allow a larger error or larger --bands/--ranks")
-        elif plan is None:
-            found = search(model, task, args.delta, args.method, points, args.repeats)
-            output["search"] = found.to_dict()
-            if found.best is None:
-                raise ValueError(f"no plan of the search grid keeps the metric within "
-                                 f"--delta {args.delta}; the candidates are in no file")
-            plan = found.scores[found.best].plan
-        result = compress(model, task, plan, args.finetune, args.finetune_lr,
-                          args.finetune_parameters, repeats=args.repeats)
-        output.update(result.summary())
-        if args.out is not None:
-            command = shlex.join(["python", "-m", "tnn_core.compress",
-                                  *(sys.argv[1:] if argv is None else argv)])
-            output["out"] = str(save_converted(args.out, result, info, command))
+        with contextlib.ExitStack() as stack:
+            if args.threads is not None:
+                torch.set_num_threads(check_int("--threads", args.threads, 1, 1024))
+            if args.out is not None:  # held from the start: a second writer waits for nothing
+                stack.enter_context(exclusive_output(
+                    args.out, (args.checkpoint, args.plan, args.text)))
+            output = _run(args, argv)
     except (CheckpointError, ValueError, OSError) as err:  # bad input: its own sentence
         print(f"error: {_one_line(str(err))}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print("error: the compression ran out of memory; plan smaller ranks and bands, or "
+              "use a machine with more memory", file=sys.stderr)
+        return 2
+    except Exception as err:  # noqa: BLE001 - a command-line tool answers with one line
+        print(f"error: compression failed ({type(err).__name__}: {_one_line(str(err))})",
+              file=sys.stderr)
+        return 2
     print(json.dumps(_finite(output)))
     return 0
+
+
+def _run(args: argparse.Namespace, argv: list[str] | None) -> dict:
+    """Load, plan, compress and save as the options say; the JSON output."""
+    model, info = load(args.checkpoint)
+    text = None if args.text is None else read_bounded(args.text, MAX_TEXT_BYTES, "--text")
+    task = task_from_info(info.task, data=text)
+    output: dict = {"checkpoint": info.source}
+    plan = _plan(args, model.config.layers, task.seq_len)
+    points = grid(task.seq_len, _integers("--bands", args.bands),
+                  _integers("--ranks", args.ranks))
+    if plan is None and not points:
+        raise ValueError(f"--bands {args.bands} and --ranks {args.ranks} give no valid "
+                         f"(m, r) at the training length n = {task.seq_len}")
+    if args.max_error is not None:
+        check_number("--max-error", args.max_error, 0)
+        plan, _ = plan_for_error(model, task.seq_len, args.max_error, points, args.method)
+        if all(layer.kept for layer in plan.layers):
+            raise ValueError(f"no grid point meets --max-error {args.max_error} on any "
+                             f"layer; allow a larger error or larger --bands/--ranks")
+    elif plan is None:
+        found = search(model, task, args.delta, args.method, points, args.repeats)
+        output["search"] = found.to_dict()
+        if found.best is None:
+            raise ValueError(f"no plan of the search grid keeps the metric within "
+                             f"--delta {args.delta}; the candidates are in no file")
+        plan = found.scores[found.best].plan
+    result = compress(model, task, plan, args.finetune, args.finetune_lr,
+                      args.finetune_parameters, repeats=args.repeats)
+    output.update(result.summary())
+    if args.out is not None:
+        command = shlex.join(["python", "-m", "tnn_core.compress",
+                              *(sys.argv[1:] if argv is None else argv)])
+        output["out"] = str(save_converted(args.out, result, info, command))
+    return output

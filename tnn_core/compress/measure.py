@@ -30,10 +30,13 @@ from tnn_core.training.evaluate import evaluate_model
 from tnn_core.training.loop import task_loss
 from tnn_core.training.tasks import Task
 
-__all__ = ["EVAL_BATCHES", "EVAL_BATCH_SIZE", "FINETUNE_PARAMETERS", "Speedup", "task_metric",
-           "speedup", "parameter_count", "finetune"]
+__all__ = ["EVAL_BATCHES", "EVAL_BATCH_SIZE", "SPEED_BATCH", "FINETUNE_BATCH",
+           "FINETUNE_PARAMETERS", "Speedup", "task_metric", "speedup", "parameter_count",
+           "finetune"]
 
 EVAL_BATCHES, EVAL_BATCH_SIZE = 16, 32  # the checkpoints' README evaluates with these
+SPEED_BATCH = 8  # sequences per timed forward + backward
+FINETUNE_BATCH = 32  # sequences per fine-tuning step
 FINETUNE_PARAMETERS = ("all", "low_rank")  # low_rank: the band taps and knots of SKIKnots
 
 
@@ -78,7 +81,7 @@ def _forward_backward(model: nn.Module, tokens: torch.Tensor) -> Callable[[], No
 
 
 def speedup(source: nn.Module, converted: nn.Module, vocab_size: int, length: int,
-            batch: int = 8, repeats: int = 15, seed: int = 0) -> Speedup:
+            batch: int = SPEED_BATCH, repeats: int = 15, seed: int = 0) -> Speedup:
     """Time forward + backward of both models on the same [batch, length] tokens.
 
     Only gradients are computed (and cleared after): the weights do not change."""
@@ -102,7 +105,7 @@ def speedup(source: nn.Module, converted: nn.Module, vocab_size: int, length: in
 
 
 def finetune(model: nn.Module, task: Task, steps: int, lr: float = 3e-4,
-             parameters: str = "all", batch_size: int = 32, seed: int = 0,
+             parameters: str = "all", batch_size: int = FINETUNE_BATCH, seed: int = 0,
              on_step: Callable[[int, float], None] | None = None,
              stop_event: threading.Event | None = None) -> list[float]:
     """Train ``model`` in place for ``steps`` AdamW steps; returns the training losses.

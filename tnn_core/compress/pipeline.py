@@ -18,7 +18,8 @@ from pathlib import Path
 
 from torch import nn
 
-from tnn_core.compress.convert import convert
+from tnn_core.compress.convert import check_convertible, convert
+from tnn_core.compress.guard import check_compression, check_converted, check_source
 from tnn_core.compress.measure import (
     EVAL_BATCH_SIZE,
     EVAL_BATCHES,
@@ -80,6 +81,9 @@ def compress(model: nn.Module, task: Task, plan: CompressionPlan, finetune_steps
              stop_event: threading.Event | None = None) -> CompressionResult:
     """Convert ``model`` with ``plan`` at the task's training length and measure it.
 
+    Refused before anything runs (ValueError): a source with weights no trained model has,
+    and a compression whose passes do not fit the budget (``guard``).
+
     Progress items: ("converted", errors), ("metric", source, converted), ("speedup",
     Speedup), ("finetune", step, loss), ("finetuned", metric). A stop ends the
     fine-tuning after its current step (the metric is then taken as it stands) and skips
@@ -91,7 +95,12 @@ def compress(model: nn.Module, task: Task, plan: CompressionPlan, finetune_steps
     def stopping() -> bool:
         return stop_event is not None and stop_event.is_set()
 
+    check_convertible(model.config, plan, task.seq_len)
+    check_source(model)
+    check_compression(model.config, plan, task.seq_len, factors, finetune_steps,
+                      next(model.parameters()).element_size())
     converted, errors = convert(model, plan, task.seq_len)
+    check_converted(converted)
     report(0.1, ("converted", errors))
     source_metric = task_metric(model, task)
     converted_eval = evaluate_model(converted, task, None, EVAL_BATCHES, EVAL_BATCH_SIZE)

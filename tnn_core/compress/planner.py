@@ -28,6 +28,7 @@ from torch import nn
 from tnn_core.bench.flops import ski_flops
 from tnn_core.checks import check_number
 from tnn_core.compress.convert import check_convertible, convert, fit_layer
+from tnn_core.compress.guard import check_compression, check_source
 from tnn_core.compress.measure import Speedup, parameter_count, speedup, task_metric
 from tnn_core.compress.plan import CompressionPlan, LayerPlan
 from tnn_core.training.tasks import Task
@@ -80,6 +81,7 @@ def plan_for_error(model: nn.Module, n0: int, epsilon: float, points: list[Point
                    method: str = "fit") -> tuple[CompressionPlan, list[float | None]]:
     """The cheapest point per layer with error <= epsilon (else "keep"), and its errors."""
     check_number("epsilon", epsilon, 0)
+    check_source(model)
     points = grid(n0) if points is None else points
     causal = model.config.operator.causal
     layers, errors = [], []
@@ -206,6 +208,11 @@ def search(model: nn.Module, task: Task, delta: float, method: str = "fit",
     points = grid(n0) if points is None else points
     layers = model.config.layers
     check_convertible(model.config, CompressionPlan.uniform(layers, *points[0], method), n0)
+    check_source(model)
+    largest = CompressionPlan.uniform(layers, max(b for b, _ in points), max(r for _, r in points),
+                                      method)  # the costliest candidate to run
+    check_compression(model.config, largest, n0, SPEED_FACTORS, 0,
+                      next(model.parameters()).element_size())
     source_metric = task_metric(model, task)
 
     def half(offset: float) -> Progress | None:

@@ -1,0 +1,78 @@
+"""What a compression may cost and what it may read, checked before anything runs.
+
+``check_source`` refuses weights no trained model has (non-finite, or above
+MAX_ABS_WEIGHT: the shipped models' largest is about 4), which would overflow into
+knots of 1e31 and metrics of NaN. ``check_compression`` asks ``training.budget`` about
+every pass a compression makes, for the source and the converted model (its config is
+known from the plan before converting): the metric on the fixed validation batches
+(memory and time), the speed-up's forward + backward at each factor of the training
+length, and a fine-tuning step. ``check_converted`` looks at the converted weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import torch
+from torch import nn
+
+from tnn_core.compress.convert import knot_config
+from tnn_core.compress.measure import EVAL_BATCH_SIZE, EVAL_BATCHES, FINETUNE_BATCH, SPEED_BATCH
+from tnn_core.compress.plan import CompressionPlan
+from tnn_core.models import ModelConfig
+from tnn_core.training.budget import check_cost, pass_cost
+
+__all__ = ["MAX_ABS_WEIGHT", "check_source", "check_converted", "converted_config",
+           "check_compression"]
+
+MAX_ABS_WEIGHT = 1e4  # |w| of a trained model; the shipped ones stay below 5
+
+
+def _check_weights(model: nn.Module, what: str) -> None:
+    for name, tensor in model.state_dict().items():
+        if not torch.isfinite(tensor).all():
+            raise ValueError(f"{what}'s {name} has NaN or Inf values; it cannot be compressed")
+        largest = float(tensor.detach().abs().max()) if tensor.numel() else 0.0
+        if largest > MAX_ABS_WEIGHT:
+            raise ValueError(f"{what}'s {name} reaches |w| = {largest:.3g}, above the "
+                             f"{MAX_ABS_WEIGHT:g} a trained model stays below; its kernels "
+                             f"would overflow, so it is not compressed")
+
+
+def check_source(model: nn.Module) -> None:
+    """ValueError unless every weight of the source is finite and at most MAX_ABS_WEIGHT."""
+    _check_weights(model, "the source")
+
+
+def check_converted(model: nn.Module) -> None:
+    """ValueError unless the converted model's weights (band taps, knots) are finite and
+    bounded as a trained model's are."""
+    _check_weights(model, "the converted model")
+
+
+def converted_config(config: ModelConfig, plan: CompressionPlan, n0: int) -> ModelConfig:
+    """The config ``convert`` will give the converted model, known without converting."""
+    layers = tuple(config.layer_operator(i) if layer.kept
+                   else knot_config(config.layer_operator(i), layer, n0)
+                   for i, layer in enumerate(plan.layers))
+    return replace(config, operator=layers[0], layer_operators=layers)
+
+
+def check_compression(config: ModelConfig, plan: CompressionPlan, n0: int, factors,
+                      finetune_steps: int, element: int = 4) -> None:
+    """BudgetError (a ValueError) naming the first pass of this compression that does not
+    fit ``training.budget``'s memory limit, or its metric evaluations its time limit."""
+    converted = converted_config(config, plan, n0)
+    for label, model in (("the source", config), ("the converted model", converted)):
+        check_cost(f"scoring {label} ({EVAL_BATCHES} batches of {EVAL_BATCH_SIZE} sequences "
+                   f"of {n0})", pass_cost(model, EVAL_BATCH_SIZE, n0, element=element),
+                   passes=EVAL_BATCHES)
+        for factor in factors:
+            check_cost(f"timing {label} at {factor}x the training length (forward and "
+                       f"backward of {SPEED_BATCH} sequences of {factor * n0})",
+                       pass_cost(model, SPEED_BATCH, factor * n0, grad=True, element=element),
+                       seconds_limit=None)
+    if finetune_steps:
+        check_cost(f"fine-tuning ({FINETUNE_BATCH} sequences of {n0} a step)",
+                   pass_cost(converted, FINETUNE_BATCH, n0, grad=True, element=element),
+                   seconds_limit=None)
