@@ -133,3 +133,25 @@ def test_the_time_estimate_refuses_a_deep_long_model_whose_evaluation_never_ende
     assert 5e6 < 4 * parameter_count(config) < 6e6  # bytes of its float32 weights
     with pytest.raises(BudgetError, match="would take about"):
         check_sweep(config, 1700, extrapolates=True)
+
+
+def test_inspect_draws_a_large_rank_channel_in_smaller_chunks_with_the_same_matrix():
+    """applied_matrix's 64 basis vectors per pass cost 4 x 64 x W x fft_size(r) numbers in
+    SKI's product; Inspect halves the chunk until a pass fits, and the matrix is the same."""
+    import torch
+
+    from tnn_core.analysis.applied import BASIS_CHUNK, applied_matrix
+    from tnn_core.lab.inspect import applied_chunk
+
+    large = ModelConfig(task="classify", vocab_size=17, num_classes=10, dim=64, layers=1,
+                        operator=OperatorConfig(kind="ski", rank=32768, band=9))
+    assert applied_chunk(large, 64) < BASIS_CHUNK
+    assert pass_cost(large, applied_chunk(large, 64), 64).bytes <= MEMORY_LIMIT
+    assert applied_chunk(_config("tno", "classify", False), 1024) == BASIS_CHUNK
+    torch.manual_seed(0)
+    small = build_model(ModelConfig(task="classify", vocab_size=17, num_classes=10, dim=8,
+                                    layers=1, operator=OperatorConfig(kind="ski", rank=40,
+                                                                      band=5))).double()
+    operator = small.operators()[0]
+    torch.testing.assert_close(applied_matrix(operator, 23, [3], chunk=5),
+                               applied_matrix(operator, 23, [3]), rtol=0, atol=1e-12)

@@ -27,11 +27,12 @@ BASIS_CHUNK = 64  # basis vectors per forward pass: [J, n, D] stays a few MiB up
 
 
 @torch.no_grad()
-def applied_matrix(operator: TokenMixer, n: int, channels: Sequence[int] | None = None
-                   ) -> torch.Tensor:
+def applied_matrix(operator: TokenMixer, n: int, channels: Sequence[int] | None = None,
+                   chunk: int = BASIS_CHUNK) -> torch.Tensor:
     """M[c] with ``operator(x)[b, :, c] == M[c] @ x[b, :, c]`` at length n: [C, n, n].
 
-    ``channels``: which channels (default all D), in the operator's dtype and device.
+    ``channels``: which channels (default all D), in the operator's dtype and device;
+    ``chunk``: basis vectors per forward pass (a smaller one bounds its memory).
     Only the per-channel operators (``operators.KINDS``) have one matrix per channel."""
     if operator.config.kind not in KINDS:
         raise ValueError(f"operator kind must be one of {KINDS} (one matrix per channel); "
@@ -42,8 +43,9 @@ def applied_matrix(operator: TokenMixer, n: int, channels: Sequence[int] | None 
         check_int("channel", c, 0, D - 1) for c in channels]
     p = next(operator.parameters())
     out = p.new_empty(len(channels), n, n)  # (C, n, n)
-    for start in range(0, n, BASIS_CHUNK):
-        stop = min(start + BASIS_CHUNK, n)
+    check_int("chunk", chunk, 1)
+    for start in range(0, n, chunk):
+        stop = min(start + chunk, n)
         basis = p.new_zeros(stop - start, n, D)  # (J, n, D)
         basis[torch.arange(stop - start), torch.arange(start, stop)] = 1.0  # e_j on every c
         y = operator(basis)[:, :, channels]  # (J, n, C): y[j, i, c] = M[c][i, start + j]

@@ -29,16 +29,18 @@ from torch import nn
 
 from tnn_core.analysis import channel_kernel
 from tnn_core.analysis.ablation import band_restricted
-from tnn_core.analysis.applied import applied_matrix
+from tnn_core.analysis.applied import BASIS_CHUNK, applied_matrix
 from tnn_core.analysis.atlas import STATISTICS, band_mask, kernel_atlas
 from tnn_core.lab.basics import KernelView, kernel_view
 from tnn_core.lab.train import SnapshotView, snapshot_view
 from tnn_core.models import ModelConfig
 from tnn_core.training import checkpoint, evaluate
+from tnn_core.training.budget import MEMORY_LIMIT, check_cost, pass_cost
 from tnn_core.training.checkpoint import CheckpointInfo
 from tnn_core.training.tasks import Task
 
-__all__ = ["NAME_PATTERN", "SHIPPED_ORDER", "saved_checkpoints", "checkpoint_path", "save_run",
+__all__ = ["NAME_PATTERN", "SHIPPED_ORDER", "applied_chunk", "saved_checkpoints", "checkpoint_path",
+           "save_run",
            "Opened", "open_file", "open_bytes", "COMMAND_SHOWN", "Summary", "summary", "STATISTICS",
            "ATLAS_BAND", "ATLAS_RANK", "ATLAS_CHANNELS", "ATLAS_MAX_N", "opening_atlas",
            "Channels", "LayerMedians", "AtlasView", "atlas_view", "band_description",
@@ -355,10 +357,23 @@ class ChannelMatrix:
     target_gap: float  # ||M - dense(kernel(n))||_F / ||dense(kernel(n))||_F (NaN: no target)
 
 
+def applied_chunk(config: ModelConfig, n: int) -> int:
+    """Basis vectors per forward pass of ``applied_matrix`` at length n: BASIS_CHUNK, or
+    fewer when a pass of that many would not fit the memory budget (an SKI of large r
+    pays for its FFT of size 2r on every vector); BudgetError if one alone does not."""
+    chunk = BASIS_CHUNK
+    while chunk > 1 and pass_cost(config, chunk, n).bytes > MEMORY_LIMIT:
+        chunk //= 2
+    check_cost(f"drawing the matrix a channel applies at n = {n:,}", pass_cost(config, chunk, n),
+               seconds_limit=None)
+    return chunk
+
+
 def channel_matrix(model: nn.Module, n: int, layer: int, channel: int) -> ChannelMatrix:
     """The matrix layer ``layer``, channel ``channel`` applies at length n (``applied``)."""
     operator = model.operators()[layer]
-    applied = applied_matrix(operator, n, [channel])[0].double().cpu().numpy()  # (n, n)
+    chunk = applied_chunk(model.config, n)
+    applied = applied_matrix(operator, n, [channel], chunk)[0].double().cpu().numpy()  # (n, n)
     coeffs = channel_kernel(operator, n, channel).numpy()  # (2n-1,) diagonal means
     base = kernel_view(coeffs)
     idx = base.indices
