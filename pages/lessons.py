@@ -34,10 +34,11 @@ if (!window.toeplitzLessonKeys) {
 VIEW_HEIGHT = 1100  # px of the embedded page
 
 
-@st.cache_data(show_spinner=False)
-def lessons(folder: str) -> tuple[dict[str, lesson_lab.Lesson], list[str]]:
+@st.cache_data(show_spinner=False, max_entries=8)
+def lessons(folder: str, listing: tuple) -> tuple[dict[str, lesson_lab.Lesson], list[str]]:
     """By title: a bound select box puts its displayed value in the URL, so the titles are
-    the options."""
+    the options (load_lessons keeps them unique). ``listing`` (the folder's names, sizes and
+    modification times) is only the key: a file added or edited is read on the next run."""
     found, errors = lesson_lab.load_lessons(Path(folder))
     return {lesson.title: lesson for lesson in found}, errors
 
@@ -84,10 +85,13 @@ def show_question(question: lesson_lab.Question, key: str) -> bool:
 
 if not st.session_state.get("present", False):
     st.title("Lessons")
-found, problems = lessons(str(lesson_lab.LESSON_DIR))
+found, problems = lessons(str(lesson_lab.LESSON_DIR),
+                          lesson_lab.folder_listing(lesson_lab.LESSON_DIR))
 for problem in problems:
     st.error(f"A lesson file could not be loaded: {problem}", icon=":material/error:")
 if not found:
+    st.info(f"No lessons to show. Add a lesson file to {lesson_lab.LESSON_DIR}; "
+            f"docs/lessons.md shows how to write one.", icon=":material/school:")
     st.stop()
 
 top = st.columns([3, 1, 1])

@@ -22,26 +22,45 @@ in docs/lessons.md):
 
 ``view`` is what the address bar shows on that page (its URL path and query), so a
 teacher copies it from the browser. Its page must be one of ``VIEW_PAGES`` and its
-parameters that page's controls; anything else is refused on load. ``load_lessons``
-reads a folder: a malformed file becomes one error naming the file, the step and the
-field, and the other lessons still load.
+parameters that page's controls; anything else is refused on load.
+
+``load_lessons`` reads a folder, and no file in it can take the others down: each file is
+read with ``tnn_core.files.read_bounded`` (regular files only, never past
+``MAX_FILE_BYTES``, a FIFO never waited on), and anything wrong with it (invalid TOML or
+UTF-8, nesting too deep for tomllib, a number too large for a float, a field out of place,
+or an error nobody foresaw) becomes one sentence naming the file, the step and the field.
+A lesson's number is the one its file name starts with (``1-toeplitz-fft.toml``); a title
+that starts with a number ("1. Toeplitz ...") must start with the file's. Two files with
+one title or one number: the first in lesson order loads and the second is refused with
+an error naming both. ``folder_listing`` is what a cache of ``load_lessons`` is keyed by.
 """
 
 from __future__ import annotations
 
+import logging
 import math
+import os
+import re
+import reprlib
+import sys
 import tomllib
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
+from tnn_core.files import FileRefused, read_bounded
+
 __all__ = ["LESSON_DIR", "VIEW_PAGES", "MAX_STEPS", "LessonError", "View", "Question", "Step",
-           "Lesson", "parse_lesson", "load_lesson", "load_lessons"]
+           "Lesson", "parse_lesson", "load_lesson", "load_lessons", "folder_listing"]
+
+logger = logging.getLogger(__name__)
 
 LESSON_DIR = Path(__file__).resolve().parent / "lessons"
 MAX_STEPS = 30
 MAX_TEXT = 4000  # characters of one text field
 MAX_FILE_BYTES = 200_000
+MAX_LESSONS = 100  # files read from one folder, in lesson order
+MAX_KEY_PARTS = 8  # a.b.c: a lesson needs 2 ("steps.question"); tomllib is quadratic in them
 # page url_path -> the controls a view may set (the pages' widgets bound to the URL) and the
 # sidebar's, which every page has
 _SIDEBAR = ("seed", "device")
@@ -61,6 +80,24 @@ VIEW_PAGES: dict[str, tuple[str, ...]] = {
 
 class LessonError(ValueError):
     """A lesson file that cannot be used; the message names the file, step and field."""
+
+
+_SHORT = reprlib.Repr()  # values quoted in errors: one line, however large or deep the value
+_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlevel = 80, 80, 3
+
+
+def _shown(value) -> str:
+    """``value`` as an error quotes it: short, and safe for integers Python will not print
+    (over 4300 digits: a TOML hex literal can make one)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1000:
+        return f"an integer of {value.bit_length()} bits"
+    return _SHORT.repr(value)
+
+
+def _file_number(name: str) -> int | None:
+    """The number a lesson file's name starts with: 3 for "3-ski.toml"; None for "ski.toml"."""
+    match = re.match(r"([0-9]+)-", name)
+    return int(match[1]) if match else None
 
 
 @dataclass(frozen=True)
@@ -119,13 +156,18 @@ class Lesson:
     summary: str
     steps: tuple[Step, ...]
 
+    @property
+    def number(self) -> int | None:
+        """The number the file's name starts with (1 for "1-toeplitz-fft"), if any."""
+        return _file_number(self.slug)
+
 
 def _text(data: dict, key: str, where: str, required: bool = True) -> str:
     value = data.get(key)
     if value is None and not required:
         return ""
     if not isinstance(value, str) or not value.strip():
-        raise LessonError(f"{where}: {key} must be a non-empty string; got {value!r}")
+        raise LessonError(f"{where}: {key} must be a non-empty string; got {_shown(value)}")
     if len(value) > MAX_TEXT:
         raise LessonError(f"{where}: {key} has {len(value)} characters; the limit is {MAX_TEXT}")
     return value.strip()
@@ -143,7 +185,7 @@ def _view(text: str, lock, where: str) -> View:
     if parts.scheme or parts.netloc or path not in VIEW_PAGES:
         raise LessonError(f"{where}: view must be a lab page and its controls, e.g. "
                           f"\"basics?n=8\", with the page one of {sorted(VIEW_PAGES)}; "
-                          f"got {text!r}")
+                          f"got {_shown(text)}")
     allowed = set(VIEW_PAGES[path]) | set(_SIDEBAR)
     params = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
     unknown = sorted({key for key, _ in params} - allowed)
@@ -151,7 +193,7 @@ def _view(text: str, lock, where: str) -> View:
         raise LessonError(f"{where}: view sets {unknown}, which the {path} page does not have; "
                           f"its controls: {sorted(allowed)}")
     if not isinstance(lock, list) or not all(isinstance(key, str) for key in lock):
-        raise LessonError(f"{where}: lock must be a list of control names; got {lock!r}")
+        raise LessonError(f"{where}: lock must be a list of control names; got {_shown(lock)}")
     unknown = sorted(set(lock) - set(VIEW_PAGES[path]))
     if unknown:
         raise LessonError(f"{where}: lock names {unknown}, which the {path} page does not have; "
@@ -162,7 +204,7 @@ def _view(text: str, lock, where: str) -> View:
 def _question(data, where: str) -> Question:
     if not isinstance(data, dict):
         raise LessonError(f"{where} must be a table with prompt, answer and explain; got "
-                          f"{data!r}")
+                          f"{_shown(data)}")
     _known(data, {"prompt", "answer", "explain", "choices", "tolerance"}, where)
     prompt, explain = _text(data, "prompt", where), _text(data, "explain", where)
     choices = data.get("choices", [])
@@ -171,34 +213,47 @@ def _question(data, where: str) -> Question:
         if not isinstance(choices, list) or len(choices) < 2 or \
                 not all(isinstance(c, str) and c for c in choices):
             raise LessonError(f"{where}: choices must be a list of at least 2 strings; got "
-                              f"{choices!r}")
+                              f"{_shown(choices)}")
         if answer not in choices:
-            raise LessonError(f"{where}: answer must be one of the choices {choices}; got "
-                              f"{answer!r}")
+            raise LessonError(f"{where}: answer must be one of the choices {_shown(choices)}; got "
+                              f"{_shown(answer)}")
         return Question(prompt, answer, explain, tuple(choices))
-    if isinstance(answer, bool) or not isinstance(answer, int | float) or \
-            not math.isfinite(answer):
-        raise LessonError(f"{where}: answer must be a finite number (or one of the choices); "
-                          f"got {answer!r}")
-    tolerance = data.get("tolerance", 0)
-    if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or \
-            not 0 <= tolerance < math.inf:
-        raise LessonError(f"{where}: tolerance must be a number >= 0; got {tolerance!r}")
-    return Question(prompt, float(answer), explain, (), float(tolerance))
+    answer = _finite(answer, f"{where}: answer must be a finite number (or one of the "
+                             f"choices)")
+    tolerance = _finite(data.get("tolerance", 0), f"{where}: tolerance must be a number >= 0")
+    if tolerance < 0:
+        raise LessonError(f"{where}: tolerance must be a number >= 0; got {_shown(tolerance)}")
+    return Question(prompt, answer, explain, (), tolerance)
+
+
+def _finite(value, rule: str) -> float:
+    """``value`` as a float, or LessonError("{rule}; got ..."): not a bool, a string or an
+    integer too large for a float (a 400-digit answer), nor inf or nan."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise LessonError(f"{rule}; got {_shown(value)}")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise LessonError(f"{rule}; got an integer too large for a float, "
+                          f"{_shown(value)}") from None
+    if not math.isfinite(number):
+        raise LessonError(f"{rule}; got {_shown(value)}")
+    return number
 
 
 def _step(data, where: str) -> Step:
     if not isinstance(data, dict):
-        raise LessonError(f"{where} must be a table; got {data!r}")
+        raise LessonError(f"{where} must be a table; got {_shown(data)}")
     _known(data, {"title", "text", "latex", "view", "lock", "notice", "question"}, where)
     latex = data.get("latex", [])
     if isinstance(latex, str):
         latex = [latex]
     if not isinstance(latex, list) or not all(isinstance(x, str) and x for x in latex):
-        raise LessonError(f"{where}: latex must be a string or a list of strings; got {latex!r}")
+        raise LessonError(f"{where}: latex must be a string or a list of strings; got "
+                          f"{_shown(latex)}")
     view = data.get("view")
     if view is not None and not isinstance(view, str):
-        raise LessonError(f"{where}: view must be a string like \"basics?n=8\"; got {view!r}")
+        raise LessonError(f"{where}: view must be a string like \"basics?n=8\"; got {_shown(view)}")
     if "lock" in data and view is None:
         raise LessonError(f"{where}: lock needs a view")
     if view is not None:
@@ -210,41 +265,147 @@ def _step(data, where: str) -> Step:
                 else _question(data["question"], f"{where}.question"))
 
 
+# What a dotted key is made of, outside strings and comments (replaced by "s" first, in
+# one linear pass: an unclosed string runs to the end of its line or of the text).
+_STRINGS = re.compile(r'"""(?:[^"\\]|\\[\s\S]?|"(?!""))*+(?:"""|\Z)'
+                      r"|'''(?:[^']|'(?!''))*+(?:'''|\Z)"
+                      r'|"(?:[^"\\\n]|\\[^\n]?)*+"?'
+                      r"|'[^'\n]*+'?"
+                      r"|#[^\n]*+")
+_DEEP_KEY = re.compile(rf"(?<![\w-])(?:[\w-]++[ \t]*+\.[ \t]*+){{{MAX_KEY_PARTS}}}[\w-]")
+
+
 def parse_lesson(text: str, name: str) -> Lesson:
     """A lesson from TOML text; ``name`` (the file's) names it in errors and is its slug."""
     slug = Path(name).stem
+    if _DEEP_KEY.search(_STRINGS.sub("s", text)):
+        raise LessonError(f"{name}: a dotted key has more than {MAX_KEY_PARTS} parts; a lesson "
+                          f"needs at most 2, as in [steps.question]")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise LessonError(f"{name}: not valid TOML ({err})") from None
+    except RecursionError:  # tomllib recurses once per level of [ or {
+        raise LessonError(f"{name}: arrays or tables nested too deeply to read; a lesson "
+                          f"needs 3 levels") from None
+    except ValueError as err:  # int() of more than sys.get_int_max_str_digits() digits
+        reason = (f"an integer has more than {sys.get_int_max_str_digits():,} digits"
+                  if "digits" in str(err) else _shown(str(err)))
+        raise LessonError(f"{name}: not valid TOML ({reason})") from None
     _known(data, {"title", "summary", "steps"}, name)
     steps = data.get("steps")
     if not isinstance(steps, list) or not 1 <= len(steps) <= MAX_STEPS:
         raise LessonError(f"{name}: steps must be a list of 1 to {MAX_STEPS} [[steps]] tables; "
                           f"got {0 if not isinstance(steps, list) else len(steps)}")
-    return Lesson(slug, _text(data, "title", name), _text(data, "summary", name),
+    title = _text(data, "title", name)
+    shown = re.match(r"([0-9]+)\.\s", title)
+    if shown and int(shown[1]) != _file_number(name):
+        raise LessonError(f"{name}: the title is numbered {_shown(int(shown[1]))} and the file "
+                          f"name is not; a lesson's number is the one its file name starts "
+                          f"with, as in 1-toeplitz-fft.toml")
+    return Lesson(slug, title, _text(data, "summary", name),
                   tuple(_step(s, f"{name}, step {i + 1}") for i, s in enumerate(steps)))
 
 
+def _file_name(path: Path) -> str:
+    name = path.name
+    if not name.isprintable():  # a newline, or bytes that are not UTF-8
+        raise LessonError(f"{ascii(name)}: a lesson\'s file name must be printable UTF-8 text; "
+                          f"rename the file")
+    return name
+
+
 def load_lesson(path: Path) -> Lesson:
+    """The lesson in the file at ``path``: a regular file (links followed) of at most
+    ``MAX_FILE_BYTES``, read with ``read_bounded`` so that a FIFO, a device or a file
+    growing while read is refused rather than waited on or read without end."""
     path = Path(path)
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise LessonError(f"{path.name}: {size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
+    name = _file_name(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_bounded(path, MAX_FILE_BYTES, "lesson")
+    except FileRefused as err:
+        raise LessonError(str(err).replace(os.fspath(path), name)) from None
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise LessonError(f"{path.name}: not UTF-8 text") from None
-    return parse_lesson(text, path.name)
+        raise LessonError(f"{name}: not UTF-8 text") from None
+    return parse_lesson(text, name)
+
+
+def _lesson_files(folder: Path) -> list[Path]:
+    """The folder's ``*.toml`` entries, hidden ones left out (".#1-a.toml" is an editor's
+    lock), in lesson order: by the number the name starts with, unnumbered ones last, then
+    by name. Raises OSError if the folder cannot be listed."""
+    with os.scandir(folder) as entries:
+        names = [entry.name for entry in entries
+                 if entry.name.endswith(".toml") and not entry.name.startswith(".")]
+    numbers = {name: _file_number(name) for name in names}
+    names.sort(key=lambda name: (numbers[name] is None, numbers[name] or 0, name))
+    return [folder / name for name in names]
 
 
 def load_lessons(folder: Path | None = None) -> tuple[list[Lesson], list[str]]:
-    """Every ``*.toml`` lesson in ``folder`` (default ``LESSON_DIR``) by file name, and one
-    message per bad file."""
+    """Every lesson in ``folder`` (default ``LESSON_DIR``) in lesson order, and one
+    sentence per file refused. Never raises: whatever one file holds (or is), the others
+    load. A title or number already taken by an earlier file is refused, naming both."""
+    folder = Path(folder or LESSON_DIR)
+    try:
+        paths = _lesson_files(folder)
+    except OSError as err:
+        return [], [f"the lesson folder {folder} cannot be read: "
+                    f"{err.strerror or type(err).__name__}"]
     lessons, errors = [], []
-    for path in sorted(Path(folder or LESSON_DIR).glob("*.toml")):
+    if len(paths) > MAX_LESSONS:
+        errors.append(f"{len(paths) - MAX_LESSONS} lesson files after {paths[MAX_LESSONS - 1].name}"
+                      f" were not read; the limit is {MAX_LESSONS} in one folder")
+        paths = paths[:MAX_LESSONS]
+    titles: dict[str, str] = {}  # title -> the file that has it
+    numbers: dict[int, str] = {}  # number -> the file that has it
+    for path in paths:
         try:
-            lessons.append(load_lesson(path))
+            lesson = load_lesson(path)
         except LessonError as err:
             errors.append(str(err))
+            continue
+        except Exception as err:  # the last safety net: one file never takes the page down
+            logger.warning("lesson file %s could not be loaded", path, exc_info=True)
+            errors.append(f"{ascii(path.name)}: could not be loaded ({type(err).__name__}); "
+                          f"the server log has the details")
+            continue
+        if lesson.title in titles:
+            errors.append(f"{path.name}: its title {_shown(lesson.title)} is already the title "
+                          f"of {titles[lesson.title]}, which is loaded; give each lesson its own "
+                          f"title")
+        elif lesson.number in numbers:
+            errors.append(f"{path.name}: its number {_shown(lesson.number)} is already the "
+                          f"number of {numbers[lesson.number]}, which is loaded; give each "
+                          f"lesson its own number")
+        else:
+            titles[lesson.title] = path.name
+            if lesson.number is not None:
+                numbers[lesson.number] = path.name
+            lessons.append(lesson)
     return lessons, errors
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    """Size and modification time of the file (a link's target, else the link itself)."""
+    for follow in (True, False):
+        try:
+            info = os.stat(path, follow_symlinks=follow)
+            return info.st_size, info.st_mtime_ns
+        except OSError:
+            pass
+    return -1, -1
+
+
+def folder_listing(folder: Path | None = None) -> tuple:
+    """What ``load_lessons(folder)`` reads, as a cache key: the name, size and modification
+    time of each lesson file it would read, and how many there are. A file added, removed,
+    renamed or edited changes it. One ``stat`` per file; nothing is opened."""
+    folder = Path(folder or LESSON_DIR)
+    try:
+        paths = _lesson_files(folder)
+    except OSError as err:
+        return (f"cannot list: {err.errno}",)
+    return (len(paths), *((path.name, *_stamp(path)) for path in paths[:MAX_LESSONS]))
