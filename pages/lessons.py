@@ -95,14 +95,17 @@ if not found:
     st.stop()
 
 top = st.columns([3, 1, 1])
-title = top[0].selectbox("Lesson", list(found), key="lesson", bind="query-params")
+title = _ui.from_link(top[0].selectbox, "Lesson", list(found), key="lesson",
+                      bind="query-params")
 lesson = found[title]
 count = len(lesson.steps)
 if not 1 <= st.session_state.get("step", 1) <= count:
     st.session_state["step"] = 1
-number = int(top[1].number_input("Step", 1, count, key="step", bind="query-params",
-                                 help=f"{count} steps; the address bar links to this step."))
-present = top[2].toggle("Presenter mode", key="present", bind="query-params",
+number = int(_ui.from_link(top[1].number_input, "Step", 1, count, key="step",
+                           bind="query-params",
+                           help=f"{count} steps; the address bar links to this step."))
+present = _ui.from_link(top[2].toggle, "Presenter mode", key="present",
+                        bind="query-params",
                         help="Larger type, no sidebar, one step per screen; the arrow keys "
                              "move between steps.")
 if present:
