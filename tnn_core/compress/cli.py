@@ -27,7 +27,6 @@ nothing is written).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import shlex
@@ -42,7 +41,8 @@ from tnn_core.compress.pipeline import compress, save_converted
 from tnn_core.compress.plan import CompressionPlan
 from tnn_core.compress.planner import GRID_BANDS, GRID_RANKS, grid, plan_for_error, search
 from tnn_core.files import exclusive_output, read_bounded
-from tnn_core.training.checkpoint import CheckpointError, load
+from tnn_core.training.answer import answer
+from tnn_core.training.checkpoint import load
 from tnn_core.training.tasks import task_from_info
 from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
 
@@ -124,10 +124,6 @@ def _integers(option: str, text: str) -> tuple[int, ...]:
         raise ValueError(f"{option} must be integers separated by commas; got {text!r}") from None
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())[:500]
-
-
 def _finite(value):
     """JSON has no inf or nan: they are written as null."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -142,27 +138,18 @@ def _finite(value):
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     keep_freed_memory()
-    try:
-        with contextlib.ExitStack() as stack:
-            if args.threads is not None:
-                torch.set_num_threads(check_int("--threads", args.threads, 1, 1024))
-            if args.out is not None:  # held from the start: a second writer waits for nothing
-                stack.enter_context(exclusive_output(
-                    args.out, (args.checkpoint, args.plan, args.text)))
-            output = _run(args, argv)
-    except (CheckpointError, ValueError, OSError) as err:  # bad input: its own sentence
-        print(f"error: {_one_line(str(err))}", file=sys.stderr)
-        return 2
-    except MemoryError:
-        print("error: the compression ran out of memory; plan smaller ranks and bands, or "
-              "use a machine with more memory", file=sys.stderr)
-        return 2
-    except Exception as err:  # noqa: BLE001 - a command-line tool answers with one line
-        print(f"error: compression failed ({type(err).__name__}: {_one_line(str(err))})",
-              file=sys.stderr)
-        return 2
-    print(json.dumps(_finite(output)))
-    return 0
+    return answer(lambda: _finite(_locked_run(args, argv)), "the compression",
+                  "plan (smaller ranks and bands)")
+
+
+def _locked_run(args: argparse.Namespace, argv: list[str] | None) -> dict:
+    """``_run`` holding --out from the start: a second writer is refused before any work."""
+    if args.threads is not None:
+        torch.set_num_threads(check_int("--threads", args.threads, 1, 1024))
+    if args.out is None:
+        return _run(args, argv)
+    with exclusive_output(args.out, (args.checkpoint, args.plan, args.text)):
+        return _run(args, argv)
 
 
 def _run(args: argparse.Namespace, argv: list[str] | None) -> dict:

@@ -15,7 +15,6 @@ windows up to 16×, ``layer_kernels`` for every layer's kernels at a length.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -27,6 +26,7 @@ from torch import nn
 from tnn_core.allocator import keep_freed_memory
 from tnn_core.checks import check_int, check_number
 from tnn_core.files import read_bounded
+from tnn_core.training.answer import answer
 from tnn_core.training.budget import (
     SECONDS_LIMIT,
     SWEEP_BATCH_SIZE,
@@ -36,7 +36,7 @@ from tnn_core.training.budget import (
     check_cost,
     pass_cost,
 )
-from tnn_core.training.checkpoint import CheckpointError, CheckpointInfo, load
+from tnn_core.training.checkpoint import CheckpointInfo, load
 from tnn_core.training.tasks import IGNORE, Task, task_from_info
 from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
 
@@ -200,10 +200,6 @@ def _factors(text: str) -> tuple[int, ...]:
                          f"got {text!r}") from None
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
 def _budget(model: nn.Module, task: Task, args: argparse.Namespace) -> None:
     """BudgetError unless the asked evaluation fits the memory and time budget."""
     element = next(model.parameters()).element_size()
@@ -256,37 +252,28 @@ def main(argv: list[str] | None = None) -> int:
                         "--batches × --batch-size windows")
     args = p.parse_args(argv)
     keep_freed_memory()
-    try:
-        if args.threads is not None:
-            torch.set_num_threads(check_int("--threads", args.threads, 1, 1024))
-        check_number("--time-limit", args.time_limit, 1, 86_400)
-        model, info = load(args.checkpoint)
-        text = None if args.text is None else read_bounded(args.text, MAX_TEXT_BYTES, "--text")
-        task = task_from_info(info.task, data=text)
-        _budget(model, task, args)
-        if args.same_windows is not None:
-            rows = same_window_sweep(model, task, _factors(args.same_windows),
-                                     args.batches * args.batch_size, args.batch_size,
-                                     deadline_after(args.time_limit))
-            result = {"checkpoint": info.source, "same_windows": rows}
-        else:
-            result = {"checkpoint": info.source,
-                      **evaluate_model(model, task, args.length, args.batches,
-                                       args.batch_size, deadline_after(args.time_limit))}
-        result = _checked_numbers(result)
-    except (CheckpointError, ValueError, OSError) as err:  # bad input: its own sentence
-        print(f"error: {_one_line(str(err))}", file=sys.stderr)
-        return 2
-    except MemoryError:
-        print("error: the evaluation ran out of memory; use a smaller --batch-size or "
-              "--length", file=sys.stderr)
-        return 2
-    except Exception as err:  # noqa: BLE001 - a command-line tool answers with one line
-        print(f"error: evaluation failed ({type(err).__name__}: {_one_line(str(err))})",
-              file=sys.stderr)
-        return 2
-    print(json.dumps(result))
-    return 0
+    return answer(lambda: _evaluate_command(args), "the evaluation", "--batch-size or --length")
+
+
+def _evaluate_command(args: argparse.Namespace) -> dict:
+    """What ``main`` prints: the evaluation the options ask for, checked first."""
+    if args.threads is not None:
+        torch.set_num_threads(check_int("--threads", args.threads, 1, 1024))
+    check_number("--time-limit", args.time_limit, 1, 86_400)
+    model, info = load(args.checkpoint)
+    text = None if args.text is None else read_bounded(args.text, MAX_TEXT_BYTES, "--text")
+    task = task_from_info(info.task, data=text)
+    _budget(model, task, args)
+    if args.same_windows is not None:
+        rows = same_window_sweep(model, task, _factors(args.same_windows),
+                                 args.batches * args.batch_size, args.batch_size,
+                                 deadline_after(args.time_limit))
+        result = {"checkpoint": info.source, "same_windows": rows}
+    else:
+        result = {"checkpoint": info.source,
+                  **evaluate_model(model, task, args.length, args.batches, args.batch_size,
+                                   deadline_after(args.time_limit))}
+    return _checked_numbers(result)
 
 
 if __name__ == "__main__":
