@@ -286,3 +286,17 @@ def test_inspect_shows_every_accepted_history(inspect_page, name):
         spec = json.loads(chart.proto.spec)
         if spec["layout"].get("title", {}).get("text", "").startswith("Validation"):
             assert all(np.isfinite(plotted(trace["y"])).all() for trace in spec["data"])
+
+
+def test_a_metric_name_other_than_the_tasks_is_refused():
+    """Inspect reads the history's numbers as the task's metric: accuracy shown as bpc (or
+    bits per character as a percentage) would be a wrong number on the screen."""
+    from tests.hostile import HISTORY, tiny_checkpoint, with_json
+
+    from tnn_core.training.checkpoint import CheckpointError, load_bytes
+
+    data = with_json(tiny_checkpoint(), "history", {**HISTORY, "metric_name": "bpc"})
+    with pytest.raises(CheckpointError, match="metric_name is 'bpc', but task recall measures "
+                                              "'accuracy'"):
+        load_bytes(data)
+    load_bytes(with_json(tiny_checkpoint(), "history", {**HISTORY, "metric_name": "accuracy"}))

@@ -77,7 +77,7 @@ from tnn_core.files import FileRefused, read_bounded
 from tnn_core.models import ModelConfig, build_model
 from tnn_core.training.budget import BudgetError, check_sweep, meta_layers, parameter_count
 from tnn_core.training.history import validated_history
-from tnn_core.training.tasks import task_shape
+from tnn_core.training.tasks import TASKS, task_shape
 
 __all__ = ["CheckpointError", "CheckpointInfo", "FORMAT", "MAX_BYTES",
            "MAX_HEADER_BYTES", "MAX_JSON_DEPTH", "MAX_PARAMETERS", "SHIPPED_DIR",
@@ -417,6 +417,11 @@ def _validated(data: bytes, source: str) -> tuple[CheckpointInfo, dict[str, _Ent
         meta["history"] = validated_history(meta["history"])  # training/history.py
     except ValueError as err:
         raise CheckpointError(f"{source}: bad history metadata: {err}") from None
+    metric = TASKS[shape.name][0].metric_name  # what the history's numbers are read as
+    if meta["history"].get("metric_name", metric) != metric:
+        raise CheckpointError(f"{source}: bad history metadata: metric_name is "
+                              f"{_describe(meta['history']['metric_name'])}, but task "
+                              f"{shape.name} measures {metric!r}")
     expected = _expected_tensors(config, source)
     element = _DTYPES[next(iter(entries.values())).dtype][1] if entries else 4
     try:
