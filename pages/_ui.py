@@ -280,7 +280,8 @@ def session_token() -> object:
 
 def show_error(err: Exception) -> None:
     """A sentence a person can act on, never a traceback."""
-    st.error(f"That setting cannot be used: {err}", icon=":material/error:")
+    what = "file" if isinstance(err, checkpoint.CheckpointError) else "setting"
+    st.error(f"That {what} cannot be used: {err}", icon=":material/error:")
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -84,7 +84,7 @@ with st.expander("Upload a checkpoint (.safetensors)", icon=":material/upload:")
                          f"session keeps {uploads_lab.SESSION_BUDGET // 2**20} MB of them.",
                          icon=":material/info:")
     if upload is not None and "upload_error" in st.session_state:
-        _ui.show_error(ValueError(st.session_state["upload_error"]))
+        _ui.show_error(CheckpointError(st.session_state["upload_error"]))
 
 key = _ui.checkpoint_select(
     "No checkpoints yet: train one on the Train page, or upload one above.",

@@ -128,10 +128,11 @@ def draw(progress) -> None:
                           yaxis_title=run.task.metric_name, height=320,
                           margin=dict(l=10, r=10, t=40, b=10))
         right.plotly_chart(fig, key="chart-metric")
-    if progress.kernel_snapshots is not None:
+    view = (snapshot_view(progress.kernel_snapshots)
+            if progress.kernel_snapshots is not None else None)
+    if view is not None and view.steps.size:  # none kept yet (or none finite): nothing to replay
         st.markdown("**Kernels forming**")
-        _ui.kernel_replay(snapshot_view(progress.kernel_snapshots), "train_kernels",
-                          live=not progress.finished)
+        _ui.kernel_replay(view, "train_kernels", live=not progress.finished)
 
 
 @st.fragment(run_every=0.5)
