@@ -292,7 +292,6 @@ def test_a_metric_name_other_than_the_tasks_is_refused():
     """Inspect reads the history's numbers as the task's metric: accuracy shown as bpc (or
     bits per character as a percentage) would be a wrong number on the screen."""
     from tests.hostile import HISTORY, tiny_checkpoint, with_json
-
     from tnn_core.training.checkpoint import CheckpointError, load_bytes
 
     data = with_json(tiny_checkpoint(), "history", {**HISTORY, "metric_name": "bpc"})
