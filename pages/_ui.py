@@ -159,6 +159,27 @@ def from_link(widget, *args, **kwargs):
     return value
 
 
+def note_link_value(key: str, problem: str | None, used, display: str) -> None:
+    """``from_link``'s notice for a control that is not a Streamlit widget (a figure's
+    slider, ``pages/figures``): ``problem`` (words after the key, from
+    ``link_value_problem``) or None, and the value ``used`` (shown as ``display``)."""
+    run = st.session_state["_link_run"]
+    notice = st.session_state.get("_link_notice")
+    if problem is not None:
+        if notice is None:
+            notice = st.session_state["_link_notice"] = _LinkNotice(run.page, {}, dict(run.seen))
+        if key not in notice.lines:
+            notice.lines[key] = [f"The link's `{key}` {problem}", _link_code(display)]
+            notice.values[key] = used
+    run.seen[key] = used
+    if notice is not None:
+        if key not in notice.lines and notice.values.setdefault(key, used) != used:
+            del st.session_state["_link_notice"]  # the user moved on
+        elif key in notice.lines and notice.values[key] != used:
+            del st.session_state["_link_notice"]
+        _draw_link_notice()
+
+
 def link_value_problem(widget: str, spec: dict, raw: list[str]) -> tuple[str, bool] | None:
     """What Streamlit 1.67 does not take from the link's ``raw`` values (``get_all(key)``) for
     ``widget`` (its name) called with the arguments ``spec``, as words after the key, and

@@ -1,0 +1,118 @@
+"""Figures that draw in the browser: one picture, its one to three controls, one caption.
+
+A figure is a Streamlit custom component v2 (``st.components.v2``: mounted in the page,
+no iframe) whose JavaScript computes and redraws on every ``input`` event of its own
+sliders, so a drag is followed frame by frame with no server round trip. On release
+(``change``) the slider's value goes back to Python as component state: the page reruns
+and computes what the browser cannot (spectral norms, least squares at large n, timings).
+
+Each figure NAME has ``NAME.js`` beside this file, appended to the shared ``fft.js`` and
+``common.js`` in one module that ends with its ``export default function (component)``.
+Its header documents its data contract: what the server sends once per kernel
+(``data``) and what the browser computes per frame.
+
+The contract that tests and benchmarks rely on (keep it stable):
+- the figure's root element has ``data-testid="figure"`` and ``data-figure="NAME"``;
+- each time it has finished drawing, ``data-drawn`` holds the parameters it drew as a URL
+  query string, e.g. ``n=1024&band=9&rank=33&decay=0.99&method=sample``;
+- a numbers panel that waits for the server has ``data-stale="true"`` until it shows the
+  server's values for the current setting.
+
+Every control of a figure lives in the URL under its name, like the pages' widgets: a
+link value the figure cannot use is named in the page's link notice (``_ui``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from pages import _ui
+
+__all__ = ["Control", "show", "script"]
+
+FOLDER = Path(__file__).resolve().parent
+SHARED = ("fft.js", "common.js")  # before the figure's own file, in this order
+
+
+@dataclass(frozen=True)
+class Control:
+    """One slider of a figure, in the URL under ``name``."""
+
+    name: str  # the URL key and the state name the browser sets on release
+    label: str
+    low: float
+    high: float
+    step: float
+    default: float
+    help: str
+
+    @property
+    def whole(self) -> bool:
+        return all(float(v).is_integer() for v in (self.low, self.high, self.step,
+                                                   self.default))
+
+    def spec(self, value) -> dict:
+        """What the browser needs to draw the slider at ``value``."""
+        return {"name": self.name, "label": self.label, "min": self.low, "max": self.high,
+                "step": self.step, "value": value, "help": self.help}
+
+    def typed(self, value: float):
+        return int(value) if self.whole else float(value)
+
+
+def script(name: str) -> str:
+    """The module a figure runs: the shared files, then ``NAME.js``."""
+    return "\n".join((FOLDER / part).read_text(encoding="utf-8")
+                     for part in (*SHARED, f"{name}.js"))
+
+
+@functools.cache
+def _component(name: str):
+    """Registered once per server process (the same name again would replace it)."""
+    return st.components.v2.component(f"toeplitz_lab_{name}", js=script(name),
+                                      css=(FOLDER / "figure.css").read_text(encoding="utf-8"))
+
+
+def _from_link(control: Control):
+    """The control's value in the URL, checked as a bound slider's would be; None if absent
+    or refused (the notice then says why)."""
+    raw = st.query_params.get_all(control.name)
+    if not raw:
+        return None
+    spec = {"min_value": control.typed(control.low), "max_value": control.typed(control.high),
+            "value": control.typed(control.default)}
+    problem = _ui.link_value_problem("slider", spec, raw)
+    if problem is not None:
+        _ui.note_link_value(control.name, problem[0], control.default,
+                            f"{control.typed(control.default)}")
+        return None
+    return control.typed(float(raw[-1]))
+
+
+def show(name: str, data: dict, controls: tuple[Control, ...], key: str) -> dict:
+    """Mount figure ``name`` with the server's ``data``; returns the controls' values.
+
+    A control's value is the browser's last settled one, else the URL's, else its default;
+    the values go back into the URL, so a link opens exactly this view."""
+    state = st.session_state.get(key)  # the browser's settled values: a dict by state name
+    values = {}
+    for control in controls:
+        settled = state.get(control.name) if isinstance(state, Mapping) else None
+        if isinstance(settled, bool) or not isinstance(settled, int | float) or \
+                not math.isfinite(settled):
+            linked = _from_link(control)
+            settled = control.default if linked is None else linked
+        values[control.name] = control.typed(min(max(settled, control.low), control.high))
+    callbacks = {f"on_{c.name}_change": (lambda: None) for c in controls}
+    _component(name)(key=key, data={**data, "controls": [c.spec(values[c.name])
+                                                          for c in controls]},
+                     default=dict(values), **callbacks)
+    for control in controls:
+        st.query_params[control.name] = str(values[control.name])
+    return values

@@ -1,0 +1,156 @@
+// What every figure shares: its root and the test contract, its sliders, a colour
+// scale, a heatmap and a line plot on a canvas. Each figure's own file (NAME.js) follows
+// this one in the same module and ends with `export default function (component)`.
+//
+// The contract (pages/figures/__init__.py): the root element carries
+// data-testid="figure" and data-figure="NAME"; after each draw, data-drawn holds the
+// parameters it drew as a URL query string; a numbers panel that waits for the server
+// carries data-stale="true" until it shows the server's values.
+
+// The figure's root inside `parent` (the component's shadow root), made on first mount.
+// Returns [root, created].
+function figureRoot(parent, name, html) {
+  let root = parent.querySelector('[data-testid="figure"]');
+  if (root) return [root, false];
+  root = document.createElement('div');
+  root.className = 'figure';
+  root.setAttribute('data-testid', 'figure');
+  root.setAttribute('data-figure', name);
+  root.innerHTML = html;
+  parent.appendChild(root);
+  return [root, true];
+}
+
+// Record what was drawn: params is an array of [name, value] pairs, in the URL's order.
+function markDrawn(root, params) {
+  root.setAttribute('data-drawn', new URLSearchParams(params.map(([k, v]) => [k, String(v)]))
+    .toString());
+}
+
+// A panel's values are the server's (stale false) or an earlier setting's (stale true).
+function markStale(panel, stale) {
+  panel.setAttribute('data-stale', stale ? 'true' : 'false');
+  panel.classList.toggle('stale', stale);
+}
+
+// A labelled range input: spec {name, label, min, max, step, value, help, format}. The
+// readout follows every `input` (drag); `onInput(value)` redraws, `onSettle(value)` runs
+// on release (`change`). Returns the input element.
+function slider(container, spec, onInput, onSettle) {
+  const box = document.createElement('label');
+  box.className = 'control';
+  box.title = spec.help || '';
+  const format = spec.format || ((v) => String(v));
+  box.innerHTML = `<span class="label"></span> <output></output>
+    <input type="range" min="${spec.min}" max="${spec.max}" step="${spec.step}">`;
+  box.querySelector('.label').textContent = spec.label;
+  const input = box.querySelector('input');
+  const readout = box.querySelector('output');
+  input.name = spec.name;
+  input.value = String(spec.value);
+  readout.textContent = format(Number(input.value));
+  input.addEventListener('input', () => {
+    readout.textContent = format(Number(input.value));
+    onInput(Number(input.value));
+  });
+  input.addEventListener('change', () => onSettle(Number(input.value)));
+  container.appendChild(box);
+  return input;
+}
+
+// Diverging colour for v in [-limit, limit]: blue (negative), white (0), red (positive),
+// the RdBu ends of the server-drawn heatmaps. Returns [r, g, b] in 0..255.
+const NEGATIVE = [33, 102, 172], POSITIVE = [178, 24, 43];
+function divergingColour(v, limit) {
+  if (!(limit > 0) || !Number.isFinite(v)) return [255, 255, 255];
+  const t = Math.max(-1, Math.min(1, v / limit));
+  const end = t < 0 ? NEGATIVE : POSITIVE;
+  const a = Math.abs(t);
+  return [0, 1, 2].map((c) => Math.round(255 + a * (end[c] - 255)));
+}
+
+// The rows (and columns) a picture of side `pixels` shows of an n x n matrix: every
+// stride-th index from 0, so a drawn cell is a real entry, never an average.
+function shownIndices(n, pixels) {
+  const stride = Math.max(1, Math.ceil(n / pixels));
+  const out = [];
+  for (let i = 0; i < n; i += stride) out.push(i);
+  return out;
+}
+
+// Draw entry(i, j) for the shown rows and columns on `canvas`, coloured on [-limit, limit].
+function drawMatrix(canvas, idx, entry, limit) {
+  const side = idx.length;
+  canvas.width = side; canvas.height = side;
+  const ctx = canvas.getContext('2d');
+  const image = ctx.createImageData(side, side);
+  for (let a = 0; a < side; a++) {
+    for (let b = 0; b < side; b++) {
+      const [r, g, bl] = divergingColour(entry(idx[a], idx[b]), limit);
+      const p = 4 * (a * side + b);
+      image.data[p] = r; image.data[p + 1] = g; image.data[p + 2] = bl; image.data[p + 3] = 255;
+    }
+  }
+  ctx.putImageData(image, 0, 0);
+}
+
+// A line plot on `canvas`: series [{x, y, colour, dash, label}] (arrays), options
+// {logX, logY, xLabel, yLabel, marks: [{x, label}]}. Non-positive values are left out
+// on a log axis. The axes show five ticks each.
+function drawLines(canvas, series, options) {
+  const ctx = canvas.getContext('2d');
+  const W = canvas.width, H = canvas.height, left = 56, bottom = 34, top = 10, right = 10;
+  ctx.clearRect(0, 0, W, H);
+  const tx = (v) => (options.logX ? Math.log10(v) : v);
+  const ty = (v) => (options.logY ? Math.log10(v) : v);
+  const ok = (x, y) => Number.isFinite(tx(x)) && Number.isFinite(ty(y));
+  let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
+  for (const s of series) {
+    for (let i = 0; i < s.x.length; i++) {
+      if (!ok(s.x[i], s.y[i])) continue;
+      x0 = Math.min(x0, tx(s.x[i])); x1 = Math.max(x1, tx(s.x[i]));
+      y0 = Math.min(y0, ty(s.y[i])); y1 = Math.max(y1, ty(s.y[i]));
+    }
+  }
+  if (!(x1 >= x0) || !(y1 >= y0)) return;
+  if (x1 === x0) { x0 -= 1; x1 += 1; }
+  if (y1 === y0) { y0 -= 1; y1 += 1; }
+  const px = (v) => left + (tx(v) - x0) / (x1 - x0) * (W - left - right);
+  const py = (v) => top + (1 - (ty(v) - y0) / (y1 - y0)) * (H - top - bottom);
+  ctx.strokeStyle = '#888'; ctx.fillStyle = '#444'; ctx.font = '11px sans-serif';
+  ctx.beginPath(); ctx.moveTo(left, top); ctx.lineTo(left, H - bottom); ctx.lineTo(W - right, H - bottom);
+  ctx.stroke();
+  for (let t = 0; t <= 4; t++) {
+    const xv = x0 + (x1 - x0) * t / 4, yv = y0 + (y1 - y0) * t / 4;
+    const xl = options.logX ? `1e${xv.toFixed(1)}` : formatTick(xv);
+    const yl = options.logY ? `1e${yv.toFixed(1)}` : formatTick(yv);
+    const xp = left + (W - left - right) * t / 4, yp = H - bottom - (H - top - bottom) * t / 4;
+    ctx.fillText(xl, xp - 12, H - bottom + 14);
+    ctx.fillText(yl, 2, yp + 4);
+  }
+  ctx.fillText(options.xLabel || '', (W - left) / 2 + left - 20, H - 4);
+  ctx.save(); ctx.translate(12, top + (H - top - bottom) / 2 + 20); ctx.rotate(-Math.PI / 2);
+  ctx.fillText(options.yLabel || '', 0, 0); ctx.restore();
+  for (const s of series) {
+    ctx.strokeStyle = s.colour || '#1f77b4'; ctx.setLineDash(s.dash || []); ctx.beginPath();
+    let pen = false;
+    for (let i = 0; i < s.x.length; i++) {
+      if (!ok(s.x[i], s.y[i])) { pen = false; continue; }
+      if (pen) ctx.lineTo(px(s.x[i]), py(s.y[i])); else ctx.moveTo(px(s.x[i]), py(s.y[i]));
+      pen = true;
+    }
+    ctx.stroke();
+  }
+  ctx.setLineDash([4, 3]); ctx.strokeStyle = '#555';
+  for (const mark of options.marks || []) {
+    if (!Number.isFinite(tx(mark.x))) continue;
+    ctx.beginPath(); ctx.moveTo(px(mark.x), top); ctx.lineTo(px(mark.x), H - bottom); ctx.stroke();
+    ctx.fillText(mark.label, px(mark.x) + 3, top + 10);
+  }
+  ctx.setLineDash([]);
+}
+
+function formatTick(v) {
+  const a = Math.abs(v);
+  return a !== 0 && (a < 1e-2 || a >= 1e4) ? v.toExponential(1) : String(Number(v.toPrecision(3)));
+}
