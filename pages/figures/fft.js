@@ -55,14 +55,15 @@ function mixedRadix(re, im, sign) {
 }
 
 function bluestein(re, im, sign) {
-  // x_k = sum_j x_j w^{jk} with w^{jk} = w^{(j^2 + k^2 - (k-j)^2)/2}: a convolution with
-  // the chirp exp(sign pi i j^2 / N), done by FFTs of a power-of-two size M >= 2N - 1.
+  // X_k = sum_j x_j w^{jk}, w = exp(sign 2 pi i / N), with jk = (j^2 + k^2 - (k-j)^2)/2:
+  // X_k = conj(chirp_k) sum_j (x_j conj(chirp_j)) chirp_{k-j} for the chirp
+  // exp(-sign pi i j^2 / N), a convolution done by FFTs of a power-of-two size M >= 2N - 1.
   const N = re.length;
   let M = 1;
   while (M < 2 * N - 1) M *= 2;
   const chirpRe = new Float64Array(N), chirpIm = new Float64Array(N);
   for (let j = 0; j < N; j++) {
-    const angle = sign * Math.PI * ((j * j) % (2 * N)) / N;  // reduced: exact for large j
+    const angle = -sign * Math.PI * ((j * j) % (2 * N)) / N;  // reduced: exact for large j
     chirpRe[j] = Math.cos(angle); chirpIm[j] = Math.sin(angle);
   }
   const aRe = new Float64Array(M), aIm = new Float64Array(M);

@@ -1,0 +1,169 @@
+"""The figures' FFT (pages/figures/fft.js) against numpy, in Chromium, float64.
+
+fft.js runs in a plain page (no server): its functions are globals of a classic script.
+Sizes: trivial (1, 2), small primes (3, 5, 7: Bluestein), powers of two, 5-smooth sizes
+of every radix (30, 100, 2250) and a prime the figures meet at no fft_size (97). A
+planted twiddle-sign mistake must fail the same comparison.
+
+Also ``js_page``, the harness the other figure tests import: Chromium with one module of
+``pages.figures.script(NAME)`` loaded, its ``export default`` made a plain function.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pages.figures import FOLDER, script
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+REQUIRED = os.environ.get("TOEPLITZ_LAB_REQUIRE_BROWSER") == "1" or os.environ.get("CI") == "true"
+SIZES = [1, 2, 3, 5, 7, 8, 30, 97, 100, 1024, 2250, 8192]
+RTOL = 1e-9  # of the largest magnitude of numpy's result
+
+pytestmark = pytest.mark.browser
+
+
+def _unavailable(reason: str):
+    if REQUIRED:
+        pytest.fail(f"browser test required here but cannot run: {reason}")
+    pytest.skip(reason)
+
+
+def harmless(source: str) -> str:
+    """A figure's module as a classic script: its functions become globals, and its
+    ``export default`` (the mount, which needs Streamlit) a function nobody calls."""
+    return source.replace("export default function", "function mountFigure")
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    if not Path(CHROMIUM).exists():
+        _unavailable(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as err:
+        _unavailable(f"playwright is not installed: {err}")
+    with sync_playwright() as p:
+        try:
+            browser = p.chromium.launch(executable_path=CHROMIUM,
+                                        args=["--no-sandbox", "--disable-dev-shm-usage",
+                                              "--disable-gpu"])
+        except Exception as err:  # noqa: BLE001 - any launch failure means no browser
+            _unavailable(f"Chromium did not start: {err}")
+        yield browser
+        browser.close()
+
+
+def js_page(browser, source: str):
+    """A fresh page with ``source`` loaded as a classic script."""
+    page = browser.new_page()
+    page.set_content("<!doctype html><html><body></body></html>")
+    page.add_script_tag(content=harmless(source))
+    return page
+
+
+@pytest.fixture(scope="module")
+def fft_page(chromium):
+    page = js_page(chromium, (FOLDER / "fft.js").read_text(encoding="utf-8"))
+    yield page
+    page.close()
+
+
+# Each returns plain arrays: [re, im] of the transform.
+RFFT = "([x, N]) => rfft(Float64Array.from(x), N).map(a => Array.from(a))"
+IRFFT = "([re, im, N]) => Array.from(irfft(Float64Array.from(re), Float64Array.from(im), N))"
+DFT = """([re, im, sign]) => dft(Float64Array.from(re), Float64Array.from(im), sign)
+                            .map(a => Array.from(a))"""
+
+
+def relative_error(got, want) -> float:
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape
+    scale = np.abs(want).max(initial=0.0)
+    error = np.abs(got - want).max(initial=0.0)
+    return error / scale if scale > 0 else error
+
+
+def worst_errors(page, N: int, rng: np.random.Generator) -> dict[str, float]:
+    """Relative errors of rfft, irfft and both complex directions at size N."""
+    x = rng.standard_normal(N)
+    z = rng.standard_normal(N) + 1j * rng.standard_normal(N)
+    X = np.fft.rfft(x)
+    re, im = page.evaluate(RFFT, [x.tolist(), N])
+    forward = page.evaluate(DFT, [z.real.tolist(), z.imag.tolist(), -1])
+    inverse = page.evaluate(DFT, [z.real.tolist(), z.imag.tolist(), 1])
+    return {
+        "rfft": relative_error(np.array(re) + 1j * np.array(im), X),
+        "irfft": relative_error(page.evaluate(IRFFT, [X.real.tolist(), X.imag.tolist(), N]),
+                                np.fft.irfft(X, n=N)),
+        "dft": relative_error(forward[0] + 1j * np.array(forward[1]), np.fft.fft(z)),
+        "inverse dft": relative_error(inverse[0] + 1j * np.array(inverse[1]),
+                                      np.fft.ifft(z) * N),
+    }
+
+
+@pytest.mark.parametrize("N", SIZES)
+def test_fft_js_is_numpy(fft_page, N):
+    errors = worst_errors(fft_page, N, np.random.default_rng(N))
+    assert max(errors.values()) <= RTOL, errors
+
+
+def test_rfft_pads_and_cuts_and_irfft_reads_the_first_bins_as_numpy_does(fft_page):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(13)
+    for N in (8, 13, 30):  # cut to 8, as is, zero-padded to 30
+        re, im = fft_page.evaluate(RFFT, [x.tolist(), N])
+        assert relative_error(np.array(re) + 1j * np.array(im), np.fft.rfft(x, n=N)) <= RTOL
+    X = np.fft.rfft(rng.standard_normal(40))  # 21 bins
+    for N in (10, 11, 40, 64):  # fewer bins than given, as many, more (zero-padded)
+        got = fft_page.evaluate(IRFFT, [X.real.tolist(), X.imag.tolist(), N])
+        assert relative_error(got, np.fft.irfft(X, n=N)) <= RTOL, N
+    Y = X.copy()  # imaginary parts at DC and Nyquist are ignored, as numpy does
+    Y[0] += 5j
+    Y[20] += 3j
+    got = fft_page.evaluate(IRFFT, [Y.real.tolist(), Y.imag.tolist(), 40])
+    assert relative_error(got, np.fft.irfft(Y, n=40)) <= RTOL
+
+
+def test_fft_size_is_the_cores(fft_page):
+    from tnn_core.core.toeplitz import fft_size
+
+    lengths = [1, 2, 3, 7, 100, 257, 301, 1024, 4096]
+    assert fft_page.evaluate("(ns) => ns.map(fftSize)", lengths) == [fft_size(n) for n in lengths]
+
+
+TWIDDLE = "const angle = sign * 2 * Math.PI * q * k / N;"  # mixed radix
+CHIRP = "const angle = -sign * Math.PI * ((j * j) % (2 * N)) / N;"  # Bluestein
+
+
+@pytest.mark.parametrize(("line", "sizes"), [(TWIDDLE, (8, 30, 2250)), (CHIRP, (7, 97))],
+                         ids=["twiddle", "chirp"])
+def test_a_planted_sign_mistake_fails(chromium, line, sizes):
+    """The comparison above catches a wrong sign of the mixed-radix twiddle (radix 2, radices
+    2·3·5, 2·3²·5³) and of Bluestein's chirp (the mistake fft.js first shipped with: every
+    prime size came out conjugated). Bluestein's convolution survives a twiddle sign flipped
+    in both of its transforms, so each mistake is planted where it shows."""
+    source = (FOLDER / "fft.js").read_text(encoding="utf-8")
+    assert source.count(line) == 1
+    flipped = line.replace("= sign", "= -sign") if "= sign" in line else line.replace(
+        "= -sign", "= sign")
+    page = js_page(chromium, source.replace(line, flipped))
+    try:
+        rng = np.random.default_rng(1)
+        for N in sizes:
+            assert worst_errors(page, N, rng)["rfft"] > 1e-3, N
+    finally:
+        page.close()
+
+
+def test_the_figures_module_is_the_shared_files_then_the_figures_own():
+    names = sorted(p.stem for p in FOLDER.glob("*.js") if p.stem not in ("fft", "common"))
+    for name in names:
+        module = script(name)
+        assert module.startswith((FOLDER / "fft.js").read_text(encoding="utf-8"))
+        assert module.count("export default function") == 1, name
