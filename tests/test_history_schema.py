@@ -25,7 +25,7 @@ from tnn_core.compress.plan import CompressionPlan
 from tnn_core.lab.inspect import summary, training_kernels
 from tnn_core.models import ModelConfig
 from tnn_core.operators import OperatorConfig
-from tnn_core.training.checkpoint import SHIPPED_DIR, CheckpointError, load_bytes
+from tnn_core.training.checkpoint import SHIPPED_DIR, CheckpointError, load_bytes, read_info
 from tnn_core.training.config import TrainConfig, model_for_task
 from tnn_core.training.history import MAX_LABEL, MAX_TEXT, validated_history
 from tnn_core.training.loop import train
@@ -159,7 +159,7 @@ def test_every_history_our_own_code_writes_is_accepted(tmp_path):
     for path in sorted(SHIPPED_DIR.glob("*.safetensors")):
         with safe_open(str(path), "pt") as f:
             stored = json.loads(f.metadata()["history"])
-        assert the_loader_reads(stored)["evals"] == stored["evals"], path.name
+        assert read_info(path).history["evals"] == stored["evals"], path.name
 
 
 @pytest.mark.parametrize("name", ["metric null", "metric missing", "no eval has a metric",
@@ -217,8 +217,8 @@ REFUSED = {
                                            r"characters; got 123"),
     "command too long": ({"command": "x" * (MAX_TEXT + 1)}, r"command must be a string of at "
                                                             r"most 100,000 characters"),
-    "metric_name too long": ({"metric_name": "m" * (MAX_LABEL + 1)},
-                             r"metric_name must be a string of at most 200 characters"),
+    "device too long": ({"device": "m" * (MAX_LABEL + 1)},
+                        r"device must be a string of at most 200 characters"),
     "device a list": ({"device": ["cpu"]}, r"device must be a string"),
     "resumed_at a string": ({"resumed_at": ["x"]}, r"resumed_at\[0\] must be an integer"),
     "train_config a list": ({"train_config": [1]}, r"train_config must be an object"),
@@ -288,14 +288,15 @@ def test_inspect_shows_every_accepted_history(inspect_page, name):
             assert all(np.isfinite(plotted(trace["y"])).all() for trace in spec["data"])
 
 
-def test_a_metric_name_other_than_the_tasks_is_refused():
-    """Inspect reads the history's numbers as the task's metric: accuracy shown as bpc (or
-    bits per character as a percentage) would be a wrong number on the screen."""
+def test_the_metric_name_is_the_tasks_whatever_the_history_says():
+    """Inspect reads the history's numbers as the task's metric: a file calling a recall
+    model's accuracy "bpc" reads as accuracy (bounded by 1), never as bits per character."""
     from tests.hostile import HISTORY, tiny_checkpoint, with_json
     from tnn_core.training.checkpoint import CheckpointError, load_bytes
 
-    data = with_json(tiny_checkpoint(), "history", {**HISTORY, "metric_name": "bpc"})
-    with pytest.raises(CheckpointError, match="metric_name is 'bpc', but task recall measures "
-                                              "'accuracy'"):
-        load_bytes(data)
-    load_bytes(with_json(tiny_checkpoint(), "history", {**HISTORY, "metric_name": "accuracy"}))
+    _, info = load_bytes(with_json(tiny_checkpoint(), "history",
+                                   {**HISTORY, "metric_name": "bpc"}))
+    assert info.history["metric_name"] == "accuracy"
+    with pytest.raises(CheckpointError, match=r"evals\[0\]\.metric"):
+        load_bytes(with_json(tiny_checkpoint(), "history", {
+            **HISTORY, "metric_name": "bpc", "evals": [{"step": 0, "metric": 2.0}]}))

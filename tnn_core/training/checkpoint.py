@@ -413,15 +413,13 @@ def _validated(data: bytes, source: str) -> tuple[CheckpointInfo, dict[str, _Ent
             raise CheckpointError(f"{source}: model config {name} is "
                                   f"{getattr(config, name)!r}, but its task {shape.name} "
                                   f"needs {wanted!r}")
+    history = meta["history"]
+    if isinstance(history, dict) and "metric_name" in history:  # its numbers are the task's
+        history = {**history, "metric_name": TASKS[shape.name][0].metric_name}  # metric
     try:
-        meta["history"] = validated_history(meta["history"])  # training/history.py
+        meta["history"] = validated_history(history)  # training/history.py
     except ValueError as err:
         raise CheckpointError(f"{source}: bad history metadata: {err}") from None
-    metric = TASKS[shape.name][0].metric_name  # what the history's numbers are read as
-    if meta["history"].get("metric_name", metric) != metric:
-        raise CheckpointError(f"{source}: bad history metadata: metric_name is "
-                              f"{_describe(meta['history']['metric_name'])}, but task "
-                              f"{shape.name} measures {metric!r}")
     expected = _expected_tensors(config, source)
     element = _DTYPES[next(iter(entries.values())).dtype][1] if entries else 4
     try:
