@@ -154,3 +154,24 @@ function formatTick(v) {
   const a = Math.abs(v);
   return a !== 0 && (a < 1e-2 || a >= 1e4) ? v.toExponential(1) : String(Number(v.toPrecision(3)));
 }
+
+// Linked figures on one page: a figure announces what it just drew (`announce(figure,
+// params)`, params a plain object), and another follows in the same frame, with no
+// server (`follow(root, handler)`: handler(figure, params) on every announcement; one
+// handler per root, a later call replaces it). Return `() => unfollow(root)` from the
+// default export so an unmounted figure stops listening.
+const ANNOUNCEMENT = 'toeplitz-lab-figure-drawn';
+function announce(figure, params) {
+  window.dispatchEvent(new CustomEvent(ANNOUNCEMENT, { detail: { figure, params } }));
+}
+
+function follow(root, handler) {
+  unfollow(root);
+  root.followHandler = (event) => handler(event.detail.figure, event.detail.params);
+  window.addEventListener(ANNOUNCEMENT, root.followHandler);
+}
+
+function unfollow(root) {
+  if (root.followHandler) window.removeEventListener(ANNOUNCEMENT, root.followHandler);
+  root.followHandler = null;
+}
