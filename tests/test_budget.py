@@ -155,3 +155,50 @@ def test_inspect_draws_a_large_rank_channel_in_smaller_chunks_with_the_same_matr
     operator = small.operators()[0]
     torch.testing.assert_close(applied_matrix(operator, 23, [3], chunk=5),
                                applied_matrix(operator, 23, [3]), rtol=0, atol=1e-12)
+
+
+CONVERT = """
+import sys, json, torch
+sys.path.insert(0, "tests")
+from hostile import peak_rss_mb
+torch.set_num_threads(1)
+from tnn_core.compress import CompressionPlan, convert
+from tnn_core.models import ModelConfig, build_model
+config = ModelConfig.from_dict(json.loads(sys.argv[1]))
+n0, band, rank, method = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+model = build_model(config).double().eval()
+base = peak_rss_mb()
+convert(model, CompressionPlan.uniform(config.layers, band, rank, method), n0)
+print(int((peak_rss_mb() - base) * 2**20))
+"""
+
+
+@pytest.mark.parametrize(("causal", "method"), [(False, "fit"), (True, "fit"),
+                                                (False, "sample")])
+def test_the_conversion_estimate_bounds_its_measured_peak(causal, method):
+    from tnn_core.compress import CompressionPlan
+    from tnn_core.compress.guard import conversion_cost
+
+    config = ModelConfig(task="lm" if causal else "classify", vocab_size=17, num_classes=10,
+                         dim=16, layers=1, operator=OperatorConfig(causal=causal))
+    n0, band, rank = 1024, 9, 512
+    result = subprocess.run(
+        [sys.executable, "-c", CONVERT, json.dumps(config.to_dict()), str(n0), str(band),
+         str(rank), method], cwd=ROOT, capture_output=True, text=True, timeout=600, check=True,
+        env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT),
+             "MALLOC_MMAP_THRESHOLD_": "65536"})
+    measured = int(result.stdout.strip().splitlines()[-1])
+    estimate = conversion_cost(config, CompressionPlan.uniform(1, band, rank, method), n0).bytes
+    assert measured <= estimate <= 6 * measured + 64 * 2**20, (measured, estimate)
+
+
+def test_a_conversion_at_a_rank_near_the_length_is_refused_before_it_runs():
+    """r = n0 = 4096 would solve 192 systems of 8191 unknowns: hours, gigabytes."""
+    from tnn_core.compress import CompressionPlan
+    from tnn_core.compress.guard import check_compression
+
+    config = ModelConfig(task="classify", vocab_size=17, num_classes=10, dim=64, layers=2,
+                         operator=OperatorConfig())
+    with pytest.raises(BudgetError, match="converting with this plan at the training length"):
+        check_compression(config, CompressionPlan.uniform(2, 9, 4096, "fit"), 4096, (1,), 0)
+    check_compression(config, CompressionPlan.uniform(2, 9, 64, "fit"), 1024, (1, 4), 200)

@@ -3,14 +3,16 @@
 ``check_source`` refuses weights no trained model has (non-finite, or above
 MAX_ABS_WEIGHT: the shipped models' largest is about 4), which would overflow into
 knots of 1e31 and metrics of NaN. ``check_compression`` asks ``training.budget`` about
-every pass a compression makes, for the source and the converted model (its config is
-known from the plan before converting): the metric on the fixed validation batches
-(memory and time), the speed-up's forward + backward at each factor of the training
-length, and a fine-tuning step. ``check_converted`` looks at the converted weights.
+the conversion (``conversion_cost``) and every pass a compression makes, for the source
+and the converted model (its config is known from the plan before converting): the
+metric on the fixed validation batches (memory and time), the speed-up's forward +
+backward at each factor of the training length, and a fine-tuning step.
+``check_converted`` looks at the converted weights.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import torch
@@ -19,11 +21,12 @@ from torch import nn
 from tnn_core.compress.convert import knot_config
 from tnn_core.compress.measure import EVAL_BATCH_SIZE, EVAL_BATCHES, FINETUNE_BATCH, SPEED_BATCH
 from tnn_core.compress.plan import CompressionPlan
+from tnn_core.core.toeplitz import fft_size
 from tnn_core.models import ModelConfig
-from tnn_core.training.budget import check_cost, pass_cost
+from tnn_core.training.budget import FFT_OPS, Cost, check_cost, pass_cost
 
 __all__ = ["MAX_ABS_WEIGHT", "check_source", "check_converted", "converted_config",
-           "check_compression"]
+           "conversion_cost", "check_compression"]
 
 MAX_ABS_WEIGHT = 1e4  # |w| of a trained model; the shipped ones stay below 5
 
@@ -58,10 +61,31 @@ def converted_config(config: ModelConfig, plan: CompressionPlan, n0: int) -> Mod
     return replace(config, operator=layers[0], layer_operators=layers)
 
 
+def conversion_cost(config: ModelConfig, plan: CompressionPlan, n0: int) -> Cost:
+    """Memory and operations of ``convert``: each converted layer's channels decomposed in
+    float64 one at a time (``analysis.decompose``, ``convert._causal``): the Gram matrix of
+    A's 2r - 1 lags and its solve, W's rows against T's circulant spectrum (r x N), the
+    causal tail's basis (n0 x r), the layer's kernels."""
+    width = config.expand_ratio * config.dim
+    N = fft_size(n0)
+    numbers, operations = 0, 0.0
+    for layer in plan.layers:
+        if layer.kept:
+            continue
+        lags = 2 * layer.rank - 1
+        numbers = max(numbers, 3 * lags**2 + 8 * layer.rank * N + 2 * n0 * layer.rank
+                      + 3 * width * 2 * n0)
+        operations += width * (lags**3 / 3 + FFT_OPS * layer.rank * N * math.log2(N))
+    return Cost(bytes=8 * numbers, operations=operations)
+
+
 def check_compression(config: ModelConfig, plan: CompressionPlan, n0: int, factors,
                       finetune_steps: int, element: int = 4) -> None:
-    """BudgetError (a ValueError) naming the first pass of this compression that does not
-    fit ``training.budget``'s memory limit, or its metric evaluations its time limit."""
+    """BudgetError (a ValueError) naming the first step of this compression that does not
+    fit ``training.budget``'s memory limit (the conversion, each pass) or its time limit
+    (the conversion, the metric evaluations)."""
+    check_cost(f"converting with this plan at the training length n = {n0}",
+               conversion_cost(config, plan, n0))
     converted = converted_config(config, plan, n0)
     for label, model in (("the source", config), ("the converted model", converted)):
         check_cost(f"scoring {label} ({EVAL_BATCHES} batches of {EVAL_BATCH_SIZE} sequences "
