@@ -175,3 +175,18 @@ function unfollow(root) {
   if (root.followHandler) window.removeEventListener(ANNOUNCEMENT, root.followHandler);
   root.followHandler = null;
 }
+
+// Numbers the server packs as base64 of little-endian float32 or float64 (numpy's
+// `astype('<f4').tobytes()` / `'<f8'`), far smaller than JSON: a Float64Array. kind is
+// 'float32' or 'float64'; float32 values widen exactly.
+function decodeArray(text, kind) {
+  const bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+  const size = kind === 'float32' ? 4 : kind === 'float64' ? 8 : 0;
+  if (size === 0) throw new Error(`kind must be 'float32' or 'float64'; got ${kind}`);
+  if (bytes.length % size) throw new Error(`${bytes.length} bytes are not whole ${kind} values`);
+  const view = new DataView(bytes.buffer), out = new Float64Array(bytes.length / size);
+  for (let i = 0; i < out.length; i++) {
+    out[i] = size === 4 ? view.getFloat32(4 * i, true) : view.getFloat64(8 * i, true);
+  }
+  return out;
+}
