@@ -1,15 +1,17 @@
-"""Page "Toeplitz basics": a kernel, its matrix, and the exact O(n log n) product."""
+"""Page "Toeplitz basics": a kernel and its matrix in one figure drawn in the browser, then
+the exact O(n log n) product and why it works (the circulant embedding, drawn here)."""
 
 import hashlib
 import math
+from collections.abc import Mapping
 
 import numpy as np
 import streamlit as st
 
-from pages import _ui
+from pages import _ui, figures
 from tnn_core.analysis.presets import MAX_TYPED_CHARS, MAX_TYPED_LENGTH, OPERATOR_CHANNELS
 from tnn_core.bench import timing
-from tnn_core.lab.basics import circulant_embedding, fft_check, fft_difference, kernel_view
+from tnn_core.lab import basics as lab
 from tnn_core.lab.cells_image import cells_image
 
 _ui.ensure_app_frame()
@@ -21,88 +23,135 @@ LABELS = {
     "tno": "Fresh TNN operator (tno)",
     "ski": "Fresh SKI-TNN operator (ski)",
     "fd": "Fresh FD-TNN operator (fd)",
-    "custom": "Type your own coefficients",
+    lab.TYPED: "Type your own coefficients",
 }
+FIGURE = "basics-figure"  # the figure's state: its values, this page's alone (never shared)
+CONTROLS = (
+    figures.Control("n", "Sequence length n", 1, 4096, 1, 64,
+                    "The matrix is n × n; the kernel has 2n − 1 lags (typed coefficients set "
+                    "their own n)."),
+    figures.Control("decay", "Decay λ", 0.5, 1.0, 0.01, 0.9,
+                    "TNN's decay bias: lag k is scaled by λ^|k|. λ = 1 means no decay. For SKI, "
+                    "λ sets the inverse time warp sign(t)λ^|t|. FD-TNN has no decay bias, and "
+                    "typed coefficients have their own."),
+    figures.Control("channel", "Channel", 0, OPERATOR_CHANNELS - 1, 1, 0,
+                    "Which of the operator's channels to show; each channel has its own "
+                    "Toeplitz matrix."),
+)
+TYPED_HELP = ("An odd number 2n − 1 of numbers, comma or space separated: the middle one is "
+              f"t_0. At most {2 * MAX_TYPED_LENGTH - 1} numbers (n ≤ {MAX_TYPED_LENGTH}).")
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def figure_kernel(name: str, n: int, decay: float, causal: bool, seed: int, channel: int,
+                  text: str) -> lab.FigureKernel:
+    return lab.figure_kernel(name, n, decay, causal, seed, channel, text)
+
+
+def figure_value(name: str, widget: str, spec: dict, default, settled_ok, from_text):
+    """The figure's value ``name`` as ``figures.show`` resolves a slider's: the browser's
+    settled one, else the link's (checked as Streamlit's ``widget`` with ``spec`` takes it;
+    a refused value is named in the page's link notice), else ``default``. A text longer
+    than ``spec["max_chars"]`` is cut to it, as a text box cuts it. The page needs the values
+    before it mounts the figure: an operator's kernel is computed at them."""
+    state = st.session_state.get(FIGURE)
+    settled = state.get(name) if isinstance(state, Mapping) else None
+    if settled_ok(settled):
+        return settled
+    raw = st.query_params.get_all(name)
+    if not raw:
+        return default
+    problem = _ui.link_value_problem(widget, spec, raw)
+    if problem is None:
+        return from_text(raw[-1])
+    if widget == "text_input" and raw[-1]:
+        cut = raw[-1][:spec["max_chars"]]
+        _ui.note_link_value(name, problem[0], cut, cut)
+        return cut
+    _ui.note_link_value(name, problem[0], default, str(default).lower())
+    return default
+
+
+def is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def slider_value(control: figures.Control):
+    spec = {"min_value": control.typed(control.low), "max_value": control.typed(control.high),
+            "value": control.typed(control.default)}
+    value = figure_value(control.name, "slider", spec, control.default, is_number, float)
+    return control.typed(min(max(value, control.low), control.high))
+
 
 st.title("Toeplitz basics")
-st.markdown(
-    "A Toeplitz matrix is constant along each diagonal: $T_{ij} = t_{i-j}$. "
-    "A sequence of length $n$ needs only the $2n-1$ coefficients $t_k$, one per lag "
-    "$k = i - j$. TNNs learn these coefficients; this page shows what they look like "
-    "and how they are applied."
-)
-
-left, mid, right = st.columns([2, 2, 1])
-preset = _ui.from_link(left.selectbox, "Kernel", list(LABELS), format_func=LABELS.get, key="preset",
-                       disabled=_ui.locked("preset"),
+say, choose = st.columns([3, 1], vertical_alignment="bottom")
+preset = _ui.from_link(choose.selectbox, "Kernel", list(LABELS), format_func=LABELS.get,
+                       key="preset", disabled=_ui.locked("preset"),
                        bind="query-params",
                        help="Synthetic shapes, or one channel of a freshly initialised "
-                            "operator of each kind (seeded from the sidebar).")
-n = _ui.from_link(mid.slider, "Sequence length n", 1, 1024, 64, key="n",
-                  disabled=_ui.locked("n") or (preset == "custom"),
-                  bind="query-params",
-                  help="The matrix is n × n; the kernel has 2n - 1 lags (typed coefficients set "
-                       "their own n).")
-decay = _ui.from_link(mid.slider, "Decay λ", 0.50, 1.00, 0.90, step=0.01, key="decay",
-                      disabled=_ui.locked("decay") or (preset in ("custom", "fd")),
-                      bind="query-params",
-                      help="TNN's decay bias: lag k is scaled by λ^|k|. λ = 1 means no decay. "
-                           "For SKI, λ sets the inverse time warp sign(t)λ^|t|. FD-TNN has no "
-                           "decay bias, and typed coefficients have their own.")
-causal = _ui.from_link(right.toggle, "Causal", key="causal", disabled=_ui.locked("causal"),
-                       bind="query-params",
-                       help="Causal kernels have t_k = 0 for k < 0: output i sees inputs "
-                            "j ≤ i only, so T is lower triangular.")
-channel = _ui.from_link(right.number_input, "Channel", 0, OPERATOR_CHANNELS - 1, 0, key="channel",
-                        disabled=_ui.locked("channel") or (preset not in ("tno", "ski", "fd")),
-                        bind="query-params",
-                        help="Which of the operator's channels to show (operator kernels "
-                             "only); each channel has its own Toeplitz matrix.")
+                            "operator of each kind (seeded from the sidebar), or your own "
+                            "coefficients.")
+say.markdown(
+    "**Each diagonal of T is one colour**, because $T_{ij} = t_{i-j}$: drag λ and watch the "
+    "colour fade away from the main diagonal exactly as $t_k$ falls off on the right; switch "
+    "on *causal* and the upper triangle goes white. Click a cell of T to follow its diagonal "
+    "to its lag $k$.")
+
+n, decay, channel = (slider_value(c) for c in CONTROLS)
+causal = figure_value("causal", "toggle", {}, False, lambda v: isinstance(v, bool),
+                      lambda text: text.lower() == "true")
 text = ""
-if preset == "custom":
-    text = _ui.from_link(st.text_input, "Coefficients t_{-(n-1)}, …, t_{n-1}",
-                         "0.25, 0.5, 1, 0.5, 0.25", key="coefficients",
-                         disabled=_ui.locked("coefficients"), max_chars=MAX_TYPED_CHARS,
-                         bind="query-params",
-                         help="An odd number 2n - 1 of numbers, comma or space separated: "
-                              "the middle one is t_0. The length n slider is ignored. At most "
-                              f"{2 * MAX_TYPED_LENGTH - 1} numbers (n ≤ {MAX_TYPED_LENGTH}).")
-
+if preset == lab.TYPED:
+    text = figure_value("coefficients", "text_input", {"max_chars": MAX_TYPED_CHARS},
+                        "0.25, 0.5, 1, 0.5, 0.25", lambda v: isinstance(v, str), str)
 try:
-    if preset == "custom":
-        coeffs = _ui.custom_kernel(text, causal)
-    else:
-        coeffs = _ui.preset_kernel(preset, n, decay, causal, _ui.seed(), int(channel))
+    kernel = figure_kernel(preset, n, decay, causal, _ui.seed(), channel, text)
 except ValueError as err:
-    _ui.show_error(err)
+    kernel = None
+    problem = err
+n_drawn = n if kernel is None else (len(kernel.coeffs) + 1) // 2
+cell = [figure_value(name, "number_input", {"min_value": 0, "max_value": n_drawn - 1,
+                                            "value": min(default, n_drawn - 1)},
+                     min(default, n_drawn - 1), lambda v: False, int)
+        for name, default in zip(("cell_i", "cell_j"), _ui.CELL, strict=True)]
+state = st.session_state.get(FIGURE)
+if isinstance(state, Mapping) and isinstance(state.get("cell"), list) \
+        and len(state["cell"]) == 2 and all(is_number(v) for v in state["cell"]):
+    cell = [int(v) for v in state["cell"]]
+cell = [min(max(v, 0), n_drawn - 1) for v in cell]
+data = {"name": preset, "kernel": None if kernel is None else kernel.browser,
+        "causal": causal, "cell": cell, "cells": lab.FIGURE_CELLS,
+        "inactive": list(("n", "decay", "channel") if kernel is None else kernel.inactive),
+        "locked": [key for key in ("n", "decay", "channel", "causal", "cell_i", "cell_j",
+                                   "coefficients") if _ui.locked(key)],
+        "coefficients": text if preset == lab.TYPED else None, "typed_help": TYPED_HELP}
+figures.show("toeplitz", data, CONTROLS, key=FIGURE)
+st.query_params["causal"] = str(causal).lower()  # the figure's other values, as Streamlit
+st.query_params["cell_i"] = str(cell[0])  # writes a bound widget's
+st.query_params["cell_j"] = str(cell[1])
+if preset == lab.TYPED:
+    st.query_params["coefficients"] = text
+if kernel is None:
+    _ui.show_error(problem)
     st.stop()
-
-view = kernel_view(coeffs)
-c1, c2 = st.columns(2)
-c1.plotly_chart(_ui.heatmap(view, f"T, n = {view.n} (row 0 on top)",
-                            zrange=(-view.limit, view.limit)), key="chart-matrix")
-st.markdown("**One cell of T, followed.** Pick a cell (i, j): its whole diagonal holds the "
-            "same number, the kernel at lag k = i − j, marked on the kernel plot above.")
-pick, said = st.columns([2, 3])
-with pick:
-    cell = _ui.follow_cell(coeffs, None, view.limit)
-said.markdown(f"T[{cell.i}, {cell.j}] = t<sub>{cell.lag}</sub> = "
-              f"{view.coeffs[view.n - 1 + cell.lag]:.4g}, on all {len(cell.diagonal_rows)} "
-              f"cells of the diagonal i − j = {cell.lag}: a Toeplitz matrix stores "
-              f"{2 * view.n - 1} numbers for its {view.n * view.n} entries.",
-              unsafe_allow_html=True)
-kernel = _ui.kernel_plot(view)
-_ui.vline(kernel, cell.lag, f"k = {cell.lag}", line_dash="dot", line_color="black")
-c2.plotly_chart(kernel, key="chart-kernel")
+coeffs = kernel.coeffs
+limit = float(np.abs(coeffs).max()) or 1.0
 if preset == "ski":
-    c2.caption("For SKI this is the Toeplitz kernel band + k(t) that the operator's "
+    st.caption("For SKI this is the Toeplitz kernel band + k(t) that the operator's "
                "band + W A Wᵀ approximates.")
 
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def exact_difference(coeffs: np.ndarray, seed: int, device: str) -> float:
+    return lab.fft_difference(coeffs, seed, device)
+
+
 st.subheader("The FFT product is exact; it pays off at large n")
-difference = fft_difference(coeffs, _ui.seed(), _ui.device())
+difference = exact_difference(coeffs, _ui.seed(), _ui.device())
 finite = math.isfinite(difference)
 if not finite:
-    st.error(f"T x overflows float64 with these coefficients (|t_k| up to {view.limit:.3g}; "
+    st.error(f"T x overflows float64 with these coefficients (|t_k| up to {limit:.3g}; "
              "float64 ends near 1.8e308): both products hold inf or NaN, so their difference "
              "means nothing. Scale the coefficients down.", icon=":material/error:")
 TIMED = ("FFT product", "Dense matmul", "Dense time ÷ FFT time")
@@ -111,7 +160,7 @@ TIMED = ("FFT product", "Dense matmul", "Dense time ÷ FFT time")
 def timings_waiting() -> None:
     for column, label in zip(st.columns(3), TIMED, strict=True):
         column.metric(label, "…", help="Timed in the background once the page is idle.")
-    st.caption(f"Timing both products at n = {view.n} once the page is idle, so the "
+    st.caption(f"Timing both products at n = {n_drawn} once the page is idle, so the "
                "measurement does not compete with drawing it.")
 
 
@@ -148,9 +197,9 @@ seed, device = _ui.seed(), _ui.device()
 setting = (hashlib.sha256(coeffs.tobytes()).hexdigest(), seed, device)
 with right:
     _ui.when_measured(_ui.measurement("fft_check", setting,
-                                      lambda: fft_check(coeffs, seed, device)),
+                                      lambda: lab.fft_check(coeffs, seed, device)),
                       timings, timings_waiting)
-if view.n == 1:
+if n_drawn == 1:
     st.info("At n = 1, T is the single number t₀ and both products are one multiplication "
             "per input: the timings are per-call overhead, nothing else.")
 
@@ -164,7 +213,7 @@ STRIP = 0.16  # a strip's width on screen, as a fraction of C's
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def embedding(coeffs: np.ndarray):
-    return circulant_embedding(coeffs)
+    return lab.circulant_embedding(coeffs)
 
 
 def padded(values: np.ndarray, padding: np.ndarray) -> np.ndarray:
@@ -184,7 +233,7 @@ def outlined(image: np.ndarray, rows: int) -> np.ndarray:
 def embedding_steps(coeffs: np.ndarray, limit: float) -> None:
     """The four steps as pictures: coefficients, padded column c, circulant C, its block T."""
     e = embedding(coeffs)
-    colours = _ui.colour_table("RdBu")
+    colours = _ui.colour_table("RdBu_r")  # as the figure: blue negative
     side = EMBED_PIXELS
     strip = round(side * STRIP)
     C = cells_image(padded(e.circulant, e.circulant_padding), limit, colours, side, side)
@@ -202,7 +251,7 @@ def embedding_steps(coeffs: np.ndarray, limit: float) -> None:
         for column, (image, caption) in zip(columns, pictures, strict=True):
             column.image(image, caption=caption, width="stretch")
     shown = (f"Drawn: 1 slot in {e.step} of the {e.N} (every padding slot kept) and 1 "
-             f"coefficient in {e.step}: samples of the whole, as the heatmap of T above is. "
+             f"coefficient in {e.step}: samples of the whole, as the picture of T above is. "
              if e.step > 1 else "")
     negative = f", t_−{last} … t_−1" if e.n > 1 else ""
     st.caption(f"1: the {2 * e.n - 1} coefficients t_−{last} … t_{last}, top to bottom. 2: "
@@ -210,13 +259,13 @@ def embedding_steps(coeffs: np.ndarray, limit: float) -> None:
                f"zero{'s' * (e.padding > 1)} of padding (grey){negative}. 3: each column of "
                f"C is the one before shifted down by one, wrapping around; framed, its "
                f"top-left {e.n} × {e.n} block. 4: that block, equal to T. {shown}Colours as "
-               f"T above: −{limit:.3g} red … 0 white … +{limit:.3g} blue; grey is the padding, "
+               f"T above: −{limit:.3g} blue … 0 white … +{limit:.3g} red; grey is the padding, "
                f"zeros the kernel does not have. N = {e.N} is the "
                f"smallest even size ≥ 2n = {2 * e.n} whose only prime factors are 2, 3 and 5 "
                f"(the FFT is fast there).")
 
 
-embedding_steps(coeffs, view.limit)
+embedding_steps(coeffs, limit)
 st.markdown("$T$ is the top-left $n \\times n$ block of $C$, and the DFT diagonalises every "
             "circulant, so")
 st.latex(r"T x = \Big[\, \mathcal{F}^{-1}\big(\mathcal{F}(c) \odot \mathcal{F}"

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tnn_core.analysis.presets import SYNTHETIC, preset_kernel
+
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 PRESETS = ["exponential", "spike_smooth", "oscillating", "tno", "ski", "fd"]
 
@@ -36,20 +38,46 @@ def test_home_page_renders_and_links_to_basics():
     assert at.selectbox(key="device").options[:2] == ["auto", "cpu"]
 
 
+BASICS_FIGURE = "basics-figure"  # the key of Basics' Toeplitz figure (pages/basics.py)
+
+
+def figure(at: AppTest) -> dict:
+    """The data Basics sends its Toeplitz figure (pages/figures/toeplitz.js)."""
+    return json.loads(at.get("bidi_component")[0].proto.json)
+
+
+def move(at: AppTest, **values) -> None:
+    """What the figure's browser sends on release: its settled values; then the rerun."""
+    state = at.session_state[BASICS_FIGURE] if BASICS_FIGURE in at.session_state else {}
+    at.session_state[BASICS_FIGURE] = {**state, **values}
+    at.run()
+
+
+def figure_coefficients(data: dict) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(data["kernel"]["coefficients"]), "<f8")
+
+
 @pytest.mark.parametrize("preset", PRESETS)
 def test_basics_every_preset_at_extreme_lengths(preset):
     at = open_page("pages/basics.py")
     at.selectbox(key="preset").set_value(preset).run()
-    for n, decay, causal in itertools.product((1, 2, 1024), (0.5, 1.0), (False, True)):
-        at.slider(key="n").set_value(n)
-        if preset != "fd":  # FD-TNN has no decay bias: the slider is disabled
-            at.slider(key="decay").set_value(decay)
-        at.toggle(key="causal").set_value(causal)
-        at.run()
+    for n, decay, causal in itertools.product((1, 2, 4096), (0.5, 1.0), (False, True)):
+        move(at, n=n, decay=decay, causal=causal)
         assert not at.exception, (preset, n, decay, causal)
         assert not at.error, (preset, n, decay, causal, [e.value for e in at.error])
         # The FFT product and the dense product agree on the page, for every setting.
         assert float(metric(at, "max |FFT − dense|")) < 1e-9
+        # The figure gets a synthetic kernel's formula, which it evaluates itself, or an
+        # operator's kernel computed at exactly this setting (FD-TNN has no decay).
+        data = figure(at)
+        if preset in SYNTHETIC:
+            assert data["kernel"] == {"formula": preset}
+            continue
+        expected = preset_kernel(preset, n, decay, causal).numpy()
+        assert np.array_equal(figure_coefficients(data), expected)
+        assert (data["kernel"]["n"], data["kernel"]["causal"]) == (n, causal)
+        assert data["kernel"]["decay"] == (None if preset == "fd" else decay)
+        assert ("decay" in data["inactive"]) == (preset == "fd")
 
 
 def test_basics_operator_channel_extremes_and_cpu_device():
@@ -58,18 +86,18 @@ def test_basics_operator_channel_extremes_and_cpu_device():
     at.switch_page("pages/basics.py").run()
     at.selectbox(key="preset").set_value("fd").run()
     for channel in (0, 15):
-        at.number_input(key="channel").set_value(channel).run()
+        move(at, channel=channel)
         assert not at.exception and not at.error
+        assert figure(at)["kernel"]["channel"] == channel
 
 
-def test_basics_heatmap_has_row_zero_on_top_and_is_subsampled_for_large_n():
+def test_basics_draws_t_and_the_kernel_in_the_browser_only():
+    """The figure draws T (every ⌈n/256⌉-th row and column: tests/test_figure_toeplitz.py)
+    and the kernel; the page draws no second, server-side copy of them."""
     at = open_page("pages/basics.py")
-    at.slider(key="n").set_value(1024).run()
-    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
-    assert spec["layout"]["yaxis"]["autorange"] == "reversed"
-    z = spec["data"][0]["z"]  # plotly encodes arrays as {"dtype", "bdata", "shape"}
-    assert z["shape"] == "171, 171"  # 1024 rows drawn as every ⌈1024/192⌉ = 6th
-    assert spec["layout"]["title"]["text"].endswith("(1 row/column in 6 shown)")
+    move(at, n=1024)
+    assert figure(at)["cells"] == 256 and not at.get("plotly_chart")
+    assert at.query_params["n"] == "1024"
 
 
 def url_params(at: AppTest, keys: list[str]) -> dict[str, str]:
@@ -101,33 +129,27 @@ def open_link(page: str, params: dict[str, str]) -> AppTest:
     return at
 
 
-def kernel_y(at: AppTest) -> list:
-    return list(plotly_array(json.loads(at.get("plotly_chart")[1].proto.spec)["data"][0]["y"]))
-
-
 @pytest.mark.parametrize("settings", [
-    dict(preset="tno", channel=3, n=100, decay=0.8, causal=True, seed=7),
+    dict(preset="tno", channel=3, n=100, decay=0.8, causal=True, cell=[70, 2], seed=7),
     dict(preset="custom", coefficients="1, -2, 3.5, 0.25, 0", causal=True, seed=3),
 ])
 def test_basics_share_link_opens_the_same_kernel(settings):
     """Every control of Basics and the sidebar seed travel in the link: a fresh session
-    opened from it shows the same kernel."""
+    opened from it shows the same figure, with the same kernel."""
     at = open_page("pages/basics.py")
     at.number_input(key="seed").set_value(settings["seed"]).run()
     at.selectbox(key="preset").set_value(settings["preset"]).run()
-    for key, value in settings.items():
-        if key in ("preset", "seed"):
-            continue
-        widget = next(w for kind in ("slider", "number_input", "toggle", "text_input")
-                      for w in getattr(at, kind) if w.key == key)
-        widget.set_value(value).run()
+    move(at, **{k: v for k, v in settings.items() if k not in ("preset", "seed")})
     assert not at.exception and not at.error
-    keys = ["preset", "n", "decay", "causal", "channel", "seed"]
-    keys += ["coefficients"] if settings["preset"] == "custom" else []
-    params = url_params(at, keys)
+    params = url_params(at, ["preset", "seed"])  # the bound widgets'
+    params |= dict(at.query_params)  # the figure's values, which the page writes there
+    keys = {"n", "decay", "causal", "channel", "cell_i", "cell_j"}
+    keys |= {"coefficients"} if settings["preset"] == "custom" else set()
+    assert keys <= set(params)
     shared = open_link("pages/basics.py", params)
-    assert url_params(shared, keys) == params
-    assert kernel_y(shared) == kernel_y(at)
+    assert url_params(shared, ["preset", "seed"]) == url_params(at, ["preset", "seed"])
+    assert dict(shared.query_params) == params
+    assert figure(shared) == figure(at)
     assert not shared.error
 
 
@@ -143,13 +165,15 @@ def test_basics_share_link_opens_the_same_kernel(settings):
 def test_basics_bad_custom_kernel_shows_error_and_recovers(text, message):
     at = open_page("pages/basics.py")
     at.selectbox(key="preset").set_value("custom").run()
-    at.text_input(key="coefficients").set_value(text).run()
+    move(at, coefficients=text)
     assert not at.exception
     assert len(at.error) == 1 and message in at.error[0].value
+    assert figure(at)["kernel"] is None  # the figure keeps its text box, and draws nothing
     # The session keeps working: a valid kernel brings the page back.
-    at.text_input(key="coefficients").set_value("0.5 1 0.5").run()
+    move(at, coefficients="0.5 1 0.5")
     assert not at.exception and not at.error
     assert float(metric(at, "max |FFT − dense|")) < 1e-12
+    assert np.array_equal(figure_coefficients(figure(at)), [0.5, 1, 0.5])
 
 
 @pytest.mark.parametrize("activation", ["relu", "silu", "gelu"])

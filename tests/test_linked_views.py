@@ -101,8 +101,10 @@ def test_empty_or_stale_selection():
 
 
 def test_basics_follows_the_picked_cell_to_its_lag():
-    """On Basics, the cell inputs (which a click on the picker sets) move the sentence and
-    the kernel plot's marker to the cell's lag."""
+    """On Basics, the cell the figure's browser picks (a click, or its i and j boxes) is kept,
+    sent back to the figure, and written to the address. The figure itself draws the cell's
+    diagonal, its lag on the kernel plot and the sentence (tests/test_figure_toeplitz.py
+    holds its lag and diagonal to linked_cell's)."""
     import json
 
     from streamlit.testing.v1 import AppTest
@@ -111,10 +113,8 @@ def test_basics_follows_the_picked_cell_to_its_lag():
                            default_timeout=120)
     at.run()
     at.switch_page("pages/basics.py").run()
-    at.number_input(key="cell_i").set_value(10).run()
-    at.number_input(key="cell_j").set_value(3).run()
+    at.session_state["basics-figure"] = {"cell": [10, 3]}  # what a click sends
+    at.run()
     assert not at.exception
-    said = [m.value for m in at.markdown if m.value.startswith("T[10, 3] = t<sub>7</sub>")]
-    assert len(said) == 1 and "diagonal i − j = 7" in said[0]
-    kernel = json.loads(at.get("plotly_chart")[1].proto.spec)
-    assert [shape["x0"] for shape in kernel["layout"]["shapes"]] == [7]
+    assert json.loads(at.get("bidi_component")[0].proto.json)["cell"] == [10, 3]
+    assert (at.query_params["cell_i"], at.query_params["cell_j"]) == ("10", "3")

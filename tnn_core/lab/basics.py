@@ -1,27 +1,79 @@
-"""Page "Toeplitz basics": a kernel, its matrix as a heatmap draws it, and the FFT product.
+"""Page "Toeplitz basics": a kernel, its matrix, and the FFT product.
 
-coeffs [2n-1] holds t_{-(n-1)} .. t_{n-1}: coeffs[n-1+k] = t_k. ``kernel_view`` is also
-what the Inspect page draws for one learned channel. ``circulant_embedding`` is the FFT
-product's why, step by step (TNN paper §3.1): the 2n - 1 coefficients, the circulant's first
-column c [N] with its zero padding, the circulant C [N, N], and its top-left block, T.
+coeffs [2n-1] holds t_{-(n-1)} .. t_{n-1}: coeffs[n-1+k] = t_k. ``figure_kernel`` is what the
+Toeplitz figure (``pages/figures/toeplitz.js``, which draws T and the kernel in the browser)
+gets for one kernel: the name of a formula it evaluates itself, or the coefficients only the
+server computes. ``kernel_view`` is what the Inspect page draws for one learned channel.
+``circulant_embedding`` is the FFT product's why, step by step (TNN paper §3.1): the 2n - 1
+coefficients, the circulant's first column c [N] with its zero padding, the circulant
+C [N, N], and its top-left block, T.
 """
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from tnn_core.analysis.dense import HEATMAP_CELLS, dense_toeplitz, display_indices
+from tnn_core.analysis.presets import (
+    SYNTHETIC,
+    operator_kernel,
+    parse_coefficients,
+    synthetic_kernel,
+)
 from tnn_core.bench import timing
 from tnn_core.bench.harness import order
-from tnn_core.core.toeplitz import circulant_column, fft_size
+from tnn_core.core.toeplitz import causal_part, circulant_column, fft_size
 
-__all__ = ["KernelView", "kernel_view", "CIRCULANT_CELLS", "CirculantEmbedding",
-           "circulant_embedding", "FftCheck", "fft_difference", "fft_check"]
+__all__ = ["FIGURE_CELLS", "FigureKernel", "packed", "figure_kernel", "KernelView", "kernel_view",
+           "CIRCULANT_CELLS", "CirculantEmbedding", "circulant_embedding", "FftCheck",
+           "fft_difference", "fft_check"]
 
+FIGURE_CELLS = 256  # rows and columns the Toeplitz figure draws at most (every k-th beyond)
 CIRCULANT_CELLS = 128  # slots of c (rows and columns of C) drawn at most, padding aside
+TYPED = "custom"  # the kernel typed as coefficients
+
+
+@dataclass(frozen=True)
+class FigureKernel:
+    """One kernel as the Toeplitz figure gets it, and as the page's other parts use it."""
+
+    browser: dict  # the figure's ``kernel`` (its data contract): {"formula": name}, or
+    # {"coefficients": [2n-1] as base64 float64, "n", "decay", "causal", "channel"} with
+    # None where the kernel does not depend on it
+    inactive: tuple[str, ...]  # the figure's controls this kernel ignores
+    coeffs: np.ndarray  # [2n-1] t_k at the settled setting (float64)
+
+
+def packed(values: np.ndarray) -> str:
+    """values as base64 of little-endian float64: exact, and a third of JSON's size."""
+    return base64.b64encode(np.asarray(values, dtype="<f8").tobytes()).decode("ascii")
+
+
+def figure_kernel(name: str, n: int, decay: float, causal: bool, seed: int = 0,
+                  channel: int = 0, text: str = "") -> FigureKernel:
+    """Preset ``name`` (``presets.PRESETS``, or ``TYPED`` with ``text``) at length n, decay λ,
+    causal, and for an operator's kernel the sidebar seed and channel. A synthetic preset
+    goes to the browser as its formula's name; an operator's kernel as its coefficients at
+    this setting; typed coefficients as typed (n is theirs, causal is applied there too).
+    ValueError naming the field when the setting or the text cannot be used."""
+    if name == TYPED:
+        typed = parse_coefficients(text)  # (2n-1,)
+        coeffs = causal_part(typed) if causal else typed
+        return FigureKernel({"coefficients": packed(typed.numpy()), "n": None, "decay": None,
+                             "causal": None, "channel": None}, ("n", "decay", "channel"),
+                            coeffs.numpy())
+    if name in SYNTHETIC:
+        return FigureKernel({"formula": name}, ("channel",),
+                            synthetic_kernel(name, n, decay, causal).numpy())
+    coeffs = operator_kernel(name, n, decay, causal, seed, channel)  # (2n-1,)
+    decays = name != "fd"  # FD-TNN has no decay bias
+    return FigureKernel({"coefficients": packed(coeffs.numpy()), "n": n,
+                         "decay": decay if decays else None, "causal": causal,
+                         "channel": channel}, () if decays else ("decay",), coeffs.numpy())
 
 
 @dataclass(frozen=True)
