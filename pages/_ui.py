@@ -32,7 +32,6 @@ from tnn_core.analysis import presets as kernels
 from tnn_core.analysis.dense import display_line
 from tnn_core.checks import check_int
 from tnn_core.lab import decomposition as decomposition_lab
-from tnn_core.lab import frequency as frequency_lab
 from tnn_core.lab import inspect as inspect_lab
 from tnn_core.lab import uploads as uploads_lab
 from tnn_core.lab.basics import KernelView
@@ -368,12 +367,6 @@ def kernel_plot(view: KernelView, title: str = "Kernel t_k against lag k") -> go
     fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=40, b=10),
                       xaxis_title="lag k = i - j", yaxis_title="t_k")
     return fig
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def frequency_view(activation: str, width: int, depth: int, n: int, seed: int, fd_input: str,
-                   causal: bool) -> frequency_lab.FrequencyView:
-    return frequency_lab.frequency_view(activation, width, depth, n, seed, fd_input, causal)
 
 
 SOURCE_LABELS = {

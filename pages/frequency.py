@@ -1,167 +1,188 @@
-"""Page "Frequency and causality": FD-TNN's kernel built in the frequency domain."""
+"""Page "Frequency and causality": FD-TNN's kernel built in the frequency domain, drawn in the
+browser as its controls move (pages/figures/fd_kernel.js), then its decay against Theorems 2-4
+(pages/figures/profiles.js) once a setting settles."""
 
-import plotly.graph_objects as go
+import base64
+from collections.abc import Mapping
+
+import numpy as np
 import streamlit as st
 
-from pages import _ui
-from tnn_core.analysis.dense import display_line
+from pages import _ui, figures
 from tnn_core.analysis.fd_response import THEOREMS
-from tnn_core.lab import frequency as frequency_lab
+from tnn_core.core.toeplitz import fft_size
+from tnn_core.lab import frequency as lab
 
 _ui.ensure_app_frame()
 
+KERNEL_FIGURE = "frequency-kernel"  # the kernel figure's state: this page's alone
+DECAY_FIGURE = "frequency-decay"
+ACTIVATIONS = tuple(THEOREMS)  # gelu, silu, relu: the first is the default
+WIDTH = figures.Control("width", "MLP width", lab.WIDTHS[0], lab.WIDTHS[-1], 1, 32,
+                        "Hidden units per layer of the RPE MLP (OperatorConfig.rpe_dim), "
+                        f"one of {', '.join(map(str, lab.WIDTHS))}: the weights of each are "
+                        "sent once, so a drag redraws in the browser.")
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def mlp_weights(depth: int, seed: int) -> dict[str, str]:
+    """Every offered width's RPE weights as the kernel figure reads them: base64 float32
+    (each weight is a float32, so nothing is lost)."""
+    packed = {}
+    for width in lab.WIDTHS:
+        parameters = lab.rpe_weights(width, depth, seed).parameters
+        single = parameters.astype("<f4")
+        if not np.array_equal(single.astype(np.float64), parameters):
+            raise ValueError(f"the width-{width} weights are not float32 values")
+        packed[str(width)] = base64.b64encode(single.tobytes()).decode("ascii")
+    return packed
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def settled_view(activation: str, width: int, depth: int, n: int, seed: int, fd_input: str,
+                 causal: bool) -> lab.FrequencyView:
+    return lab.frequency_view(activation, width, depth, n, seed, fd_input, causal)
+
+
+def float64_text(values: np.ndarray) -> str:
+    return base64.b64encode(np.asarray(values, dtype="<f8").tobytes()).decode("ascii")
+
+
+def choice(name: str, widget: str, spec: dict, default, valid, from_text):
+    """The kernel figure's choice ``name``: the browser's settled value, else the link's
+    (checked as Streamlit's ``widget`` with ``spec`` would take it; a refused value is named
+    in the page's link notice), else ``default``."""
+    state = st.session_state.get(KERNEL_FIGURE)
+    settled = state.get(name) if isinstance(state, Mapping) else None
+    if valid(settled):
+        return settled
+    raw = st.query_params.get_all(name)
+    if not raw:
+        return default
+    problem = _ui.link_value_problem(widget, spec, raw)
+    if problem is not None:
+        _ui.note_link_value(name, problem[0], default, str(default).lower())
+        return default
+    return from_text(raw[-1])
+
+
+def refuse_unoffered_width() -> None:
+    """A link's width in range but not offered (the weights are sent for WIDTHS only) is
+    named in the notice and left out, so the figure opens at the default width."""
+    raw = st.query_params.get_all(WIDTH.name)
+    try:
+        width = float(raw[-1]) if raw else None
+    except ValueError:
+        return  # figures.show names what is wrong with it
+    if width is not None and WIDTH.low <= width <= WIDTH.high and width not in lab.WIDTHS:
+        _ui.note_link_value(WIDTH.name, f"= {raw[-1]} is not one of the widths offered "
+                            f"({', '.join(map(str, lab.WIDTHS))})", WIDTH.default,
+                            str(WIDTH.default))
+        del st.query_params[WIDTH.name]
+
+
+def is_bool(value) -> bool:
+    return isinstance(value, bool)
+
+
 st.title("Frequency and causality")
 st.markdown(
-    "FD-TNN (*SKI to go Faster*) never writes down the kernel in time: an RPE MLP gives "
-    "its frequency response, and the inverse FFT gives the kernel. **Causal** (Algorithm 2): "
-    "the MLP gives the **real part** $R(\\omega)$, the discrete Hilbert transform the "
-    "**imaginary part**, and the kernel is zero at every negative lag. **Bidirectional** "
-    "(§3.3.2): the MLP gives both parts, the imaginary one forced to 0 at $\\omega = 0$ "
-    "and $\\pi$. Everything below is read from one channel of the library's FD operator "
-    "(`tnn_core.operators.FD`), on the grid it uses."
-)
+    "FD-TNN (*SKI to go Faster*) never writes its kernel down in time: an MLP of the frequency "
+    "makes the response (left), and the inverse FFT makes the kernel (right). **Look at the "
+    "kernel left of t = 0, and at how fast it dies out to the right,** as you switch the "
+    "MLP's activation, its input and *Causal*.")
 
-c1, c2, c3, c4 = st.columns(4)
-activation = _ui.from_link(c1.selectbox, "Activation", list(THEOREMS), key="activation",
-                           disabled=_ui.locked("activation"),
-                           bind="query-params",
-                           help="The MLP's activation. Theorems 2-4 tie its smoothness to how "
-                                "fast the kernel decays in time.")
-width = _ui.from_link(c2.slider, "MLP width", 1, 128, 32, key="width", disabled=_ui.locked("width"),
-                      bind="query-params",
-                      help="Hidden units per layer of the RPE MLP (OperatorConfig.rpe_dim).")
-depth = _ui.from_link(c2.slider, "MLP depth", 0, 4, 1, key="depth", disabled=_ui.locked("depth"),
-                      bind="query-params",
-                      help="Hidden layers between the input and output layers "
-                           "(OperatorConfig.rpe_layers).")
-n = _ui.from_link(c3.slider, "Sequence length n", 1, 4096, 512, key="n", disabled=_ui.locked("n"),
-                  bind="query-params",
+figure_place = st.container()
+left, right = st.columns(2)
+n = _ui.from_link(left.slider, "Sequence length n", 1, 4096, 512, key="n",
+                  disabled=_ui.locked("n"), bind="query-params",
                   help="The operator builds the response on N = fft_size(n) frequencies, the "
-                       "smallest even 5-smooth FFT size ≥ 2n, and applies lags −(n−1) … n−1.")
-causal = _ui.from_link(c4.toggle, "Causal", value=True, key="causal", disabled=_ui.locked("causal"),
-                       bind="query-params",
-                       help="On: Algorithm 2, real part from the MLP, imaginary part from the "
-                            "Hilbert transform. Off: §3.3.2, the MLP gives both parts.")
-smooth = _ui.from_link(c4.toggle, "Feed the MLP cos ω", key="smooth", disabled=_ui.locked("smooth"),
-                       bind="query-params",
-                       help="OperatorConfig(fd_input='cosine'). Off (fd_input='omega', Algorithm "
-                            "2): the MLP reads ω in [0, π]; on the circle the response then has "
-                            "kinks (causal) or jumps (bidirectional) at ω = 0 and π. On: it reads "
-                            "cos ω, and the imaginary part is weighted by sin ω, so the response "
-                            "is as smooth as the MLP.")
+                       "smallest even 5-smooth FFT size ≥ 2n, and applies lags −(n−1) … n−1. "
+                       "The server sends the figure new weights' grid when it settles.")
+depth = _ui.from_link(right.slider, "MLP depth", 0, 4, 1, key="depth",
+                      disabled=_ui.locked("depth"), bind="query-params",
+                      help="Hidden layers between the input and output layers "
+                           "(OperatorConfig.rpe_layers); the server sends the weights of this "
+                           "depth for every width.")
+activation = choice("activation", "selectbox",
+                    {"options": ACTIVATIONS, "format_func": str, "index": 0}, ACTIVATIONS[0],
+                    lambda v: v in ACTIVATIONS, str)
+smooth = choice("smooth", "toggle", {}, False, is_bool, lambda text: text.lower() == "true")
+causal = choice("causal", "toggle", {}, True, is_bool, lambda text: text.lower() == "true")
+refuse_unoffered_width()
+seed = _ui.seed()
+try:
+    weights = mlp_weights(depth, seed)
+except ValueError as err:
+    _ui.show_error(err)
+    st.stop()
+with figure_place:
+    values = figures.show("fd_kernel", {
+        "n": n, "N": fft_size(n), "depth": depth, "widths": list(lab.WIDTHS),
+        "weights": weights, "activations": list(ACTIVATIONS), "activation": activation,
+        "smooth": smooth, "causal": causal,
+        "locked": [key for key in ("activation", "width", "smooth", "causal")
+                   if _ui.locked(key)],
+        "drawn": [["n", n], ["depth", depth], ["seed", seed]]}, (WIDTH,), key=KERNEL_FIGURE)
+width = min(lab.WIDTHS, key=lambda w: abs(w - values[WIDTH.name]))  # a settled width is offered
+st.query_params["width"] = str(width)
+st.query_params["activation"] = activation
+st.query_params["smooth"] = str(smooth).lower()
+st.query_params["causal"] = str(causal).lower()
+for key, value in (("width", width), ("activation", activation), ("smooth", smooth),
+                   ("causal", causal)):
+    _ui.note_link_value(key, None, value, str(value).lower())  # a move clears the notice
 fd_input = "cosine" if smooth else "omega"
 
 try:
-    view = _ui.frequency_view(activation, width, depth, n, _ui.seed(), fd_input, causal)
+    view = settled_view(activation, width, depth, n, seed, fd_input, causal)
 except ValueError as err:
     _ui.show_error(err)
     st.stop()
 
-mlp_input = "cos ω" if smooth else "ω"
-x = r"\cos\omega_j" if smooth else r"\omega_j"
-grid = rf"\qquad \omega_j = \tfrac{{2\pi j}}{{N}},\ j = 0,\dots,N/2,\ N = {view.N}"
-if causal:
-    st.latex(rf"\hat k(\omega_j) = R(\omega_j) - i\,\mathcal{{H}}\{{R\}}(\omega_j), \quad "
-             rf"R(\omega_j) = \mathrm{{MLP}}({x}), " + grid)
-else:
-    weight = r"\sin\omega_j\," if smooth else ""
-    st.latex(rf"\hat k(\omega_j) = \mathrm{{MLP}}_{{\mathrm{{re}}}}({x}) + i\,{weight}"
-             rf"\mathrm{{MLP}}_{{\mathrm{{im}}}}({x}), " + grid)
-st.caption(f"N = {view.N} = fft_size({n}), the smallest even 5-smooth FFT size ≥ 2n = {2 * n}: "
-           f"the grid the operator uses at this length. The MLP reads {mlp_input} "
-           f"(fd_input = \"{fd_input}\")."
-           + ("" if causal else " The imaginary part is set to 0 at ω = 0 and π, where the "
-                                "response of a real kernel is real."))
-
-left, right = st.columns(2)
-pair = go.Figure()
-if causal:
-    names = (f"R(ω), the MLP of {mlp_input}", "−H{R}(ω), from the Hilbert transform")
-    pair_title = "The Hilbert pair: real and imaginary parts of the response"
-else:
-    names = (f"real part, the MLP of {mlp_input}",
-             f"imaginary part, {'sin ω · ' if smooth else ''}the MLP of {mlp_input}; 0 at 0 "
-             f"and π")
-    pair_title = "Real and imaginary parts of the response, both from the MLP"
-for part, name in zip((view.real, view.imag), names, strict=True):
-    omega, values = display_line(view.omega, part)
-    pair.add_scatter(x=omega, y=values, name=name)
-pair.update_layout(title=pair_title, xaxis_title="ω (radians, 0 … π)", height=360,
-                   margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
-left.plotly_chart(pair, key="chart-pair")
-
-lags, kernel = display_line(view.lags, view.kernel)
-time_plot = go.Figure(go.Scatter(x=lags, y=kernel, mode="lines", name="k[t]"))
-if causal and n > 1:
-    time_plot.add_vrect(x0=-(n - 1), x1=-0.5, fillcolor="gray", opacity=0.12, line_width=0,
-                        annotation_text="negative lags: exactly 0",
-                        annotation_position="top left")
-time_plot.update_layout(
-    title=f"The operator's kernel k[t] = FD.kernel({n}), {'causal' if causal else 'two-sided'}",
-    xaxis_title="lag t", height=360, margin=dict(l=10, r=10, t=40, b=10))
-right.plotly_chart(time_plot, key="chart-kernel")
-
-fit = view.fit
-metrics = st.columns(4 if causal else 3)
-if causal:
-    metrics[0].metric(
-        "max |k[t]| at t < 0", f"{view.max_negative:.1e}",
-        help="The largest value of FD.kernel(n) at a negative lag: causality, measured. Its "
-             "lags 0 … n−1 are computed in time and the negative lags are zeros. The forward "
-             "pass under no_grad applies the spectrum instead; its inverse FFT leaves "
-             f"{view.spectral_leak:.0e} × max|k| there, round-off.")
-metrics[-3].metric("Effective λ (exponential fit)", _ui.fmt(fit.rate, ".3f"),
-                   help=f"ρ in |k[t]| ≈ c ρ^t, fitted on lags {frequency_lab.FIT_START} … "
-                        f"{view.fit_end} (t ≤ N/{frequency_lab.FIT_SHARE}) above "
-                        f"{frequency_lab.FIT_FLOOR:.0e} × max|k|.")
-metrics[-2].metric("Power-law exponent p", _ui.fmt(fit.exponent, ".2f"),
-                   help="p in |k[t]| ≈ c t^(−p), fitted on the same lags: 2 for a kink of "
-                        "the response, 1 for a jump.")
-metrics[-1].metric("Better fit", fit.better_law or "—",
-                   help="Which of the two laws leaves the smaller residual in log|k| "
-                        "(— with fewer than three lags to fit).")
-
 st.subheader("Decay against the theorems")
-roundoff = {curve.activation: curve.roundoff_from for curve in view.decay_curves}
-if roundoff[activation] is not None:
-    measured = (f"Measured: |k[t]| is below {frequency_lab.FIT_FLOOR:.0e} × max|k|, "
-                f"round-off, from lag {roundoff[activation]} on.")
-elif fit.better_law is not None:
-    measured = (f"Measured on lags {frequency_lab.FIT_START} … {view.fit_end}: "
-                f"|k[t]| ≈ c t^−{fit.exponent:.2f} ({fit.better_law} fits better).")
-else:
-    measured = "Measured: too few lags to fit at this n."
 st.info(f"**{view.theorem}** ({activation}): {view.conclusion}.  \n"
         f"**Premise:** {view.premise}.  \n"
-        f"**This setting:** {view.regime}. {measured}", icon=":material/functions:")
-semilog, loglog = st.columns(2)
-for column, log_x, title in ((semilog, False, "semilog: straight line = exponential"),
-                             (loglog, True, "log-log: straight line = power law")):
-    fig = go.Figure()
-    for curve in view.decay_curves:
-        t, magnitude = display_line(curve.t, curve.magnitude)
-        fig.add_scatter(x=t, y=magnitude, name=curve.activation, mode="lines",
-                        line=dict(width=3 if curve.activation == activation else 1))
-    if view.fit_end >= frequency_lab.FIT_START:
-        _ui.vline(fig, view.fit_end, f"fit ends, t = {view.fit_end}", log_x=log_x,
-                  line_dash="dot", line_color="gray")
-    label = "|k[t]|" if causal else "max(|k[t]|, |k[−t]|)"
-    fig.update_layout(title=f"{label}, {title}", height=380, xaxis_title="lag t",
-                      margin=dict(l=10, r=10, t=40, b=10))
-    fig.update_yaxes(type="log", exponentformat="power")
-    if log_x:
-        fig.update_xaxes(type="log")
-    column.plotly_chart(fig, key=f"chart-decay-{log_x}")
-st.caption(f"Each curve stops where it falls below {frequency_lab.FIT_FLOOR:.0e} × its own "
-           "max|k|: below that, float64 FFT round-off, not decay. Same MLP shape and seed for "
-           "the three activations.")
+        f"**This setting:** {view.regime}.", icon=":material/functions:")
+figures.show("profiles", {
+    "kernels": [{"label": name, "coeffs": float64_text(kernel)} for name, kernel in view.kernels],
+    "causal": causal,
+    "fit": {"start": lab.FIT_START, "end": view.fit_end, "floor": lab.FIT_FLOOR},
+    "floor": lab.FIT_FLOOR, "envelope": None, "response": False, "follows": "fd_kernel",
+    "drawn": [["activation", activation], ["width", width], ["smooth", str(smooth).lower()],
+              ["causal", str(causal).lower()], ["n", n], ["depth", depth], ["seed", seed]]},
+    (), key=DECAY_FIGURE)
+st.caption(f"The three activations share one MLP's weights (width {width}, depth {depth}, "
+           f"seed {seed}); the fit of {activation} uses lags {lab.FIT_START} … {view.fit_end} "
+           f"(t ≤ N/{lab.FIT_SHARE}: beyond, the size-N grid bends the tail).")
 
 st.markdown(
     "**What to notice.** Fed $\\omega$ (Algorithm 2, as the operator does by default), all "
     "three activations decay like a power of $t$: the response, extended to the whole "
     "circle, has kinks at $\\omega = 0$ and $\\pi$ (causal, about $1/t^2$) or jumps there "
     "(bidirectional, about $1/t$). Theorems 2 and 3 do not apply. Switch on *Feed the MLP "
-    "cos ω*: SiLU and GeLU then fall to round-off (the box above says from which lag), "
+    "cos ω*: SiLU and GeLU then fall to round-off (the numbers above say from which lag), "
     "faster than any power, while ReLU, piecewise linear, keeps a $1/t^2$ tail: square "
-    "summable, as Theorem 4 says, but no more. Train with `--fd-input cosine` to get this operator."
+    "summable, as Theorem 4 says, but no more. Train with `--fd-input cosine` to get this "
+    "operator."
 )
+
+with st.expander("How the response is built"):
+    x = r"\cos\omega_j" if smooth else r"\omega_j"
+    grid = rf"\qquad \omega_j = \tfrac{{2\pi j}}{{N}},\ j = 0,\dots,N/2,\ N = {view.N}"
+    if causal:
+        st.latex(rf"\hat k(\omega_j) = R(\omega_j) - i\,\mathcal{{H}}\{{R\}}(\omega_j), \quad "
+                 rf"R(\omega_j) = \mathrm{{MLP}}({x}), " + grid)
+    else:
+        weight = r"\sin\omega_j\," if smooth else ""
+        st.latex(rf"\hat k(\omega_j) = \mathrm{{MLP}}_{{\mathrm{{re}}}}({x}) + i\,{weight}"
+                 rf"\mathrm{{MLP}}_{{\mathrm{{im}}}}({x}), " + grid)
+    st.caption(
+        f"N = {view.N} = fft_size({n}), the smallest even 5-smooth FFT size ≥ 2n = {2 * n}: "
+        "the grid the operator uses at this length. Causal (Algorithm 2): irfft of R is an "
+        "even sequence h[t]; keeping t = 0 and N/2 at weight 1, doubling t = 1 … N/2 − 1 and "
+        "zeroing the negative times makes a causal kernel whose spectrum has real part R and "
+        "imaginary part −H{R}. Bidirectional (§3.3.2): the MLP gives both parts, the "
+        "imaginary one set to 0 at ω = 0 and π, where the response of a real kernel is real. "
+        "The figure computes all of it in the browser, in float64, from the MLP's weights; "
+        "tests hold it to the library's own FD operator within 1e-9.")

@@ -11,8 +11,17 @@ import pytest
 import scipy.linalg
 import torch
 
+from tnn_core.analysis.fd_response import THEOREMS, fd_response
 from tnn_core.core.toeplitz import fft_size
-from tnn_core.lab.frequency import FIT_FLOOR, FIT_SHARE, FIT_START, frequency_view
+from tnn_core.lab.frequency import (
+    FIT_FLOOR,
+    FIT_SHARE,
+    FIT_START,
+    decay_curve,
+    decay_magnitude,
+    frequency_view,
+    kernel_fit,
+)
 from tnn_core.operators import OperatorConfig, build_operator
 from tnn_core.training import checkpoint
 from tnn_core.training.cli import config_from_args, parser
@@ -185,12 +194,14 @@ def test_cosine_fed_smooth_activations_decay_far_faster_than_omega_fed(activatio
 ])
 def test_power_law_regimes(causal, fd_input, activation, low, high, seed):
     view = frequency_view(activation, 32, 1, 1024, seed, fd_input, causal)
-    assert view.fit.better_law == "power law"
-    assert low <= view.fit.exponent <= high
-    assert all(c.roundoff_from is None for c in view.decay_curves if c.activation == "relu")
+    fit = kernel_fit(view.kernels[0][1], view.N)  # what the decay figure fits
+    assert fit.better_law == "power law"
+    assert low <= fit.exponent <= high
+    assert all(decay_curve(decay_magnitude(kernel)).roundoff_from is None
+               for name, kernel in view.kernels if name == "relu")
 
 
-# -- the Frequency page's view against an independent FFT ---------------------------------
+# -- the Frequency page's kernels against an independent FFT ----------------------------
 
 
 @pytest.mark.parametrize(("activation", "width", "depth", "n", "fd_input", "causal"), [
@@ -199,43 +210,55 @@ def test_power_law_regimes(causal, fd_input, activation, low, high, seed):
     ("gelu", 32, 1, 500, "cosine", False),
 ])
 def test_frequency_view_is_the_operators(activation, width, depth, n, fd_input, causal):
+    """fd_response (what the kernel figure computes in the browser, tests/test_figure_fd.py)
+    and the settled view's kernels (what the decay figure fits) are the operator's."""
     seed = 5
     view = frequency_view(activation, width, depth, n, seed, fd_input, causal)
+    response = fd_response(activation, width, depth, n, seed, fd_input, causal)
     N = five_smooth_size(n)
-    assert view.N == N and (view.fd_input, view.causal) == (fd_input, causal)
-    np.testing.assert_allclose(view.omega, 2 * np.pi * np.arange(N // 2 + 1) / N, atol=1e-15)
+    assert view.N == response.N == N and (view.fd_input, view.causal) == (fd_input, causal)
+    np.testing.assert_allclose(response.omega, 2 * np.pi * np.arange(N // 2 + 1) / N, atol=1e-15)
     op = make_fd(causal, fd_input, seed=seed, dim=1, activation=activation, rpe_dim=width,
                  rpe_layers=depth)
-    np.testing.assert_array_equal(view.lags, np.arange(-(n - 1), n))
-    np.testing.assert_allclose(view.kernel, kernel_ref(op, n)[0], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(response.lags, np.arange(-(n - 1), n))
+    np.testing.assert_allclose(response.kernel, kernel_ref(op, n)[0], rtol=0, atol=1e-12)
     with torch.no_grad():
         spectrum = op.spectrum(N)[0].numpy()  # (F,)
-    np.testing.assert_allclose(view.real, spectrum.real, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(view.imag, spectrum.imag, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(response.real, spectrum.real, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(response.imag, spectrum.imag, rtol=0, atol=1e-12)
+    negative = response.lags < 0
     if causal:
-        assert view.max_negative == 0.0 and np.all(view.kernel[view.lags < 0] == 0.0)
-        assert 0 <= view.spectral_leak < 1e-14
+        assert np.all(response.kernel[negative] == 0.0)
+        leak = np.abs(response.spectral_kernel[negative]).max(initial=0.0)
+        assert leak <= 1e-14 * np.abs(response.kernel).max()
     else:
-        assert view.max_negative is None and view.spectral_leak is None
-        assert np.all(view.imag[[0, -1]] == 0)
+        assert np.all(response.imag[[0, -1]] == 0)
+    # the decay figure's kernels: this activation first, then the others, one MLP's weights
+    assert [name for name, _ in view.kernels] == [activation] + [
+        a for a in THEOREMS if a != activation]
+    np.testing.assert_array_equal(view.kernels[0][1], response.kernel)
+    for name, kernel in view.kernels[1:]:
+        np.testing.assert_array_equal(
+            kernel, fd_response(name, width, depth, n, seed, fd_input, causal).kernel)
     # the decay curves: lags >= 1 above the stated floor only, so a log axis stays on data
-    for curve in view.decay_curves:
+    for _, kernel in view.kernels:
+        curve = decay_curve(decay_magnitude(kernel))
         assert np.all(curve.t >= 1) and np.all(curve.magnitude > 0)
         assert curve.t.shape == curve.magnitude.shape
-    head = np.abs(view.kernel[view.lags >= 0])  # (n,)
+    head = np.abs(response.kernel[response.lags >= 0])  # (n,)
     if not causal:
-        head = np.maximum(head, np.abs(view.kernel[view.lags <= 0][::-1]))
-    mine = next(c for c in view.decay_curves if c.activation == activation)
+        head = np.maximum(head, np.abs(response.kernel[response.lags <= 0][::-1]))
+    mine = decay_curve(decay_magnitude(response.kernel))
     keep = (np.arange(n) >= 1) & (head > FIT_FLOOR * head.max())
     np.testing.assert_array_equal(mine.t, np.arange(n)[keep])
     np.testing.assert_array_equal(mine.magnitude, head[keep])
     # the fit: lags FIT_START .. min(N/8, n-1) above the floor, by numpy least squares
     assert view.fit_end == min(N // FIT_SHARE, n - 1)
+    fit = kernel_fit(response.kernel, N)
     t = np.arange(view.fit_end + 1)
     part = head[: view.fit_end + 1]
     use = (t >= FIT_START) & (part > FIT_FLOOR * part.max())
-    assert view.fit.points == use.sum()
+    assert fit.points == use.sum()
     if use.sum() >= 2:
         power, _ = np.polyfit(np.log(t[use]), np.log(part[use]), 1)
-        assert view.fit.exponent == pytest.approx(-power, rel=1e-9)
-
+        assert fit.exponent == pytest.approx(-power, rel=1e-9)

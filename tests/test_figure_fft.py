@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pages.figures import FOLDER, script
+from pages.figures import FOLDER
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 REQUIRED = os.environ.get("TOEPLITZ_LAB_REQUIRE_BROWSER") == "1" or os.environ.get("CI") == "true"
@@ -159,11 +159,3 @@ def test_a_planted_sign_mistake_fails(chromium, line, sizes):
             assert worst_errors(page, N, rng)["rfft"] > 1e-3, N
     finally:
         page.close()
-
-
-def test_the_figures_module_is_the_shared_files_then_the_figures_own():
-    names = sorted(p.stem for p in FOLDER.glob("*.js") if p.stem not in ("fft", "common"))
-    for name in names:
-        module = script(name)
-        assert module.startswith((FOLDER / "fft.js").read_text(encoding="utf-8"))
-        assert module.count("export default function") == 1, name

@@ -1,12 +1,16 @@
-"""The Frequency page: FD-TNN's kernel built from an MLP response, everything it draws.
+"""The Frequency page: FD-TNN's kernel built from an MLP response, and its decay.
 
-A seeded one-channel FD operator (``analysis.fd_response``) gives the response on the grid
-it uses, N = fft_size(n), and the kernel it applies at length n. Its decay is fitted
-(``profiles.decay_fit``) and drawn for the three activations of Theorems 2-4, and each
-theorem's premise is checked against the setting: what the MLP reads (ω or cos ω) and
-whether the kernel is causal.
+The page draws two figures in the browser (``pages/figures``): *the FD kernel from its
+frequency response* evaluates a seeded one-channel FD operator's RPE MLP itself, from the
+weights ``rpe_weights`` gives for every width it offers (``WIDTHS``); *decay and frequency
+response* fits the decay of the kernels ``frequency_view`` gives, one per activation of
+Theorems 2-4, and says which theorem applies and whether its premise holds here.
 
-Letters: n length, N FFT size, F = N//2 + 1 frequency bins, t time lag.
+What the figures compute is defined here and in ``analysis`` (``fd_response``,
+``profiles.decay_fit``): ``decay_magnitude``, ``decay_curve`` and ``kernel_fit`` are the
+references the browser's arithmetic is tested against.
+
+Letters: n length, N FFT size, F = N//2 + 1 frequency bins, t time lag, e MLP width.
 """
 
 from __future__ import annotations
@@ -14,13 +18,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
-from tnn_core.analysis.fd_response import THEOREMS, FdResponse, fd_response
+from tnn_core.analysis.fd_response import THEOREMS, fd_response
 from tnn_core.analysis.profiles import DecayFit, decay_fit
+from tnn_core.checks import check_choice, check_int
+from tnn_core.core.toeplitz import fft_size
+from tnn_core.operators.config import FD_INPUTS, OperatorConfig
+from tnn_core.operators.fd import FD
 
-__all__ = ["FIT_START", "FIT_FLOOR", "FIT_SHARE", "DecayCurve", "FrequencyView",
-           "frequency_view"]
+__all__ = ["WIDTHS", "FIT_START", "FIT_FLOOR", "FIT_SHARE", "fit_end", "decay_magnitude",
+           "DecayCurve", "decay_curve", "kernel_fit", "RpeWeights", "rpe_weights",
+           "FrequencyView", "frequency_view"]
 
+WIDTHS = (1, 2, 4, 8, 16, 32, 64, 128)  # MLP widths the kernel figure offers, each sent once
 FIT_START = 2  # the decay fit skips lags 0 and 1, the kernel's head
 FIT_FLOOR = 1e-13  # below this share of max|k[t]|: float64 FFT round-off, neither fitted nor drawn
 # The size-N kernel is the DTFT's kernel summed over shifts by N, which bends its tail near
@@ -28,53 +39,104 @@ FIT_FLOOR = 1e-13  # below this share of max|k[t]|: float64 FFT round-off, neith
 FIT_SHARE = 8
 
 
+def fit_end(n: int, N: int) -> int:
+    """The last lag the decay fit uses: N // FIT_SHARE, capped at n - 1."""
+    return min(N // FIT_SHARE, n - 1)
+
+
+def decay_magnitude(kernel: np.ndarray) -> np.ndarray:
+    """[n] at t = 0..n-1 of kernel [2n-1]: max(|k[t]|, |k[-t]|) (|k[t]| when causal, whose
+    negative lags are exact zeros): ``profiles.decay_profile``'s magnitude."""
+    n = (len(kernel) + 1) // 2
+    forward = np.abs(kernel[n - 1 :])  # (n,) lags 0..n-1
+    backward = np.abs(kernel[n - 1 :: -1])  # (n,) lags 0..-(n-1)
+    return np.maximum(forward, backward)
+
+
 @dataclass(frozen=True)
 class DecayCurve:
-    activation: str
-    t: np.ndarray  # [P] lags >= 1 whose |k[t]| is above FIT_FLOOR · max|k|
-    magnitude: np.ndarray  # [P] |k[t]|, or max(|k[t]|, |k[-t]|) when bidirectional
-    roundoff_from: int | None  # the lag from which every |k[t]| is below the floor (None: never)
+    t: np.ndarray  # [P] lags >= 1 whose magnitude is above FIT_FLOOR · max
+    magnitude: np.ndarray  # [P]
+    roundoff_from: int | None  # the lag from which every magnitude is below the floor (None: never)
+
+
+def decay_curve(magnitude: np.ndarray) -> DecayCurve:
+    """What the decay figure draws of magnitude [n] on its log axes, and where it stops."""
+    t = np.arange(len(magnitude))
+    above = magnitude > FIT_FLOOR * magnitude.max(initial=0.0)
+    last = int(np.flatnonzero(above)[-1]) if above.any() else -1
+    keep = above & (t >= 1)
+    return DecayCurve(t[keep], magnitude[keep], last + 1 if last + 1 < len(magnitude) else None)
+
+
+def kernel_fit(kernel: np.ndarray, N: int) -> DecayFit:
+    """The decay fit of FD kernel [2n-1] on the grid N: lags FIT_START .. fit_end(n, N)
+    above FIT_FLOOR · max (``profiles.decay_fit``)."""
+    n = (len(kernel) + 1) // 2
+    return decay_fit(decay_magnitude(kernel)[: fit_end(n, N) + 1], start=FIT_START,
+                     floor=FIT_FLOOR)
+
+
+@dataclass(frozen=True)
+class RpeWeights:
+    """The RPE MLP of a seeded one-channel FD operator (``analysis.fd_response``): its
+    Linear(1→e), ``depth`` × Linear(e→e), and the output layer of the causal operator
+    (Linear(e→1): R) and of the bidirectional one (Linear(e→2): real and imaginary parts).
+    The same seed draws the same layers up to the output layer whether causal or not."""
+
+    width: int
+    depth: int
+    # [e + e + depth·(e² + e) + e + 1 + 2e + 2] float64, each exactly a float32 (torch draws
+    # them in float32), in this order: input weight [e], input bias [e], per hidden layer
+    # weight [e, e] (row = output unit) and bias [e], causal output weight [e] and bias [1],
+    # bidirectional output weight [2, e] and bias [2]
+    parameters: np.ndarray
+
+
+def _operator(width: int, depth: int, seed: int, causal: bool) -> FD:
+    config = OperatorConfig(kind="fd", causal=causal, rpe_dim=width, rpe_layers=depth)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return FD(config, dim=1)  # float32, as fd_response draws it before .double()
+
+
+def rpe_weights(width: int, depth: int, seed: int) -> RpeWeights:
+    """The weights ``fd_response(activation, width, depth, n, seed, fd_input, causal)``
+    evaluates, for every activation, n, fd_input and causal (none of them changes a draw)."""
+    width, depth = check_int("width", width, 1), check_int("depth", depth, 0)
+    causal, bidirectional = (_operator(width, depth, seed, c).rpe for c in (True, False))
+    parts = [causal.inp.weight[:, 0], causal.inp.bias]
+    for layer, twin in zip(causal.hidden, bidirectional.hidden, strict=True):
+        if not torch.equal(layer.weight, twin.weight):  # the contract above, checked
+            raise RuntimeError("the causal and bidirectional FD operators drew different "
+                               "hidden layers from one seed")
+        parts += [layer.weight.flatten(), layer.bias]
+    if not torch.equal(causal.inp.weight, bidirectional.inp.weight):
+        raise RuntimeError("the causal and bidirectional FD operators drew different input "
+                           "layers from one seed")
+    parts += [causal.out.weight.flatten(), causal.out.bias, bidirectional.out.weight.flatten(),
+              bidirectional.out.bias]
+    with torch.no_grad():
+        parameters = torch.cat(parts).double().numpy()
+    return RpeWeights(width=width, depth=depth, parameters=parameters)
 
 
 @dataclass(frozen=True)
 class FrequencyView:
-    """Everything the Frequency page draws for one FD operator."""
+    """What the Frequency page shows after a setting settles, beside the kernel figure."""
 
     n: int
     N: int  # fft_size(n), the grid the operator uses
     causal: bool
     fd_input: str  # "omega" or "cosine": what the MLP reads
-    omega: np.ndarray  # [F] 0..π
-    real: np.ndarray  # [F] real part of the response
-    imag: np.ndarray  # [F] imaginary part
-    lags: np.ndarray  # [2n-1] -(n-1)..n-1
-    kernel: np.ndarray  # [2n-1] FD.kernel(n) at ``lags``
-    max_negative: float | None  # causal: max |k[t]| over t < 0 of kernel(n) (0 exactly)
-    spectral_leak: float | None  # causal: the same through the FFT path, relative to max|k|
-    fit: DecayFit  # of the decay magnitude on t in [FIT_START, fit_end] above FIT_FLOOR · max
-    fit_end: int  # N // FIT_SHARE, capped at n - 1
+    activation: str
+    kernels: tuple[tuple[str, np.ndarray], ...]  # (activation, FD.kernel(n) [2n-1]) for
+    # each activation of THEOREMS, this one first: the same MLP weights, for the decay figure
+    fit_end: int  # the last lag fitted, fit_end(n, N)
     theorem: str  # "Theorem 2" .. "Theorem 4", for this activation
     conclusion: str  # what the theorem says about the decay
     premise: str  # what it needs, and whether this setting meets it
     regime: str  # what the setting predicts, beside the measurement
-    decay_curves: tuple[DecayCurve, ...]  # one per activation of THEOREMS, same MLP shape
-
-
-def _decay_magnitude(response: FdResponse) -> np.ndarray:
-    """[n] at t = 0..n-1: |k[t]|, or max(|k[t]|, |k[-t]|) for a two-sided kernel."""
-    n, k = response.n, response.kernel
-    forward = np.abs(k[n - 1 :])  # (n,) lags 0..n-1
-    backward = np.abs(k[n - 1 :: -1])  # (n,) lags 0..-(n-1)
-    return np.maximum(forward, backward)
-
-
-def _curve(activation: str, magnitude: np.ndarray) -> DecayCurve:
-    t = np.arange(len(magnitude))
-    above = magnitude > FIT_FLOOR * magnitude.max(initial=0.0)
-    last = int(np.flatnonzero(above)[-1]) if above.any() else -1
-    keep = above & (t >= 1)
-    return DecayCurve(activation, t[keep], magnitude[keep],
-                      last + 1 if last + 1 < len(magnitude) else None)
 
 
 def _premise_and_regime(activation: str, fd_input: str, causal: bool) -> tuple[str, str]:
@@ -105,24 +167,15 @@ def _premise_and_regime(activation: str, fd_input: str, causal: bool) -> tuple[s
 
 def frequency_view(activation: str, width: int, depth: int, n: int, seed: int,
                    fd_input: str = "omega", causal: bool = True) -> FrequencyView:
-    """The Frequency page for a seeded one-channel FD operator (see ``fd_response``)."""
-    response = fd_response(activation, width, depth, n, seed, fd_input, causal)
-    magnitudes = {name: _decay_magnitude(response if name == activation else fd_response(
-        name, width, depth, n, seed, fd_input, causal)) for name in THEOREMS}  # [n] each
-    fit_end = min(response.N // FIT_SHARE, n - 1)
-    max_negative = spectral_leak = None
-    if causal:
-        negative = response.lags < 0
-        max_negative = float(np.abs(response.kernel[negative]).max(initial=0.0))
-        scale = np.abs(response.kernel).max()
-        leak = np.abs(response.spectral_kernel[negative]).max(initial=0.0)
-        spectral_leak = float(leak / scale) if scale > 0 else 0.0
+    """The Frequency page's settled view for a seeded one-channel FD operator."""
+    check_choice("activation", activation, tuple(THEOREMS))
+    check_choice("fd_input", fd_input, FD_INPUTS)
+    order = (activation,) + tuple(a for a in THEOREMS if a != activation)
+    kernels = tuple((a, fd_response(a, width, depth, n, seed, fd_input, causal).kernel)
+                    for a in order)
+    N = fft_size(n)
     theorem = THEOREMS[activation]
     premise, regime = _premise_and_regime(activation, fd_input, causal)
-    return FrequencyView(
-        n=n, N=response.N, causal=causal, fd_input=fd_input, omega=response.omega,
-        real=response.real, imag=response.imag, lags=response.lags, kernel=response.kernel,
-        max_negative=max_negative, spectral_leak=spectral_leak,
-        fit=decay_fit(magnitudes[activation][: fit_end + 1], start=FIT_START, floor=FIT_FLOOR),
-        fit_end=fit_end, theorem=theorem.name, conclusion=theorem.conclusion, premise=premise,
-        regime=regime, decay_curves=tuple(_curve(a, m) for a, m in magnitudes.items()))
+    return FrequencyView(n=n, N=N, causal=causal, fd_input=fd_input, activation=activation,
+                         kernels=kernels, fit_end=fit_end(n, N), theorem=theorem.name,
+                         conclusion=theorem.conclusion, premise=premise, regime=regime)
