@@ -23,32 +23,63 @@ def side_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, method: st
     return lab.compare_side(coeffs, band, rank, causal, method, decay)
 
 
+def shared_control(key: str, widget, label: str, default, parse, url, **kwargs):
+    """One of the controls both columns share (kernel, n, causal), in the URL under ``key``
+    but kept under this page's own session key ``compare_KEY``.
+
+    Other pages have controls named source, n and causal. Streamlit 1.67 keeps a URL-bound
+    widget's value under its key when the widget unmounts and gives it to the next widget
+    of that key, on any page, so bound they carried Basics' and Decomposition's settings
+    into this page (n = 167, causal) and this page's into theirs. Here the link seeds the
+    value once per visit, checked as ``_ui.from_link`` checks a bound widget's (a value it
+    cannot use is named in the page's notice); the widget keeps it while the page is open,
+    and the page writes it back to the URL (``url``: the value as the link spells it)."""
+    own = f"compare_{key}"
+    raw = st.query_params.get_all(key)
+    if own not in st.session_state:
+        st.session_state[own] = default
+        spec = {"options": kwargs.get("options"), "format_func": kwargs.get("format_func"),
+                "index": 0, "min_value": kwargs.get("min_value"),
+                "max_value": kwargs.get("max_value"), "value": default}
+        problem = _ui.link_value_problem(widget.__name__, spec, raw) if raw else None
+        if raw and problem is None:
+            st.session_state[own] = parse(raw[-1])
+        elif problem is not None:
+            _ui.note_link_value(key, problem[0], default, url(default))
+    value = widget(label, key=own, disabled=_ui.locked(key), **kwargs)
+    _ui.note_link_value(key, None, value, url(value))
+    return value
+
+
 st.title("Compare A/B")
 st.markdown(
-    "One kernel, two settings of its decomposition $T \\approx \\text{band} + W A W^\\top$ "
-    "(see the Decomposition page). Set column **A** and column **B**, then read the "
-    "**Difference** strip below them: every number as B against A, and where in the matrix "
-    "the two approximations differ. Try sample against fit, a band of $m = 1$ against "
-    "$m = 9$, $r = 8$ against $r = 32$, or $\\lambda = 0.99$ against $\\lambda = 1$. The "
-    "address bar holds both settings: copy it to share the comparison."
-)
+    "**Where does each setting miss T?** Each column draws its residual "
+    "$T - (\\text{band} + W A W^\\top)$ on one colour scale shared by both: the paler picture "
+    "is the better approximation, and the numbers beside it say by how much. Try sample "
+    "against fit, $m = 1$ against $m = 9$, or $r = 8$ against $r = 32$.")
 
 left, mid, right = st.columns([2, 2, 1])
-source = _ui.from_link(left.selectbox, "Kernel (shared)", list(PRESETS),
-                       PRESETS.index("spike_smooth"), format_func=_ui.SOURCE_LABELS.get,
-                       key="source", disabled=_ui.locked("source"),
-                       bind="query-params",
-                       help="The kernel both columns decompose: a synthetic shape, or channel "
-                            "0 of a freshly initialised operator (seeded from the sidebar). "
-                            "Each column builds it at its own λ.")
-n = _ui.from_link(mid.slider, "Length n (shared)", 1, 4096, 256, key="n", disabled=_ui.locked("n"),
-                  bind="query-params",
-                  help="T is n × n on both sides. Errors are exact at this n; heatmaps show "
-                       "every k-th row and column when n is large.")
-causal = _ui.from_link(right.toggle, "Causal (shared)", key="causal", disabled=_ui.locked("causal"),
-                       bind="query-params",
-                       help="A causal kernel is zero at negative lags; the band then holds "
-                            "lags 0 ≤ k < m.")
+with left:
+    source = shared_control(
+        "source", st.selectbox, "Kernel (shared)", "spike_smooth",
+        lambda label: next(o for o in PRESETS if _ui.SOURCE_LABELS[o] == label),
+        _ui.SOURCE_LABELS.get, options=list(PRESETS), format_func=_ui.SOURCE_LABELS.get,
+        help="The kernel both columns decompose: a synthetic shape, or channel 0 of a "
+             "freshly initialised operator (seeded from the sidebar). Each column builds it "
+             "at its own λ.")
+with mid:
+    n = shared_control("n", st.slider, "Length n (shared)", 256, lambda text: int(float(text)),
+                       str, min_value=1, max_value=4096,
+                       help="T is n × n on both sides. Errors are exact at this n; pictures "
+                            "show every k-th row and column when n is large.")
+with right:
+    causal = shared_control("causal", st.toggle, "Causal (shared)", False,
+                            lambda text: text.lower() == "true", lambda v: str(v).lower(),
+                            help="A causal kernel is zero at negative lags; the band then "
+                                 "holds lags 0 ≤ k < m.")
+st.query_params["source"] = _ui.SOURCE_LABELS[source]  # as a bound select box writes it
+st.query_params["n"] = str(n)
+st.query_params["causal"] = str(causal).lower()
 
 
 def side_controls(side: str):
@@ -93,16 +124,19 @@ def compute(band: int, rank: int, method: str, decay: float):
 
 
 def error_metrics(side: str, view: lab.SideView) -> None:
+    """The three errors of one column, stacked beside its residual."""
     name = side.upper()
-    m1, m2, m3 = st.columns(3)
-    m1.metric(f"{name}: spectral error", _ui.fmt(view.relative_spectral, ".2e"),
+    st.metric(f"{name}: spectral error", _ui.fmt(view.relative_spectral, ".2e"),
               help="‖T − (band + W A Wᵀ)‖₂ / ‖T‖₂ for this column's setting.")
-    m2.metric(f"{name}: Frobenius error", _ui.fmt(view.relative_frobenius, ".2e"),
+    st.metric(f"{name}: Frobenius error", _ui.fmt(view.relative_frobenius, ".2e"),
               help="‖T − (band + W A Wᵀ)‖_F / ‖T‖_F for this column's setting.")
-    m3.metric(f"{name}: SVD optimum", _ui.fmt(view.relative_optimal_frobenius, ".2e"),
+    st.metric(f"{name}: SVD optimum", _ui.fmt(view.relative_optimal_frobenius, ".2e"),
               help="The best relative Frobenius error of any rank-r part with this column's "
                    "band (Eckart–Young): what r and m allow at best.")
-    st.caption(f"{name}: n = {view.n}, m = {view.band}, r = {view.rank}, "
+
+
+def setting_caption(side: str, view: lab.SideView) -> None:
+    st.caption(f"{side.upper()}: n = {view.n}, m = {view.band}, r = {view.rank}, "
                f"{METHOD_WORDS[view.method]}, λ = {view.decay:g}. Errors relative to T: "
                f"spectral ‖T − approx‖₂ / ‖T‖₂, Frobenius ‖T − approx‖_F / ‖T‖_F, and the "
                f"best Frobenius error any rank-r part with this band reaches.")
@@ -122,10 +156,12 @@ def kernel_figure(side: str, view: lab.SideView, y_range: tuple[float, float]) -
 
 def residual_image(side: str, view: lab.SideView, limit: float, shared: bool) -> None:
     pixels = max(1, 256 // len(view.idx))
+    step = int(view.idx[1] - view.idx[0]) if len(view.idx) > 1 else 1
+    sampled = f"; 1 row and column in {step}" if step > 1 else ""
     st.image(heatmap_image(view.residual, limit, _ui.colour_table("PuOr"), pixels),
              width="stretch",
-             caption=f"{side.upper()}: residual T − band − W A Wᵀ, −{limit:.2g} (orange) … "
-                     f"0 (white) … +{limit:.2g} (purple)"
+             caption=f"{side.upper()}: residual T − band − W A Wᵀ, row 0 on top{sampled}; "
+                     f"−{limit:.2g} (orange) … 0 (white) … +{limit:.2g} (purple)"
                      + (", one scale for A and B" if shared else ""))
 
 
@@ -146,28 +182,37 @@ def curve_figure(side: str, view: lab.SideView) -> go.Figure:
 
 
 columns = dict(zip(SIDES, st.columns(2, border=True), strict=True))
-views = {}
+views, places = {}, {}
 for side, column in columns.items():
     with column:
-        st.subheader(f"Setting {side.upper()}")
+        st.markdown(f"**Setting {side.upper()}**")
+        places[side] = st.container()  # the residual and the errors, drawn once both are known
         views[side] = compute(*side_controls(side))
-        if views[side] is not None:
-            error_metrics(side, views[side])
 
 shown = [v for v in views.values() if v is not None]
+residual_limit = max((float(np.abs(v.residual).max(initial=0.0)) for v in shown),
+                     default=0.0) or 1.0
+for side, view in views.items():
+    if view is None:
+        continue
+    with places[side]:
+        picture, numbers = st.columns([3, 2])
+        with picture:
+            residual_image(side, view, residual_limit, shared=len(shown) == 2)
+        with numbers:
+            error_metrics(side, view)
+
 low = min((float(v.coeffs.min()) for v in shown), default=0.0)
 high = max((float(v.coeffs.max()) for v in shown), default=0.0)
 margin = 0.05 * (high - low) or 1.0
 y_range = (min(low, 0.0) - margin, high + margin)  # one y-axis for both kernels
-residual_limit = max((float(np.abs(v.residual).max(initial=0.0)) for v in shown),
-                     default=0.0) or 1.0
 for side, column in columns.items():
     view = views[side]
     if view is None:
         continue
     with column:
+        setting_caption(side, view)
         st.plotly_chart(kernel_figure(side, view, y_range), key=f"chart-kernel-{side}")
-        residual_image(side, view, residual_limit, shared=len(shown) == 2)
         st.plotly_chart(curve_figure(side, view), key=f"chart-curve-{side}")
 
 st.subheader("Difference: B − A")

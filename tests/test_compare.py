@@ -153,3 +153,19 @@ def test_a_link_opens_the_comparison_it_names():
     expected = decompose(coeffs, 9, 8, method="fit").errors.relative_spectral
     shown = next(m.value for m in at.metric if m.label == "B: spectral error")
     assert shown == f"{expected:.2e}"
+
+
+def test_another_pages_value_of_a_shared_name_is_not_used():
+    """Streamlit keeps a URL-bound widget's value under its key when its page is left (here:
+    Decomposition's n and causal); Compare's shared controls live under their own keys, so
+    it opens at its defaults, or at its link, and writes them to the URL by their names."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.session_state["n"], at.session_state["causal"] = 1000, True  # another page's
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception
+    assert (at.slider(key="compare_n").value, at.toggle(key="compare_causal").value) == (256, False)
+    assert (at.query_params["n"], at.query_params["causal"]) == ("256", "false")
+    linked = open_compare(n=100, causal="true")
+    assert (linked.slider(key="compare_n").value, linked.toggle(key="compare_causal").value) == (
+        100, True)

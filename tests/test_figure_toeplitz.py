@@ -241,3 +241,39 @@ def test_no_setting_of_basics_reaches_another_page(app_page, server):  # noqa: F
         boxes = main.locator("input[type='checkbox']")
         assert not any(boxes.nth(k).is_checked() for k in range(boxes.count())), path
         no_exception(page, f"after-basics-{path}")
+
+
+def test_compare_neither_takes_nor_gives_a_setting(app_page, server):  # noqa: F811
+    """Decomposition at n = 1000: Compare opens at its own n = 256. Compare moved to n = 257,
+    causal: Basics and Decomposition open without those values."""
+    page = app_page
+    page.goto(f"{server}/decomposition?n=1000")
+    wait_idle(page)
+    sidebar = page.locator("[data-testid='stSidebarNav']")
+    main = page.locator("[data-testid='stMain']")
+    sidebar.get_by_role("link", name="Compare A/B").click()
+    page.wait_for_url(re.compile(r"/compare"))
+    wait_idle(page)
+    length = main.locator("[data-testid='stSlider']").filter(
+        has_text="Length n (shared)").get_by_role("slider")
+    assert length.input_value() == "256"
+    assert (url_values(page)["n"], url_values(page)["causal"]) == ("256", "false")
+    length.focus()
+    length.press("ArrowRight")
+    wait_idle(page)
+    main.get_by_text("Causal (shared)").click()
+    wait_idle(page)
+    assert (url_values(page)["n"], url_values(page)["causal"]) == ("257", "true")
+    no_exception(page, "compare-moved")
+    sidebar.get_by_role("link", name="Toeplitz basics").click()
+    page.wait_for_url(re.compile(r"/basics"))
+    wait_idle(page)
+    assert (drawn(page)["n"], drawn(page)["causal"]) == ("64", "false")
+    sidebar.get_by_role("link", name="Decomposition").click()
+    page.wait_for_url(re.compile(r"/decomposition"))
+    wait_idle(page)
+    values = main.locator("[role='slider'], input[type='range']").evaluate_all(SLIDER_VALUES)
+    assert values and "257" not in values, values
+    assert url_values(page).get("n") != "257" and url_values(page).get("causal") != "true"
+    assert not any(box.is_checked() for box in main.locator("input[type='checkbox']").all())
+    no_exception(page, "decomposition-after-compare")

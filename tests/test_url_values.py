@@ -243,8 +243,9 @@ VALID = [
 
 
 def widget(at: AppTest, key: str):
+    """The widget in the URL under ``key`` (Compare keeps its shared ones under compare_KEY)."""
     for kind in ("slider", "number_input", "selectbox", "radio", "toggle", "text_input"):
-        found = [w for w in getattr(at, kind) if w.key == key]
+        found = [w for w in getattr(at, kind) if w.key in (key, f"compare_{key}")]
         if found:
             return found[0]
     raise AssertionError(f"no control {key!r}")
