@@ -98,7 +98,7 @@ n = _ui.from_link(left.slider, "Sequence length n", 1, 4096, 512, key="n",
                   disabled=_ui.locked("n"), bind="query-params",
                   help="The operator builds the response on N = fft_size(n) frequencies, the "
                        "smallest even 5-smooth FFT size ≥ 2n, and applies lags −(n−1) … n−1. "
-                       "The server sends the figure new weights' grid when it settles.")
+                       "The figure redraws on the new grid once you let go.")
 depth = _ui.from_link(right.slider, "MLP depth", 0, 4, 1, key="depth",
                       disabled=_ui.locked("depth"), bind="query-params",
                       help="Hidden layers between the input and output layers "
@@ -124,7 +124,7 @@ with figure_place:
         "locked": [key for key in ("activation", "width", "smooth", "causal")
                    if _ui.locked(key)],
         "drawn": [["n", n], ["depth", depth], ["seed", seed]]}, (WIDTH,), key=KERNEL_FIGURE)
-width = min(lab.WIDTHS, key=lambda w: abs(w - values[WIDTH.name]))  # a settled width is offered
+width = min(lab.WIDTHS, key=lambda w: abs(w - values[WIDTH.name]))  # as the figure draws it
 st.query_params["width"] = str(width)
 st.query_params["activation"] = activation
 st.query_params["smooth"] = str(smooth).lower()

@@ -275,6 +275,12 @@ def test_frequency_link_values_it_cannot_use_are_named():
         "gelu", 32, True, True)
 
 
+def test_frequency_lessons_lock_figure_controls_and_sliders():
+    fresh = open_link("pages/frequency.py", {"lock": "activation,causal,n"})
+    assert frequency_figures(fresh)["fd_kernel"]["locked"] == ["activation", "causal"]
+    assert fresh.slider(key="n").disabled and not fresh.slider(key="depth").disabled
+
+
 def plotly_array(value) -> np.ndarray:
     """A Plotly JSON array: a list, or {"dtype", "bdata"} with the bytes in base64."""
     if isinstance(value, dict):

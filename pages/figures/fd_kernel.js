@@ -297,8 +297,9 @@ function receive(root, fig, data) {
   if (fig.data.n !== data.n || fig.data.depth !== data.depth
       || JSON.stringify(fig.data.drawn) !== JSON.stringify(data.drawn)) fig.layers = {};
   fig.data = data;
-  const server = {activation: data.activation, smooth: data.smooth, causal: data.causal,
-                  width: data.controls.find((c) => c.name === 'width').value};
+  const asked = data.controls.find((c) => c.name === 'width').value;
+  const width = data.widths.reduce((a, b) => (Math.abs(b - asked) < Math.abs(a - asked) ? b : a));
+  const server = {activation: data.activation, smooth: data.smooth, causal: data.causal, width};
   for (const [name, value] of Object.entries(server)) {
     if (value === fig.sent[name]) continue;
     fig.sent[name] = value;
