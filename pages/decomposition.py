@@ -1,6 +1,15 @@
-"""Page "Decomposition": T ≈ band + W A Wᵀ, with exact errors, live."""
+"""Page "Decomposition": T ≈ band + W A Wᵀ, drawn in the browser while r, m and λ move.
+
+The page is two figures (``pages/figures``): band + W A Wᵀ (T, band, W A Wᵀ and the
+residual, with W and A) and the error against r. They compute SKI's sampled
+decomposition in the browser on every move; the server sends the kernel once and, when a
+move settles, what only it computes (spectral norms, optima, the fitted A, the curve).
+Theorem 1, the timings and the kernel's own profiles follow, the costly ones computed
+only while their expander is open.
+"""
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -8,14 +17,18 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from pages import _ui
+from pages import _ui, figures
 from tnn_core.analysis.dense import display_line
-from tnn_core.analysis.presets import MAX_TYPED_CHARS, MAX_TYPED_LENGTH, OPERATOR_CHANNELS
+from tnn_core.analysis.presets import (
+    MAX_TYPED_CHARS,
+    MAX_TYPED_LENGTH,
+    OPERATOR_CHANNELS,
+    SYNTHETIC,
+)
 from tnn_core.bench.timing import format_flops
 from tnn_core.lab import decomposition as lab
-from tnn_core.lab.cells_image import cells_image
+from tnn_core.lab import decomposition_figures as figure_data
 from tnn_core.lab.compress import convertible
-from tnn_core.lab.heatmap_image import colorbar_image, heatmap_image
 from tnn_core.lab.linked_cell import low_rank_entry
 
 _ui.ensure_app_frame()
@@ -23,6 +36,19 @@ _ui.receive_values("pages/decomposition.py")
 
 TARGET = ("the Toeplitz target kernel(n) = band + k(t) of SKI; the operator applies band + "
           "W A Wᵀ with its own A, which is not Toeplitz")
+FIGURE_KEY = "decomposition_figure"  # the band + W A Wᵀ figure's state (its r, m, λ)
+RANK = figures.Control("rank", "Inducing points r", 2, 512, 1, 32,
+                       "Rank of W A Wᵀ: r points evenly spaced on [0, n-1], spacing "
+                       "h = (n-1)/(r-1); at most n.")
+BAND = figures.Control("band", "Band m", 1, 512, 1, 9,
+                       "Diagonals in the sparse part: lags |k| ≤ m//2 (causal: 0 ≤ k < m), at "
+                       "most 2n − 2. Its taps are the best convolution given the low-rank "
+                       "part.")
+DECAY = figures.Control("decay", "Decay λ", 0.5, 1.0, 0.005, 0.99,
+                        "The kernel's decay λ^|k|. λ = 1: no decay.")
+DECAY_HELP = ("The kernel's decay λ^|k| (synthetic kernels and fresh TNN/SKI operators; FD-TNN "
+              "has no decay bias, and typed and learned kernels have their own). λ = 1: no "
+              "decay.")
 
 
 @dataclass(frozen=True)
@@ -34,6 +60,15 @@ class KernelSource:
     text: str = ""  # custom coefficients t_{-(n-1)} .. t_{n-1}
     checkpoint: str = ""  # checkpoint key (see _ui.checkpoint_choices)
     layer: int = 0
+
+    @property
+    def browser_decay(self) -> bool:
+        """Whether the figure moves λ itself: t_k = base_k λ^|k| + extra_k is known."""
+        return self.name in SYNTHETIC
+
+    @property
+    def has_decay(self) -> bool:
+        return self.name not in ("custom", "checkpoint", "fd")
 
     def kernel(self, n: int, decay: float, causal: bool) -> tuple:
         """(coeffs [2n-1], a one-line description without n). Custom coefficients fix n."""
@@ -55,6 +90,11 @@ class KernelSource:
         return coeffs, label + (f": {TARGET}" if self.name == "ski" else "")
 
 
+@st.cache_data(max_entries=64, show_spinner=False)
+def synthetic_parts(name: str, n: int, causal: bool) -> tuple[np.ndarray, np.ndarray]:
+    return figure_data.synthetic_parts(name, n, causal)
+
+
 def bounded_input(column, label: str, top: int, key: str, help: str) -> int:
     """A number input 0..top bound to the URL; a value carried in from elsewhere (another
     source, a link, Inspect) is clamped first."""
@@ -64,10 +104,9 @@ def bounded_input(column, label: str, top: int, key: str, help: str) -> int:
                              disabled=_ui.locked(key), bind="query-params", help=help))
 
 
-def kernel_source_picker() -> KernelSource:
-    """The Source selector: a synthetic preset, one channel of a fresh operator, typed
-    coefficients, or a learned channel of a checkpoint."""
-    left, right = st.columns([3, 1])
+def kernel_source_picker(left, right) -> KernelSource:
+    """The Source selector (in column ``left``, a channel in ``right``): a synthetic preset,
+    one channel of a fresh operator, typed coefficients, or a learned channel."""
     name = _ui.from_link(left.selectbox, "Source", list(_ui.SOURCE_LABELS),
                          format_func=_ui.SOURCE_LABELS.get, key="source",
                          disabled=_ui.locked("source"),
@@ -83,7 +122,6 @@ def kernel_source_picker() -> KernelSource:
                                 "matrix).")
     else:
         channel = 0
-        right.caption("One channel: this source has no others.")
     text = ""
     if name == "custom":
         text = _ui.from_link(st.text_input, "Coefficients t_{-(n-1)}, …, t_{n-1}",
@@ -118,91 +156,127 @@ def checkpoint_source_picker(column) -> KernelSource:
     return KernelSource("checkpoint", channel, checkpoint=key, layer=layer)
 
 
-st.title("Decomposition: band + low rank")
-st.markdown(
-    "Learned TNN kernels are **spiky near the diagonal and smooth elsewhere** "
-    "(*SKI to go Faster*, §3.2). So split the Toeplitz matrix in two: a **band** of "
-    "$m$ diagonals, applied as a short convolution, and a **low-rank** part "
-    "$W A W^\\top$ that interpolates the smooth rest from $r$ inducing points."
-)
-st.latex(r"T \;\approx\; T_{\mathrm{sparse}} + W A W^\top, \qquad "
-         r"W \in \mathbb{R}^{n\times r}\ \text{(2 nonzeros per row)},\quad "
-         r"A_{ij} = \tilde k(p_i - p_j), \qquad \text{cost } O(n + r\log r)")
+def figure_values(controls: tuple[figures.Control, ...], key: str) -> dict:
+    """The values ``figures.show(..., controls, key)`` will return, before it is called: the
+    figure's data for the settled values is made first. The browser's settled value, else
+    the link's (checked as show checks it, which also says what it refused), else the
+    default; clamped to the control's range."""
+    state = st.session_state.get(key)
+    values = {}
+    for control in controls:
+        value = state.get(control.name) if isinstance(state, Mapping) else None
+        if isinstance(value, bool) or not isinstance(value, int | float) or \
+                not math.isfinite(value):
+            raw = st.query_params.get_all(control.name)
+            spec = {"min_value": control.typed(control.low),
+                    "max_value": control.typed(control.high),
+                    "value": control.typed(control.default)}
+            value = control.default
+            if raw and _ui.link_value_problem("slider", spec, raw) is None:
+                value = float(raw[-1])
+        values[control.name] = control.typed(min(max(value, control.low), control.high))
+    return values
 
+
+def colour_limit(coeffs: np.ndarray) -> float:
+    """T's colour scale ±max|t_k| (1 for an all-zero kernel), as in the figure."""
+    return float(np.abs(coeffs).max(initial=0.0)) or 1.0
+
+
+st.title("Decomposition: band + low rank")
+st.markdown("**Drag r and m and watch the residual, the fourth picture:** it is what band + "
+            "W A Wᵀ misses, and it gathers where the smooth part bends faster than the inducing "
+            "points, h apart, can follow.")
+
+top = st.columns([2.4, 1, 2.2, 2.2, 1, 1.5])
 try:
-    source = kernel_source_picker()
+    source = kernel_source_picker(top[0], top[1])
 except ValueError as err:
     _ui.show_error(err)
     st.stop()
-c1, c2, c3 = st.columns(3)
-n = _ui.from_link(c1.slider, "Length n", 1, 4096, 512, key="n",
+if source.name not in ("tno", "ski", "fd", "checkpoint"):
+    top[1].caption("One channel: this source has no others.")
+n = _ui.from_link(top[2].slider, "Length n", 1, 4096, 512, key="n",
                   disabled=_ui.locked("n") or (source.name == "custom"),
                   bind="query-params",
-                  help="T is n × n. Everything on this page is exact at this n; heatmaps show "
-                       "every k-th row and column when n is large. Typed coefficients fix n.")
-decay = _ui.from_link(c2.slider, "Decay λ", 0.50, 1.00, 0.99, step=0.005, key="decay",
-                      disabled=_ui.locked("decay")
-                      or (source.name in ("custom", "checkpoint", "fd")),
-                      bind="query-params",
-                      help="The kernel's decay λ^|k| (synthetic kernels and fresh TNN/SKI "
-                           "operators; FD-TNN has no decay bias, and typed and learned kernels "
-                           "have their own). λ = 1: no decay.")
-causal = _ui.from_link(c3.toggle, "Causal", key="causal", disabled=_ui.locked("causal"),
+                  help="T is n × n. Everything on this page is exact at this n; the pictures "
+                       "show every k-th row and column when n is large. Typed coefficients "
+                       "fix n.")
+server_decay = None  # λ when the server computes the kernel at it (fresh TNN and SKI)
+if source.browser_decay:
+    top[3].caption("Decay λ: in the figure below, where it moves the kernel as you drag.")
+elif source.has_decay:
+    server_decay = _ui.from_link(top[3].slider, "Decay λ", 0.50, 1.00, 0.99, step=0.005,
+                                 key="decay", disabled=_ui.locked("decay"),
+                                 bind="query-params", help=DECAY_HELP)
+else:
+    top[3].caption("Decay λ: none here; " + ("the kernel is learned." if source.name ==
+                                            "checkpoint" else "FD-TNN has no decay bias."
+                                            if source.name == "fd" else
+                                            "typed coefficients have their own."))
+causal = _ui.from_link(top[4].toggle, "Causal", key="causal", disabled=_ui.locked("causal"),
                        bind="query-params",
                        help="A causal kernel is zero at negative lags. Watch what that does to "
                             "the low-rank part.")
-try:
-    coeffs, source_label = source.kernel(n, decay, causal)
-except ValueError as err:
-    _ui.show_error(err)
-    st.stop()
-length = (len(coeffs) + 1) // 2
-st.caption(f"Source: {source_label}; n = {length}.")
-if length < 2:
-    st.info(f"n = 1: T is the 1 × 1 matrix [t₀] = [{coeffs[0]:.4g}]. The band holds it "
-            "exactly and nothing is left for a low-rank part (r needs two inducing points). "
-            "Set n ≥ 2, or type three or more coefficients, to decompose.",
-            icon=":material/info:")
-    st.stop()
+method = _ui.from_link(top[5].radio, "Low-rank A", ["sample", "fit"], key="method",
+                       disabled=_ui.locked("method"), horizontal=True,
+                       bind="query-params",
+                       help="sample: A_ij = k̃(p_i - p_j), the kernel continued across the "
+                            "band (as SKI-TNN does), computed in the browser as you drag. fit: "
+                            "the Toeplitz A that minimises the Frobenius error (least squares), "
+                            "from the server once a value settles. fit is optimal in Frobenius "
+                            "norm only: in spectral norm it is worse than sample in about 13 % "
+                            "of settings (up to 1.10×).")
 
 
 @st.fragment
-def decomposition(coeffs, causal: bool) -> None:
-    """Everything that depends on m, r and the method: a move of those reruns only this."""
+def decomposition(source: KernelSource, n: int, causal: bool, method: str,
+                  server_decay: float | None) -> None:
+    """Everything that depends on m, r and λ: a settled move of those reruns only this."""
     _ui.page_activity()
-    c1, c2, c3 = st.columns(3)
-    band = _ui.from_link(c1.slider, "Band m", 1, 512, 9, key="band", disabled=_ui.locked("band"),
-                         bind="query-params",
-                         help="Diagonals in the sparse part: lags |k| ≤ m//2 (causal: 0 ≤ k < m), "
-                              "at most 2n − 2. Its taps are the best convolution given the "
-                              "low-rank part.")
-    rank = _ui.from_link(c2.slider, "Inducing points r", 2, 512, 32, key="rank",
-                         disabled=_ui.locked("rank"),
-                         bind="query-params",
-                         help="Rank of W A Wᵀ: r points evenly spaced on [0, n-1], spacing "
-                              "h = (n-1)/(r-1); at most n.")
-    method = _ui.from_link(c3.radio, "Low-rank A", ["sample", "fit"], key="method",
-                           disabled=_ui.locked("method"), horizontal=True,
-                           bind="query-params",
-                           help="sample: A_ij = k̃(p_i - p_j), the kernel continued across the "
-                                "band (as SKI-TNN does). fit: the Toeplitz A that minimises the "
-                                "Frobenius error (least squares). fit is optimal in Frobenius norm "
-                                "only: in spectral norm it is worse than sample in about 13 % of "
-                                "settings (up to 1.10×).")
-    settings = lab.fit_to_length((len(coeffs) + 1) // 2, band, rank)
-    if settings.note:
-        st.info(settings.note, icon=":material/info:")
+    controls = (RANK, BAND, DECAY) if source.browser_decay else (RANK, BAND)
+    values = figure_values(controls, FIGURE_KEY)
+    decay = values["decay"] if source.browser_decay else server_decay
+    try:
+        coeffs, source_label = source.kernel(n, DECAY.default if decay is None else decay,
+                                              causal)
+    except ValueError as err:
+        _ui.show_error(err)
+        return
+    length = (len(coeffs) + 1) // 2
+    if length < 2:
+        st.info(f"n = 1: T is the 1 × 1 matrix [t₀] = [{coeffs[0]:.4g}]. The band holds it "
+                "exactly and nothing is left for a low-rank part (r needs two inducing "
+                "points). Set n ≥ 2, or type three or more coefficients, to decompose.",
+                icon=":material/info:")
+        return
+    settings = lab.fit_to_length(length, values["band"], values["rank"])
     band, rank = settings.band, settings.rank
     try:
         view = _ui.decomposition_view(coeffs, band, rank, causal, method)
     except ValueError as err:
         _ui.show_error(err)
         return
+    figures.show("decomposition", figure_payload(source, coeffs, length, causal, method, view,
+                                                 band, decay), controls, key=FIGURE_KEY)
+    for control in controls:  # a figure's move, like a widget's, ends the link's notice
+        _ui.note_link_value(control.name, None, values[control.name],
+                            str(values[control.name]))
+    st.caption(f"Source: {source_label}; n = {length}.")
     if view.note:
         st.warning(view.note, icon=":material/info:")
     for warning in view.warnings:
         st.warning(warning, icon=":material/warning:")
-    error_metrics(view)
+    curve_column, words = st.columns([3, 2])
+    with curve_column:
+        curve = _ui.rank_curve(coeffs, band, causal)
+        figures.show("error_curve", curve_payload(curve, length, band, rank), (),
+                     key="error_curve_figure")
+    words.markdown(WHAT_TO_NOTICE)
+    st.markdown(INTRODUCTION)
+    st.latex(r"T \;\approx\; T_{\mathrm{sparse}} + W A W^\top, \qquad "
+             r"W \in \mathbb{R}^{n\times r}\ \text{(2 nonzeros per row)},\quad "
+             r"A_{ij} = \tilde k(p_i - p_j), \qquad \text{cost } O(n + r\log r)")
     if source.name == "checkpoint" and convertible(
             _ui.load_checkpoint(source.checkpoint)[0].config) and st.button(
             f"Compress this model with m = {band}, r = {rank}", icon=":material/compress:",
@@ -210,48 +284,96 @@ def decomposition(coeffs, causal: bool) -> None:
                                       "band, rank and method for every layer."):
         _ui.open_page("pages/compress.py", {"checkpoint": source.checkpoint, "band": band,
                                             "rank": rank, "method": method, "per_layer": False})
-    theorem1(view)
-    _ui.when_measured(_ui.live_speed(view.n, rank, band, _ui.device()), speed_readout,
-                      lambda: speed_waiting(view.n, rank, band))
-    matrices(view)
-    factors(view)
-    cell = linked_views(coeffs, view)
-    left, right = st.columns(2)
-    left.plotly_chart(kernel_figure(view, cell), key="chart-kernel")
-    left.caption("Dominant period of the smooth part: "
-                 + ("none (largest at ω = 0)" if view.dominant_period == float("inf") else
-                    f"{view.dominant_period:.3g} lags; SKI needs h = {view.spacing:.3g} below "
-                    f"half of it"))
-    singular_values(view, right)
-    rank_curve(coeffs, band, rank, causal)
+    if any(key in st.query_params for key in ("cell_i", "cell_j")):
+        st.session_state["cell_open"] = True  # a link naming a cell opens its section
+    cell_box = st.expander("One cell of T, followed everywhere: its diagonal, its lag on the "
+                           "kernel, the inducing points it is interpolated from",
+                           key="cell_open", on_change="rerun")
+    if cell_box.open:
+        with cell_box:
+            cell = linked_views(coeffs, view)
+            left, right = st.columns(2)
+            left.plotly_chart(kernel_figure(view, cell, source.name == "ski"),
+                              key="chart-kernel")
+            left.caption("Dominant period of the smooth part: "
+                         + ("none (largest at ω = 0)" if view.dominant_period == float("inf")
+                            else f"{view.dominant_period:.3g} lags; SKI needs h = "
+                                 f"{view.spacing:.3g} below half of it"))
+            singular_values(view, right)
+    theorem = st.expander("Theorem 1, term by term", key="theorem1_open", on_change="rerun")
+    if theorem.open:
+        with theorem:
+            theorem1(view)
+    speed = st.expander("Speed at this setting: SKI against the FFT and dense products",
+                        key="speed_open", on_change="rerun")
+    if speed.open:
+        with speed:
+            st.caption(f"Timed at n = {length}, r = {rank}, m = {band}.")
+            _ui.when_measured(_ui.live_speed(length, rank, band, _ui.device()), speed_readout,
+                              lambda: speed_waiting(length, rank, band))
+    profiles = st.expander("The kernel's decay and frequency response", key="profiles_open",
+                           on_change="rerun")
+    if profiles.open:
+        with profiles:
+            decay_and_frequency(coeffs, causal, DECAY.default if decay is None else decay)
     _ui.page_activity()  # and ended: the quiet that timings wait for starts now
 
 
-# -- the sections the fragment draws ------------------------------------------------------
-def error_metrics(view) -> None:
-    m = st.columns(3)
-    m[0].metric("Relative spectral error", _ui.fmt(view.relative_spectral, ".2e"),
-                delta=f"optimum {_ui.fmt(view.relative_optimal_spectral, '.2e')}",
-                delta_color="off",
-                help="‖T − approx‖₂ / ‖T‖₂. The optimum is σ_{r+1}(T − band)/‖T‖₂: no rank-r "
-                     "part with this band does better (Eckart–Young).")
-    m[1].metric("Relative Frobenius error", _ui.fmt(view.relative_frobenius, ".2e"),
-                delta=f"optimum {_ui.fmt(view.relative_optimal_frobenius, '.2e')}",
-                delta_color="off",
-                help="‖T − approx‖_F / ‖T‖_F, and the best any rank-r part with this band "
-                     "does.")
-    m[2].metric("Spectral error / optimum", _ui.fmt(view.gap, ".2f"),
-                help="SKI's spectral error divided by the Eckart–Young optimum (1 = optimal).")
-    st.caption(f"The optima are for T minus **this method's band**: its taps are fitted given "
-               f"the low-rank part, so sample and fit have different optima. fit minimises "
-               f"the Frobenius error only; in spectral norm it is worse than sample in about "
-               f"13 % of settings (up to 1.10×). Spectral norms by {view.spectral_method} "
-               f"(exact to 1e-3 or better).")
+def figure_payload(source: KernelSource, coeffs: np.ndarray, length: int, causal: bool,
+                   method: str, view, band: int, decay: float | None) -> dict:
+    """The band + W A Wᵀ figure's data (its contract: pages/figures/decomposition.js)."""
+    if source.browser_decay:
+        base, extra = synthetic_parts(source.name, length, causal)
+        kernel = {"id": figure_data.kernel_id(base, extra), "base": figure_data.packed(base),
+                  "extra": figure_data.packed(extra)}
+    else:
+        kernel = {"id": figure_data.kernel_id(coeffs), "coeffs": figure_data.packed(coeffs)}
+    kernel |= {"n": length, "causal": causal,
+               "label": "T (SKI's target)" if source.name == "ski" else "T"}
+    drawn = figure_data.drawn(length, band, view.rank, decay, method)
+    numbers = dict(zip(("spectral", "optimalSpectral", "optimalFrobenius", "gap"),
+                       figure_data.json_floats([view.relative_spectral,
+                                                view.relative_optimal_spectral,
+                                                view.relative_optimal_frobenius, view.gap]),
+                       strict=True))
+    return {"kernel": kernel, "decay": None if source.browser_decay else decay,
+            "method": method, "numbers": {"drawn": drawn} | numbers,
+            "fitted": {"drawn": drawn, "coeffs": figure_data.packed(view.inducing_values)}
+            if method == "fit" else None}
 
 
+def curve_payload(curve, length: int, band: int, rank: int) -> dict:
+    """The error-against-r figure's data (its contract: pages/figures/error_curve.js)."""
+    return {"id": figure_data.kernel_id(curve.sample, curve.fit, curve.optimal),
+            "n": length, "band": band, "rank": rank, "ranks": curve.ranks.tolist(),
+            "sample": figure_data.json_floats(curve.sample),
+            "fit": figure_data.json_floats(curve.fit),
+            "optimal": figure_data.json_floats(curve.optimal),
+            "floor": lab.CURVE_FLOOR, "exact": curve.exact.tolist()}
+
+
+INTRODUCTION = (
+    "Learned TNN kernels are **spiky near the diagonal and smooth elsewhere** "
+    "(*SKI to go Faster*, §3.2). So split the Toeplitz matrix in two: a **band** of "
+    "$m$ diagonals, applied as a short convolution, and a **low-rank** part "
+    "$W A W^\\top$ that interpolates the smooth rest from $r$ inducing points.")
+WHAT_TO_NOTICE = (
+    "**What to notice.** Move *r* and watch the error curve: SKI tracks the optimum "
+    "while the inducing points are dense enough to follow the smooth part, and Theorem 1's "
+    "interpolation term $h^2/8 \\cdot \\max|\\tilde k''|$ shrinks as $1/r^2$. Shrink the band "
+    "to $m = 1$ on *spike plus smooth* and the low-rank part must swallow the spike: the "
+    "error jumps. Switch on *causal*: the kernel jumps from 0 to $t_0$ at the diagonal, the "
+    "band's straight line turns that jump into a ramp no wider than the band, and "
+    "interpolation over $h$ wider than the ramp cannot follow it: the error, and even the "
+    "optimum, stay about ten times higher. That is why FD-TNN, not SKI, handles causal "
+    "models. With $\\lambda$ near 1 the kernel decays slowly and the smooth "
+    "part carries more of the matrix."
+)
+
+
+# -- the sections below the figures --------------------------------------------------------------
 def theorem1(view) -> None:
     th = view.theorem1.terms
-    st.subheader("Theorem 1, term by term")
     st.latex(r"\|E_{SKI}\|_2 \le \sqrt{nr}\,\frac{h^2}{8}\,L\left(2\sqrt n + "
              r"\frac{\min(\sigma_1(F), \sigma_1(B))}{\sigma_r(A)}\right) + \|E_{nyst}\|_2,"
              r"\quad E_{SKI} = WAW^\top - T_{r,opt}")
@@ -328,89 +450,6 @@ def speed_readout(found) -> None:
     s[3].caption(TRADE_OFF + busy)
 
 
-def matrices(view) -> None:
-    """T = band + low rank + residual as four images (a Plotly heatmap each took as long to
-    redraw as the rest of the page); the first three share one colour scale."""
-    maps = view.heatmaps
-    pixels = max(1, 256 // len(maps.idx))  # cells enlarged to about 256 pixels a side
-    parts = ((maps.T, "T (SKI's target)" if source.name == "ski" else "T"),
-             (maps.band, "= band"), (maps.low_rank, "+ low rank W A Wᵀ"))
-    shared, own = _ui.colour_table("RdBu"), _ui.colour_table("PuOr")
-    with st.container(key="heatmaps"):
-        columns = st.columns(4)
-        for column, (matrix, title) in zip(columns[:3], parts, strict=True):
-            column.image(heatmap_image(matrix, maps.limit, shared, pixels), caption=title,
-                         width="stretch")
-        columns[3].image(heatmap_image(maps.residual, maps.residual_limit, own, pixels),
-                         caption="+ residual (its own scale)", width="stretch")
-        left, right = st.columns([3, 1])
-        left.image(colorbar_image(shared), width="stretch",
-                   caption=f"T, band and low rank: −{maps.limit:.3g} (red) … 0 (white) … "
-                           f"+{maps.limit:.3g} (blue)")
-        right.image(colorbar_image(own), width="stretch",
-                    caption=f"residual: −{maps.residual_limit:.2g} … +"
-                            f"{maps.residual_limit:.2g}")
-    shown = (f"1 row and column in {maps.step} of the {view.n} × {view.n} matrices, "
-             if maps.step > 1 else f"all {view.n} × {view.n} entries, ")
-    st.caption(f"Row 0 at the top, column 0 at the left; {shown}so the errors above are "
-               "exact while the pictures are samples.")
-
-
-PIECE_PIXELS = 256  # the product's side in image pixels; the factors are sized from it
-NARROWEST = 0.35  # W's width at least this fraction of its height, so its columns show
-A_SIDE = 0.6  # A's side as a fraction of the product's
-
-
-def factors(view) -> None:
-    """W · A · Wᵀ = W A Wᵀ ≈ T − band in a row, then a close-up of W's first rows."""
-    pieces, limit = view.pieces, view.heatmaps.limit
-    st.subheader("Where W A Wᵀ comes from")
-    s, c = len(pieces.rows), pieces.columns
-    side = PIECE_PIXELS
-    thin, square = round(side * max(c / s, NARROWEST)), round(side * A_SIDE)
-    shared = _ui.colour_table("RdBu")
-    corner = " (corner)" if c < view.rank else ""
-    images = (
-        (cells_image(pieces.W, 1.0, shared, side, thin), f"W, {view.n} × {view.rank}{corner}"),
-        (cells_image(pieces.A, limit, shared, square, square),
-         f"· A, {view.rank} × {view.rank}{corner}"),
-        (cells_image(pieces.W.T, 1.0, shared, thin, side), "· Wᵀ"),
-        (cells_image(pieces.product, limit, shared, side, side), "= W A Wᵀ"),
-        (cells_image(pieces.target, limit, shared, side, side), "≈ T − band"))
-    with st.container(key="factors"):
-        columns = st.columns([image.shape[1] for image, _ in images],
-                             vertical_alignment="center")
-        for column, (image, caption) in zip(columns, images, strict=True):
-            column.image(image, caption=caption, width="stretch")
-        zoom, words = st.columns([1, 8], vertical_alignment="center")
-        q = pieces.zoom.shape[1]
-        zoom.image(cells_image(pieces.zoom, 1.0, shared, 192, 24 * q), width="stretch",
-                   caption=f"W, columns 0 … {q - 1}")
-    shown = (f"rows i = 0, {pieces.row_step}, {2 * pieces.row_step}, … (1 in "
-             f"{pieces.row_step})" if pieces.row_step > 1 else "every row")
-    window = (f"the first {c} of the {view.rank} inducing points and the positions between "
-              f"them (the top-left corner), {shown}" if c < view.rank else
-              f"all {view.rank} inducing points, {shown}")
-    close = (f"rows 0 … {pieces.zoom_rows[-1]}" + (f", 1 in {pieces.zoom_step}"
-                                                  if pieces.zoom_step > 1 else ""))
-    clipped = (f" A's entries reach ±{pieces.a_max:.3g}, beyond that scale: its darkest cells "
-               f"are clipped." if pieces.a_max > limit else "")
-    row = pieces.example
-    words.markdown(
-        f"**W** interpolates each position $i$ linearly from its two neighbouring inducing "
-        f"points $p_l \\le i \\le p_{{l+1}}$, $h = {view.spacing:.4g}$ apart: row $i$ holds "
-        f"$1 - f$ and $f$ with $f = (i - p_l)/h$. So each row has two nonzeros (one where $i$ "
-        f"sits on an inducing point) and sums to 1; the close-up shows them ({close}). "
-        f"Row {row.position}, for example: {row.weights[0]:.3g} at column {row.columns[0]} "
-        f"($p = {row.points[0]:.4g}$) and {row.weights[1]:.3g} at column {row.columns[1]} "
-        f"($p = {row.points[1]:.4g}$). **A** holds the smooth part at the inducing points' "
-        f"lags, $A_{{ij}} = a_{{i-j}}$: constant along its diagonals, Toeplitz.")
-    st.caption(
-        f"W: white 0 … blue 1. A, W A Wᵀ and T − band: the colour scale of T above "
-        f"(−{limit:.3g} red … +{limit:.3g} blue).{clipped} Drawn: {window}. W A Wᵀ is the "
-        f"low-rank picture above; where it differs from T − band is the residual.")
-
-
 def positions_figure(cell) -> go.Figure:
     """The positions 0..n-1 with the inducing points; i and j each joined to their two
     neighbours p_l, p_{l+1}, labelled with their weights in W."""
@@ -442,10 +481,9 @@ def positions_figure(cell) -> go.Figure:
 def linked_views(coeffs, view):
     """Pick a cell (i, j) of T: its diagonal there, its lag on the kernel plot below, and the
     inducing points i and j interpolate from. Returns the ``LinkedCell``."""
-    st.subheader("One cell of T, followed everywhere")
     left, right = st.columns([2, 3])
     with left:
-        cell = _ui.follow_cell(coeffs, view.rank, view.heatmaps.limit)
+        cell = _ui.follow_cell(coeffs, view.rank, colour_limit(coeffs))
     i, j = cell.i, cell.j
     k, row, col = cell.lag, cell.row, cell.column
     wawt = low_rank_entry(cell, view.inducing_values)
@@ -463,7 +501,7 @@ def linked_views(coeffs, view):
     return cell
 
 
-def kernel_figure(view, cell) -> go.Figure:
+def kernel_figure(view, cell, ski: bool) -> go.Figure:
     kfig = go.Figure()
     lags, values = display_line(view.lags, view.coeffs)
     kfig.add_scatter(x=lags, y=values, name="t_k", mode="lines")
@@ -479,7 +517,7 @@ def kernel_figure(view, cell) -> go.Figure:
                      textposition="top center",
                      marker=dict(size=11, color="black", symbol="x"))
     kfig.update_layout(title="Kernel against lag: band shaded, inducing lags marked"
-                       + (" (SKI's Toeplitz target)" if source.name == "ski" else ""),
+                       + (" (SKI's Toeplitz target)" if ski else ""),
                        height=360, xaxis_title="lag k", margin=dict(l=10, r=10, t=40, b=10),
                        legend=dict(orientation="h", y=-0.25))
     return kfig
@@ -507,75 +545,43 @@ def singular_values(view, column) -> None:
                    + ("Top values only at this n." if view.n > 512 else ""))
 
 
-def rank_curve(coeffs, band: int, rank: int, causal: bool) -> None:
-    curve = _ui.rank_curve(coeffs, band, causal)
-    cfig = go.Figure()
-    for errors, name in ((curve.sample, "SKI, sampled A"), (curve.fit, "SKI, fitted A"),
-                         (curve.optimal, "optimal rank r (SVD)")):
-        cfig.add_scatter(x=curve.ranks, y=errors, name=name, mode="lines+markers")
-    _ui.vline(cfig, rank, f"current r = {rank}", log_x=True, line_dash="dash")
-    cfig.update_xaxes(type="log", title="inducing points r")
-    cfig.update_yaxes(type="log", title="relative Frobenius error", exponentformat="power")
-    cfig.update_layout(title=f"Error against r at m = {band}", height=380,
-                       margin=dict(l=10, r=10, t=40, b=10))
-    st.plotly_chart(cfig, key="chart-rank-curve")
-    exact = ", ".join(str(r) for r in curve.exact)
-    st.caption(f"Errors below {lab.CURVE_FLOOR:g} are the formula's round-off (an exact fit "
-               "reads about 1e-8) and are not drawn, so the axis stays on the errors that "
-               "carry information"
-               + (f". Exact up to round-off (some curve below {lab.CURVE_FLOOR:g}): "
-                  f"r = {exact}." if len(curve.exact) else "."))
+def decay_and_frequency(coeffs, causal: bool, decay: float) -> None:
+    """The kernel's decay and frequency response (they do not depend on m or r)."""
+    profiles = _ui.kernel_profiles(coeffs, causal, decay)
+    d, f = profiles.decay, profiles.frequency
+    left, right = st.columns(2)
+    dfig = go.Figure()
+    lags, magnitude = display_line(d.lags, d.magnitude)
+    dfig.add_scatter(x=lags, y=magnitude, name="|t_k|", mode="lines")
+    dfig.add_scatter(x=d.lags, y=d.envelope, name=f"λ^|k|, λ = {decay}", line=dict(dash="dot"))
+    if d.fit_line is not None:
+        dfig.add_scatter(x=d.lags, y=d.fit_line, name=f"fit, λ_eff = {d.fitted_decay:.4f}",
+                         line=dict(dash="dash"))
+    dfig.add_vline(x=d.receptive_field, line_dash="dot",
+                   annotation_text=f"99% of Σ|t_k| within {d.receptive_field}")
+    dfig.update_yaxes(type="log", exponentformat="power")
+    dfig.update_layout(title="Decay: |t_k| against |k|", height=360, xaxis_title="|k|",
+                       margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
+    left.plotly_chart(dfig, key="chart-decay")
+    if d.dropped:
+        left.caption(f"{d.dropped} lags with |t_k| below {lab.ROUNDOFF_FLOOR:g} × max|t| (zeros "
+                     f"and round-off) are gaps; the λ lines stop at the smallest |t_k| drawn.")
+
+    ffig = make_subplots(specs=[[{"secondary_y": True}]])
+    omega, magnitude = display_line(f.omega, f.magnitude)
+    ffig.add_scatter(x=omega, y=magnitude, name="magnitude", secondary_y=False)
+    omega, phase = display_line(f.omega, f.phase)
+    ffig.add_scatter(x=omega, y=phase, name="phase (rad)", secondary_y=True,
+                     line=dict(dash="dot"))
+    ffig.update_yaxes(title_text="magnitude |k̂(ω)|", secondary_y=False)
+    ffig.update_yaxes(title_text="phase (rad)", range=[-math.pi, math.pi], secondary_y=True,
+                      tickvals=[-math.pi, -math.pi / 2, 0, math.pi / 2, math.pi],
+                      ticktext=["−π", "−π/2", "0", "π/2", "π"], showgrid=False)
+    ffig.update_layout(title="Frequency response of the kernel", height=360,
+                       xaxis_title="ω (radians, 0 … π)",
+                       margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
+    right.plotly_chart(ffig, key="chart-frequency")
 
 
-decomposition(coeffs, causal)
-
-# -- decay and frequency ------------------------------------------------------------------------
-profiles = _ui.kernel_profiles(coeffs, causal, decay)
-d, f = profiles.decay, profiles.frequency
-left, right = st.columns(2)
-dfig = go.Figure()
-lags, magnitude = display_line(d.lags, d.magnitude)
-dfig.add_scatter(x=lags, y=magnitude, name="|t_k|", mode="lines")
-dfig.add_scatter(x=d.lags, y=d.envelope, name=f"λ^|k|, λ = {decay}", line=dict(dash="dot"))
-if d.fit_line is not None:
-    dfig.add_scatter(x=d.lags, y=d.fit_line, name=f"fit, λ_eff = {d.fitted_decay:.4f}",
-                     line=dict(dash="dash"))
-dfig.add_vline(x=d.receptive_field, line_dash="dot",
-               annotation_text=f"99% of Σ|t_k| within {d.receptive_field}")
-dfig.update_yaxes(type="log", exponentformat="power")
-dfig.update_layout(title="Decay: |t_k| against |k|", height=360, xaxis_title="|k|",
-                   margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
-left.plotly_chart(dfig, key="chart-decay")
-if d.dropped:
-    left.caption(f"{d.dropped} lags with |t_k| below {lab.ROUNDOFF_FLOOR:g} × max|t| (zeros "
-                 f"and round-off) are gaps; the λ lines stop at the smallest |t_k| drawn.")
-
-ffig = make_subplots(specs=[[{"secondary_y": True}]])
-omega, magnitude = display_line(f.omega, f.magnitude)
-ffig.add_scatter(x=omega, y=magnitude, name="magnitude", secondary_y=False)
-omega, phase = display_line(f.omega, f.phase)
-ffig.add_scatter(x=omega, y=phase, name="phase (rad)", secondary_y=True,
-                 line=dict(dash="dot"))
-ffig.update_yaxes(title_text="magnitude |k̂(ω)|", secondary_y=False)
-ffig.update_yaxes(title_text="phase (rad)", range=[-math.pi, math.pi], secondary_y=True,
-                  tickvals=[-math.pi, -math.pi / 2, 0, math.pi / 2, math.pi],
-                  ticktext=["−π", "−π/2", "0", "π/2", "π"], showgrid=False)
-ffig.update_layout(title="Frequency response of the kernel", height=360,
-                   xaxis_title="ω (radians, 0 … π)",
-                   margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
-right.plotly_chart(ffig, key="chart-frequency")
-
-
-st.markdown(
-    "**What to notice.** Move *r* and watch the error curve: SKI tracks the optimum "
-    "while the inducing points are dense enough to follow the smooth part, and Theorem 1's "
-    "interpolation term $h^2/8 \\cdot \\max|\\tilde k''|$ shrinks as $1/r^2$. Shrink the band "
-    "to $m = 1$ on *spike plus smooth* and the low-rank part must swallow the spike: the "
-    "error jumps. Switch on *causal*: the kernel jumps from 0 to $t_0$ at the diagonal, the "
-    "band's straight line turns that jump into a ramp no wider than the band, and "
-    "interpolation over $h$ wider than the ramp cannot follow it: the error, and even the "
-    "optimum, stay about ten times higher. That is why FD-TNN, not SKI, handles causal "
-    "models. With $\\lambda$ near 1 the kernel decays slowly and the smooth "
-    "part carries more of the matrix."
-)
+decomposition(source, n, causal, method, server_decay)
 _ui.page_activity()  # the page script ends: the quiet that timings wait for starts now

@@ -200,19 +200,23 @@ CHART_FINGERPRINT = """key => {
     title: plot.layout.title?.text ?? "",
     notes: (plot.layout.annotations ?? []).map(a => a.text)});
 }"""
-DECOMPOSITION_CHARTS = ("chart-kernel", "chart-singular-values", "chart-rank-curve",
-                        "chart-decay", "chart-frequency")
-# The four matrices are images: their addresses name their content.
-HEATMAP_SOURCES = """() => [...document.querySelectorAll(".st-key-heatmaps img")]
-                       .map(img => img.src).join(" ")"""
+DECOMPOSITION_CHARTS = ("chart-kernel", "chart-singular-values", "chart-decay",
+                        "chart-frequency")
+DECOMPOSITION_FIGURE = "[data-testid='figure'][data-figure='decomposition']"
+DECOMPOSITION_SECTIONS = ("One cell of T, followed everywhere", "Speed at this setting",
+                          "The kernel's decay and frequency response")
 
 
 def decomposition_state(page) -> dict:
-    main = page.locator("[data-testid='stMain']")
+    """The charts' fingerprints, the figure's four pictures (their pixels), what it drew,
+    its error, and the error-against-r figure's mark."""
     values = {key: page.evaluate(CHART_FINGERPRINT, key) for key in DECOMPOSITION_CHARTS}
-    values["heatmaps"] = page.evaluate(HEATMAP_SOURCES)
-    values["error"] = main.locator("[data-testid='stMetric']").filter(
-        has_text="Relative Frobenius error").locator("[data-testid='stMetricValue']").inner_text()
+    figure = page.locator(DECOMPOSITION_FIGURE)
+    values["pictures"] = figure.locator(".pictures canvas").evaluate_all(
+        "canvases => canvases.map(c => c.toDataURL()).join(' ')")
+    values["drawn"] = figure.get_attribute("data-drawn")
+    values["error"] = figure.locator(".live b").first.inner_text()
+    values["curve"] = page.locator("[data-figure='error_curve']").get_attribute("data-drawn")
     return values
 
 
@@ -226,37 +230,42 @@ def speed_filled_in(page) -> None:
     wait_idle(page)
 
 
-def test_decomposition_slider_moves_at_n_1024_update_what_they_should(browser_page, server):
-    """m and r live in a fragment: a move reruns only it. What depends on them changes, the
-    kernel's decay and frequency response (outside it) do not, and the speed readout of the
-    new setting is filled in once the page is idle."""
+def test_decomposition_moves_at_n_1024_update_what_they_should(browser_page, server):
+    """m and r are the band + W A Wᵀ figure's: a settled move reruns only the page's
+    fragment. What depends on them changes (the figure's pictures and error, the curve's
+    mark, the kernel and singular-value charts), the kernel's decay and frequency response
+    do not, and the speed readout of the new setting is filled in once the page is idle."""
     page = browser_page
     page.goto(f"{server}/decomposition?n=1024")
     wait_idle(page)
-    speed_filled_in(page)
     main = page.locator("[data-testid='stMain']")
+    for section in DECOMPOSITION_SECTIONS:  # computed only when open
+        main.locator("[data-testid='stExpander'] summary").filter(has_text=section).click()
+        wait_idle(page)
+    speed_filled_in(page)
     before = decomposition_state(page)
     assert all(before[key] for key in DECOMPOSITION_CHARTS), before
-    assert before["heatmaps"].count("/media/") == 6, before["heatmaps"]  # 4 maps, 2 bars
-    slider = main.get_by_role("slider", name="Inducing points r")
-    slider.focus()
-    slider.press("ArrowRight")  # r = 33
+    assert before["drawn"] == "n=1024&band=9&rank=32&decay=0.99&method=sample"
+    assert before["pictures"].count("data:image/png") == 4
+    rank = page.locator(f"{DECOMPOSITION_FIGURE} input[name='rank']")
+    rank.focus()
+    rank.press("ArrowRight")  # r = 33
     wait_idle(page)
     after_r = decomposition_state(page)
-    for key in ("heatmaps", "chart-kernel", "chart-singular-values", "chart-rank-curve",
-                "error"):
+    for key in ("pictures", "chart-kernel", "chart-singular-values", "error", "drawn",
+                "curve"):
         assert after_r[key] != before[key], key
     for key in ("chart-decay", "chart-frequency"):
         assert after_r[key] == before[key], key
-    assert "current r = 33" in after_r["chart-rank-curve"]
+    assert after_r["curve"] == "n=1024&band=9&rank=33"
     assert re.search(r"[?&]rank=33(&|$)", page.url), page.url
-    slider = main.get_by_role("slider", name="Band m")
-    slider.focus()
-    slider.press("ArrowRight")  # m = 10
+    band = page.locator(f"{DECOMPOSITION_FIGURE} input[name='band']")
+    band.focus()
+    band.press("ArrowRight")  # m = 10
     wait_idle(page)
     after_m = decomposition_state(page)
-    assert "Error against r at m = 10" in after_m["chart-rank-curve"]
-    for key in ("heatmaps", "chart-kernel", "error"):
+    assert after_m["curve"] == "n=1024&band=10&rank=33"
+    for key in ("pictures", "chart-kernel", "error"):
         assert after_m[key] != after_r[key], key
     speed_filled_in(page)
     assert main.get_by_text(re.compile(r"Timing n = ")).count() == 0

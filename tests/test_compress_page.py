@@ -202,8 +202,8 @@ def test_decomposition_carries_m_and_r_to_compress():
     at.switch_page("pages/decomposition.py").run()
     at.selectbox(key="source").set_value("checkpoint").run()
     at.slider(key="n").set_value(64)
-    at.slider(key="band").set_value(5)
-    at.slider(key="rank").set_value(24).run()
+    at.session_state["decomposition_figure"] = {"band": 5, "rank": 24}  # the figure's, released
+    at.run()
     (button,) = [b for b in at.button if b.key == "open_compress"]
     assert button.label == "Compress this model with m = 5, r = 24"
     button.click().run()

@@ -1,0 +1,367 @@
+// Figure "decomposition": T ≈ band + W A Wᵀ (SKI to go Faster, Algorithm 1), drawn in the
+// browser on every move of r, m and (for a synthetic kernel) λ. What tnn_core.analysis.
+// decompose computes for the "sample" method is computed here in float64: the band lags,
+// the smooth continuation k̃, A's coefficients a_l = k̃(l h), W, the band taps optimal
+// given W A Wᵀ, the four pictures and ‖T − band − W A Wᵀ‖_F / ‖T‖_F
+// (tests/test_figure_decomposition.py holds the two to 1e-9).
+//
+// Data, from pages/decomposition.py (tnn_core/lab/decomposition_figures.py):
+//   kernel   once per kernel: {id, n, causal, label} and either coeffs [2n-1] (t_k at lag
+//            k in coeffs[n-1+k]) or, for a synthetic preset, base and extra [2n-1] with
+//            t_k = base_k λ^|k| + extra_k, so λ moves in the browser too; each array as
+//            base64 float64 (decodeArray), so the browser has the server's numbers exactly
+//   decay    λ of the kernel when it has one and the browser does not move it, else null
+//   method   "sample" or "fit"
+//   fitted   the least-squares A of "fit" for the settled values: {drawn, coeffs [2r-1]
+//            base64 float64}, or null (drawn: the data-drawn string it belongs to)
+//   numbers  the server's numbers for the settled values: {drawn, spectral, optimalSpectral,
+//            optimalFrobenius, gap}: ‖R‖₂/‖T‖₂ by Lanczos, the Eckart–Young optima over
+//            ‖T‖, their ratio (null where undefined); or null
+//   controls rank, band and, with base/extra, decay (pages/figures)
+// Per frame, here: t at λ, then everything above at the slider's r and m; the server's
+// numbers stay, marked stale, until the server sends them for the values drawn.
+//
+// Letters: n length, r rank (inducing points), m band lags, l a lag of A.
+
+const PICTURE_CELLS = 256;  // rows and columns a picture of T shows at most
+
+// -- the maths: plain functions, no DOM --------------------------------------------------
+// t [2n-1] at λ: t_k = base_k λ^|k| + extra_k (base, extra [2n-1]).
+function kernelAt(base, extra, decay) {
+  const n = (base.length + 1) / 2, t = new Float64Array(2 * n - 1);
+  for (let k = -(n - 1); k < n; k++) {
+    t[n - 1 + k] = base[n - 1 + k] * Math.pow(decay, Math.abs(k)) + extra[n - 1 + k];
+  }
+  return t;
+}
+
+// The band's lags [lo, hi], contiguous: |k| <= m//2, or 0 <= k < m when causal; |k| < n
+// (gram.band_lags).
+function bandLags(n, band, causal) {
+  if (causal) return [0, Math.min(band, n) - 1];
+  const half = Math.min(Math.floor(band / 2), n - 1);
+  return [-half, half];
+}
+
+// k̃: t with the band's lags replaced by the straight line between the lags just outside
+// it (0 beyond ±(n-1)) (decompose.smooth_continuation).
+function smoothContinuation(t, lo, hi) {
+  const n = (t.length + 1) / 2, out = Float64Array.from(t);
+  const a = lo - 1, b = hi + 1;  // the anchoring lags
+  const left = a >= -(n - 1) ? t[n - 1 + a] : 0, right = b <= n - 1 ? t[n - 1 + b] : 0;
+  for (let k = lo; k <= hi; k++) out[n - 1 + k] = left + (k - a) / (b - a) * (right - left);
+  return out;
+}
+
+// numpy.interp(x, [-(n-1) .. n-1], values) for x on that grid.
+function interpolateLags(x, values, n) {
+  if (x >= n - 1) return values[2 * n - 2];
+  const lag = Math.floor(x), j = n - 1 + lag;
+  if (lag === x) return values[j];
+  return (values[j + 1] - values[j]) * (x - lag) + values[j];
+}
+
+// a_l = k̃(l h), l = -(r-1) .. r-1, at a[r-1+l] (decompose.sample_inducing_coeffs).
+function sampleInducingCoeffs(continued, r) {
+  const n = (continued.length + 1) / 2, h = (n - 1) / (r - 1), a = new Float64Array(2 * r - 1);
+  for (let l = -(r - 1); l < r; l++) {
+    const x = Math.min(Math.max(l * h, -(n - 1)), n - 1);  // rounding must not leave the grid
+    a[r - 1 + l] = interpolateLags(x, continued, n);
+  }
+  return a;
+}
+
+// W [n, r] as SKI keeps it (core.interpolation.interpolation): row i has w0[i] at column
+// index[i] and w1[i] at index[i] + 1; in integers so the fraction is exact.
+function interpolation(n, r) {
+  const index = new Int32Array(n), w0 = new Float64Array(n), w1 = new Float64Array(n);
+  const den = Math.max(n - 1, 1);
+  for (let i = 0; i < n; i++) {
+    const num = i * (r - 1);
+    const left = Math.min((num - num % den) / den, r - 2);
+    const frac = (num - left * den) / den;
+    index[i] = left; w0[i] = 1 - frac; w1[i] = frac;
+  }
+  return { n, r, index, w0, w1 };
+}
+
+// (W A Wᵀ)[i, j] with A[p, q] = a[r-1+p-q]: row i of W A, read at j's two columns.
+function lowRankEntry(W, a, i, j) {
+  const d = W.r - 1 + W.index[i] - W.index[j];
+  const left = W.w0[i] * a[d] + W.w1[i] * a[d + 1];  // (W A)[i, index[j]]
+  const right = W.w0[i] * a[d - 1] + W.w1[i] * a[d];  // (W A)[i, index[j] + 1]
+  return W.w0[j] * left + W.w1[j] * right;
+}
+
+// The band taps optimal given W A Wᵀ: β_k = t_k − μ_k, μ_k the mean of W A Wᵀ on diagonal
+// k (decompose.Decomposition). Returns B's lags [2n-1], zero off the band.
+function bandTaps(t, W, a, lo, hi) {
+  const n = W.n, band = new Float64Array(2 * n - 1);
+  for (let k = lo; k <= hi; k++) {
+    let sum = 0;
+    for (let i = Math.max(0, k); i <= Math.min(n - 1, n - 1 + k); i++) sum += lowRankEntry(W, a, i, i - k);
+    band[n - 1 + k] = t[n - 1 + k] - sum / (n - Math.abs(k));
+  }
+  return band;
+}
+
+// ‖T‖_F² = Σ_k (n − |k|) t_k² (errors.frobenius_sq).
+function frobeniusSquared(t) {
+  const n = (t.length + 1) / 2;
+  let sum = 0;
+  for (let k = -(n - 1); k < n; k++) sum += (n - Math.abs(k)) * t[n - 1 + k] * t[n - 1 + k];
+  return sum;
+}
+
+// ‖R‖_F and max |R| of R = (T − B) − W A Wᵀ, summed entry by entry, so a small error is
+// as exact as a large one (no difference of large squares). R is persymmetric, R[i, j] =
+// R[n-1-j, n-1-i] (Toeplitz parts, and W A Wᵀ on a symmetric grid), so row i is read up to
+// the anti-diagonal only, j <= n-1-i, the entries before it counted twice: O(n (n/2 + r)).
+function residualNorms(smooth, W, a) {
+  const n = W.n, r = W.r, row = new Float64Array(r);
+  const { index, w0, w1 } = W;
+  let sum = 0, largest = 0;
+  for (let i = 0; i < n; i++) {
+    for (let q = 0; q < r; q++) {  // (W A)[i, q] = w0 a[p_i − q] + w1 a[p_i + 1 − q]
+      const d = r - 1 + index[i] - q;
+      row[q] = w0[i] * a[d] + w1[i] * a[d + 1];
+    }
+    const base = n - 1 + i, last = n - 1 - i;  // smooth[base − j] = (T − B)[i, j]
+    let twice = 0;
+    for (let j = 0; j < last; j++) {
+      const e = smooth[base - j] - (w0[j] * row[index[j]] + w1[j] * row[index[j] + 1]);
+      twice += e * e;
+      if (e > largest) largest = e; else if (-e > largest) largest = -e;
+    }
+    const e = smooth[base - last] - (w0[last] * row[index[last]] + w1[last] * row[index[last] + 1]);
+    sum += 2 * twice + e * e;
+    if (Math.abs(e) > largest) largest = Math.abs(e);
+  }
+  return { frobenius: Math.sqrt(sum), largest };
+}
+
+// Everything the figure draws at one setting. fittedA: A's coefficients [2r-1] of "fit"
+// (from the server), or null for "sample". band and rank are clamped to what n allows
+// (lab.decomposition.fit_to_length): r in [2, n], m in [1, 2n-2].
+function decompose(t, band, rank, causal, fittedA) {
+  const n = (t.length + 1) / 2;
+  if (n < 2) throw new RangeError(`n must be >= 2 to decompose; got n = ${n}`);
+  rank = Math.min(rank, n); band = Math.min(band, 2 * n - 2);
+  const [lo, hi] = bandLags(n, band, causal);
+  const continued = smoothContinuation(t, lo, hi);
+  const a = fittedA || sampleInducingCoeffs(continued, rank);
+  const W = interpolation(n, rank);
+  const bandCoeffs = bandTaps(t, W, a, lo, hi);
+  const smooth = new Float64Array(2 * n - 1);  // T − B
+  for (let k = 0; k < 2 * n - 1; k++) smooth[k] = t[k] - bandCoeffs[k];
+  const norms = residualNorms(smooth, W, a);
+  const norm = Math.sqrt(frobeniusSquared(t));
+  return {
+    n, band, rank, causal, lo, hi, t, continued, a, W, bandCoeffs, smooth,
+    spacing: (n - 1) / (rank - 1),
+    limit: t.reduce((m, v) => Math.max(m, Math.abs(v)), 0),  // max |t_k|
+    residualLimit: norms.largest,
+    relativeFrobenius: norm > 0 ? norms.frobenius / norm : NaN,
+    T: (i, j) => t[n - 1 + i - j],
+    B: (i, j) => bandCoeffs[n - 1 + i - j],
+    L: (i, j) => lowRankEntry(W, a, i, j),
+    R: (i, j) => smooth[n - 1 + i - j] - lowRankEntry(W, a, i, j),
+  };
+}
+
+// -- the figure ------------------------------------------------------------------------
+const LAYOUT = `
+<style>
+  .pictures { display: grid; grid-template-columns: repeat(4, 1fr); gap: 0.6rem; }
+  .pictures figure, .pieces figure { margin: 0; }
+  .pictures canvas { width: 100%; aspect-ratio: 1; border: 1px solid #ddd; display: block; }
+  .pictures figcaption, .pieces figcaption { font-size: 0.85rem; text-align: center; }
+  .pieces { display: flex; gap: 0.8rem; align-items: center; margin-top: 0.4rem; }
+  .pieces canvas { border: 1px solid #ddd; display: block; }
+  .pieces .caption { flex: 1; }
+  .numbers { display: flex; gap: 1.5rem; flex-wrap: wrap; margin: 0.3rem 0; font-size: 0.95rem; }
+  .numbers b { font-size: 1.1rem; }
+  .note { color: #8a5a00; font-size: 0.85rem; }
+  details summary { cursor: pointer; font-size: 0.9rem; }
+</style>
+<div class="controls"></div>
+<div class="pictures">
+  <figure><canvas data-picture="T"></canvas><figcaption class="title-T">T</figcaption></figure>
+  <figure><canvas data-picture="B"></canvas><figcaption>= band</figcaption></figure>
+  <figure><canvas data-picture="L"></canvas><figcaption>+ low rank W A Wᵀ</figcaption></figure>
+  <figure><canvas data-picture="R"></canvas><figcaption>+ residual (its own scale)</figcaption>
+  </figure>
+</div>
+<div class="caption scale"></div>
+<div class="numbers live" data-stale="false"></div>
+<div class="numbers server" data-stale="true"></div>
+<div class="note"></div>
+<details class="factors" open><summary>Where W A Wᵀ comes from: W · A · Wᵀ</summary>
+  <div class="pieces">
+    <figure><canvas data-picture="W"></canvas><figcaption>W</figcaption></figure>
+    <figure><canvas data-picture="A"></canvas><figcaption>· A</figcaption></figure>
+    <figure><canvas data-picture="Wt"></canvas><figcaption>· Wᵀ</figcaption></figure>
+    <div class="caption factors-text"></div>
+  </div>
+</details>`;
+const FACTOR_PIXELS = 192;  // the height of W's picture (and the width of Wᵀ's)
+
+const scientific = (v, digits = 2) => (v === null || v === undefined || !Number.isFinite(v)
+  ? '—' : v.toExponential(digits));
+
+// The parameters drawn, in the contract's order: [[name, value], ...] (data-drawn).
+function drawnParams(data, values, band, rank, method) {
+  const params = [['n', data.kernel.n], ['band', band], ['rank', rank]];
+  const decay = data.kernel.base ? values.decay : data.decay;
+  if (decay !== null && decay !== undefined) params.push(['decay', decay]);
+  params.push(['method', method]);
+  return params;
+}
+
+const queryString = (params) => new URLSearchParams(params.map(([k, v]) => [k, String(v)]))
+  .toString();
+
+function drawPictures(root, dec) {
+  const idx = shownIndices(dec.n, PICTURE_CELLS);
+  for (const name of ['T', 'B', 'L', 'R']) {
+    drawEntries(root.querySelector(`[data-picture="${name}"]`), idx, idx, dec[name],
+      name === 'R' ? dec.residualLimit : dec.limit);
+  }
+  const step = idx.length > 1 ? idx[1] - idx[0] : 1;
+  root.querySelector('.scale').textContent =
+    `Blue negative, white 0, red positive. T, band and W A Wᵀ share one scale, ` +
+    `±max|t_k| = ±${dec.limit.toPrecision(3)}; the residual has its own, ±max|residual| = ` +
+    `±${dec.residualLimit.toPrecision(3)}. ` +
+    (step > 1 ? `Every ${step}th row and column of the ${dec.n} × ${dec.n} matrices is drawn ` +
+      `(real entries, not averages); the numbers are over all entries.`
+      : `All ${dec.n} × ${dec.n} entries are drawn.`);
+}
+
+// W (every k-th row, all r columns), A (every k-th row and column) and Wᵀ, sized so that W
+// stands, A is square and Wᵀ lies.
+function drawFactors(root, dec) {
+  const { W, a, rank: r, n } = dec;
+  const rows = shownIndices(n, PICTURE_CELLS), points = shownIndices(r, PICTURE_CELLS);
+  const wEntry = (i, q) => (W.index[i] === q ? W.w0[i] : W.index[i] + 1 === q ? W.w1[i] : 0);
+  const thin = Math.round(FACTOR_PIXELS * Math.min(1, Math.max(0.35, r / n)));
+  const size = (name, width, height) => {
+    const canvas = root.querySelector(`[data-picture="${name}"]`);
+    canvas.style.width = `${width}px`; canvas.style.height = `${height}px`;
+    return canvas;
+  };
+  drawEntries(size('W', thin, FACTOR_PIXELS), rows, points, wEntry, 1);
+  drawEntries(size('A', thin, thin), points, points, (p, q) => a[r - 1 + p - q], dec.limit);
+  drawEntries(size('Wt', FACTOR_PIXELS, thin), points, rows, (q, i) => wEntry(i, q), 1);
+  const aMax = a.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+  const i = Math.min(n - 1, Math.round(n / 3));
+  root.querySelector('.factors-text').textContent =
+    `W (${n} × ${r}) interpolates each position from its two neighbouring inducing points, ` +
+    `h = ${dec.spacing.toPrecision(4)} apart: row ${i} holds ${W.w0[i].toPrecision(3)} at ` +
+    `column ${W.index[i]} and ${W.w1[i].toPrecision(3)} at column ${W.index[i] + 1} (white ` +
+    `0 … red 1). A (${r} × ${r}) is Toeplitz, A_pq = a_(p−q): the smooth part k̃ at the ` +
+    `inducing points' lags, on T's scale` + (aMax > dec.limit ? ` (its largest |a_l|, ` +
+      `${aMax.toPrecision(3)}, is clipped)` : '') + `. Their product is the third picture ` +
+    `above.` + (rows.length < n || points.length < r ? ' Every k-th row and column drawn.' : '');
+}
+
+// The numbers: the browser's (Frobenius) and the server's (spectral, optima), each marked
+// stale while it is not for the values drawn.
+function showNumbers(root, state, dec, drawn, fitted) {
+  const fit = state.data.method === 'fit';
+  if (fitted) state.fitFrobenius = dec.relativeFrobenius;
+  const live = root.querySelector('.live');
+  const frobenius = fit ? state.fitFrobenius : dec.relativeFrobenius;
+  live.innerHTML = `<span>Relative Frobenius error ‖T − band − W A Wᵀ‖_F / ‖T‖_F: ` +
+    `<b>${scientific(frobenius, 3)}</b></span>` +
+    `<span>max |residual|: <b>${scientific(dec.residualLimit)}</b></span>` +
+    `<span>h = (n − 1)/(r − 1): <b>${dec.spacing.toPrecision(4)}</b></span>`;
+  markStale(live, fit && !fitted);
+  const server = root.querySelector('.server');
+  const numbers = state.data.numbers;
+  if (numbers) {
+    server.innerHTML =
+      `<span>Relative spectral error ‖R‖₂/‖T‖₂: <b>${scientific(numbers.spectral)}</b></span>` +
+      `<span>optimum σ_(r+1)(T − band)/‖T‖₂: <b>${scientific(numbers.optimalSpectral)}</b>` +
+      `</span><span>ratio: <b>${Number.isFinite(numbers.gap) ? numbers.gap.toFixed(2) : '—'}` +
+      `</b></span><span>Frobenius optimum: <b>${scientific(numbers.optimalFrobenius)}</b></span>`;
+  }
+  markStale(server, !numbers || numbers.drawn !== drawn);
+}
+
+// One frame at the current values; data-drawn says what was drawn.
+function draw(root, state) {
+  const { data, values } = state;
+  const n = data.kernel.n;
+  const band = Math.min(values.band, 2 * n - 2), rank = Math.min(values.rank, n);
+  const t = state.base ? kernelAt(state.base, state.extra, values.decay) : state.coeffs;
+  const wanted = queryString(drawnParams(data, values, band, rank, data.method));
+  const fitted = data.method === 'fit' && data.fitted !== null && data.fitted.drawn === wanted;
+  const dec = decompose(t, band, rank, data.kernel.causal, 
+    fitted ? decodeArray(data.fitted.coeffs, 'float64') : null);
+  drawPictures(root, dec);
+  if (root.querySelector('.factors').open) drawFactors(root, dec);
+  showNumbers(root, state, dec, wanted, fitted);
+  const notes = [];
+  if (values.rank > n || values.band > 2 * n - 2) {
+    notes.push(`n = ${n} allows at most r = ${n} inducing points and a band of m = ` +
+      `${2 * n - 2} lags: drawn with r = ${rank}, m = ${band}.`);
+  }
+  if (data.method === 'fit' && !fitted) {
+    notes.push('While you move, A is sampled from the kernel; the least-squares A follows ' +
+      'from the server once the value settles.');
+  }
+  root.querySelector('.note').textContent = notes.join(' ');
+  const method = fitted || data.method === 'sample' ? data.method : 'sample';
+  markDrawn(root, drawnParams(data, values, band, rank, method));
+  announce('decomposition', { n, band, rank, frobenius: method === 'sample'
+    ? dec.relativeFrobenius : null });
+}
+
+export default function (component) {
+  const { data, parentElement, setStateValue } = component;
+  const [root, created] = figureRoot(parentElement, 'decomposition', LAYOUT);
+  if (created) {
+    root.state = { values: {}, applied: {}, sent: {}, inputs: {}, fitFrobenius: NaN };
+    root.querySelector('.factors').addEventListener('toggle', () => draw(root, root.state));
+  }
+  const state = root.state;
+  if (!state.data || state.data.kernel.id !== data.kernel.id) {  // a new kernel: unpacked once
+    const unpack = (name) => (data.kernel[name] ? decodeArray(data.kernel[name], 'float64') : null);
+    Object.assign(state, { coeffs: unpack('coeffs'), base: unpack('base'), extra: unpack('extra'),
+      fitFrobenius: NaN });
+  }
+  state.data = data;
+  root.querySelector('.title-T').textContent = data.kernel.label;
+  const box = root.querySelector('.controls');
+  const names = data.controls.map((c) => c.name).join(',');
+  if (box.dataset.names !== names) {  // this source's controls, made once
+    box.replaceChildren();
+    box.dataset.names = names;
+    for (const spec of data.controls) {
+      state.inputs[spec.name] = slider(box, spec, (value) => {
+        state.values[spec.name] = value;
+        draw(root, state);
+      }, (value) => {
+        state.sent[spec.name] = value;
+        setStateValue(spec.name, value);
+      });
+      // its accessible name (the label around it does not give one inside the shadow root)
+      state.inputs[spec.name].setAttribute('aria-label', spec.label);
+      delete state.applied[spec.name];
+    }
+  }
+  for (const spec of data.controls) {
+    // A value the server changed (a link, a clamp) moves the slider, unless it is behind the
+    // last value sent: a rerun for an earlier key press must not pull the slider back.
+    if (state.applied[spec.name] === spec.value) continue;
+    state.applied[spec.name] = spec.value;
+    const sent = state.sent[spec.name];
+    if (sent !== undefined && sent !== spec.value) continue;
+    delete state.sent[spec.name];
+    state.values[spec.name] = spec.value;
+    const input = state.inputs[spec.name];
+    input.value = String(spec.value);
+    input.parentElement.querySelector('output').textContent = input.value;
+  }
+  draw(root, state);
+}
