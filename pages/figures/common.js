@@ -120,13 +120,13 @@ function drawLines(canvas, series, options) {
   ctx.strokeStyle = '#888'; ctx.fillStyle = '#444'; ctx.font = '11px sans-serif';
   ctx.beginPath(); ctx.moveTo(left, top); ctx.lineTo(left, H - bottom); ctx.lineTo(W - right, H - bottom);
   ctx.stroke();
-  for (let t = 0; t <= 4; t++) {
-    const xv = x0 + (x1 - x0) * t / 4, yv = y0 + (y1 - y0) * t / 4;
-    const xl = options.logX ? `1e${xv.toFixed(1)}` : formatTick(xv);
-    const yl = options.logY ? `1e${yv.toFixed(1)}` : formatTick(yv);
-    const xp = left + (W - left - right) * t / 4, yp = H - bottom - (H - top - bottom) * t / 4;
-    ctx.fillText(xl, xp - 12, H - bottom + 14);
-    ctx.fillText(yl, 2, yp + 4);
+  for (const v of axisTicks(x0, x1, options.logX)) {  // v on the drawn (log10) scale
+    const xp = left + (v - x0) / (x1 - x0) * (W - left - right);
+    ctx.fillText(formatTick(options.logX ? 10 ** v : v), xp - 12, H - bottom + 14);
+  }
+  for (const v of axisTicks(y0, y1, options.logY)) {
+    const yp = H - bottom - (v - y0) / (y1 - y0) * (H - top - bottom);
+    ctx.fillText(formatTick(options.logY ? 10 ** v : v), 2, yp + 4);
   }
   ctx.fillText(options.xLabel || '', (W - left) / 2 + left - 20, H - 4);
   ctx.save(); ctx.translate(12, top + (H - top - bottom) / 2 + 20); ctx.rotate(-Math.PI / 2);
@@ -148,6 +148,19 @@ function drawLines(canvas, series, options) {
     ctx.fillText(mark.label, px(mark.x) + 3, top + 10);
   }
   ctx.setLineDash([]);
+}
+
+// Tick positions on [a, b] of the drawn scale: whole decades on a log axis that spans two or
+// more (at most six, evenly strided), else five evenly spaced values.
+function axisTicks(a, b, log) {
+  if (log && Math.floor(b) - Math.ceil(a) >= 1) {
+    const first = Math.ceil(a), last = Math.floor(b);
+    const stride = Math.ceil((last - first + 1) / 6);
+    const out = [];
+    for (let d = first; d <= last; d += stride) out.push(d);
+    return out;
+  }
+  return [0, 1, 2, 3, 4].map((t) => a + (b - a) * t / 4);
 }
 
 function formatTick(v) {
