@@ -430,7 +430,7 @@ def test_a_lesson_walked_in_presenter_mode_with_the_keyboard(browser_page, serve
             embedded = page.frame_locator("[data-testid='stMain'] iframe").first
             embedded.locator("[data-testid='stMain']").wait_for(timeout=120_000)
             if "n" in step.view.locked:  # a locked control is shown, disabled
-                n_slider = embedded.get_by_role("slider", name="Sequence length n")
+                n_slider = embedded.locator("[data-figure='toeplitz'] input[name='n']")
                 n_slider.wait_for(timeout=120_000)
                 assert n_slider.is_disabled()
         page.wait_for_timeout(1500)  # let the embedded page draw before the screenshot
