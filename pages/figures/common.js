@@ -165,7 +165,8 @@ function axisTicks(a, b, log) {
 
 function formatTick(v) {
   const a = Math.abs(v);
-  return a !== 0 && (a < 1e-2 || a >= 1e4) ? v.toExponential(1) : String(Number(v.toPrecision(3)));
+  if (a !== 0 && (a < 1e-2 || a >= 1e5)) return v.toExponential(1);
+  return Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(3)));
 }
 
 // Linked figures on one page: a figure announces what it just drew (`announce(figure,
