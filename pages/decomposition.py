@@ -188,14 +188,14 @@ st.markdown("**Drag r and m and watch the residual, the fourth picture:** it is 
             "W A Wᵀ misses, and it gathers where the smooth part bends faster than the inducing "
             "points, h apart, can follow.")
 
-top = st.columns([2.4, 1, 2.2, 2.2, 1, 1.5])
+top = st.columns([2.2, 1, 2.2, 2.1, 1.3, 1.6])
 try:
     source = kernel_source_picker(top[0], top[1])
 except ValueError as err:
     _ui.show_error(err)
     st.stop()
 if source.name not in ("tno", "ski", "fd", "checkpoint"):
-    top[1].caption("One channel: this source has no others.")
+    top[1].caption("One channel only.")
 n = _ui.from_link(top[2].slider, "Length n", 1, 4096, 512, key="n",
                   disabled=_ui.locked("n") or (source.name == "custom"),
                   bind="query-params",
@@ -204,7 +204,7 @@ n = _ui.from_link(top[2].slider, "Length n", 1, 4096, 512, key="n",
                        "fix n.")
 server_decay = None  # λ when the server computes the kernel at it (fresh TNN and SKI)
 if source.browser_decay:
-    top[3].caption("Decay λ: in the figure below, where it moves the kernel as you drag.")
+    top[3].caption("Decay λ: a slider of the figure below.")
 elif source.has_decay:
     server_decay = _ui.from_link(top[3].slider, "Decay λ", 0.50, 1.00, 0.99, step=0.005,
                                  key="decay", disabled=_ui.locked("decay"),

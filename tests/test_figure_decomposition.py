@@ -344,7 +344,7 @@ def test_the_figures_are_the_shared_files_then_their_own():
 
 
 # -- the app ------------------------------------------------------------------------------
-server, browser_page = test_browser.server, test_browser.browser_page  # its fixtures
+server = test_browser.server  # its fixture; the page comes from this module's Chromium
 FIGURE = "[data-testid='figure'][data-figure='decomposition']"
 CURVE = "[data-testid='figure'][data-figure='error_curve']"
 
@@ -359,10 +359,9 @@ def attribute_becomes(page, selector: str, name: str, value: str, timeout: int =
         arg=[selector, name, value], timeout=timeout)
 
 
-def test_a_link_opens_the_figure_and_keyboard_moves_redraw_it_in_the_browser(browser_page,
+def test_a_link_opens_the_figure_and_keyboard_moves_redraw_it_in_the_browser(chromium,  # noqa: F811
                                                                             server):
-    page = browser_page
-    page.set_viewport_size({"width": 1400, "height": 900})
+    page = chromium.new_page(viewport={"width": 1400, "height": 900})
     try:
         page.goto(f"{server}/decomposition?n=1024&band=9&rank=33")
         test_browser.wait_idle(page)
@@ -406,4 +405,4 @@ def test_a_link_opens_the_figure_and_keyboard_moves_redraw_it_in_the_browser(bro
                           "n=1024&band=10&rank=34&decay=0.985&method=fit")
         test_browser.assert_clean(page, "decomposition-figure-fit-link")
     finally:
-        page.set_viewport_size({"width": 1400, "height": 2600})
+        page.close()

@@ -293,13 +293,19 @@ function draw(root, state) {
   const { data, values } = state;
   const n = data.kernel.n;
   const band = Math.min(values.band, 2 * n - 2), rank = Math.min(values.rank, n);
-  const t = state.base ? kernelAt(state.base, state.extra, values.decay) : state.coeffs;
   const wanted = queryString(drawnParams(data, values, band, rank, data.method));
   const fitted = data.method === 'fit' && data.fitted !== null && data.fitted.drawn === wanted;
-  const dec = decompose(t, band, rank, data.kernel.causal, 
-    fitted ? decodeArray(data.fitted.coeffs, 'float64') : null);
-  drawPictures(root, dec);
-  if (root.querySelector('.factors').open) drawFactors(root, dec);
+  const factors = root.querySelector('.factors').open;
+  const key = [data.kernel.id, data.kernel.causal, wanted, fitted, factors].join('|');
+  if (!state.frame || state.frame.key !== key) {  // else only the server's numbers are new
+    const t = state.base ? kernelAt(state.base, state.extra, values.decay) : state.coeffs;
+    const dec = decompose(t, band, rank, data.kernel.causal,
+      fitted ? decodeArray(data.fitted.coeffs, 'float64') : null);
+    drawPictures(root, dec);
+    if (factors) drawFactors(root, dec);
+    state.frame = { key, dec };
+  }
+  const { dec } = state.frame;
   showNumbers(root, state, dec, wanted, fitted);
   const notes = [];
   if (values.rank > n || values.band > 2 * n - 2) {
