@@ -45,10 +45,9 @@ BAND = figures.Control("band", "Band m", 1, 512, 1, 9,
                        "most 2n − 2. Its taps are the best convolution given the low-rank "
                        "part.")
 DECAY = figures.Control("decay", "Decay λ", 0.5, 1.0, 0.005, 0.99,
-                        "The kernel's decay λ^|k|. λ = 1: no decay.")
-DECAY_HELP = ("The kernel's decay λ^|k| (synthetic kernels and fresh TNN/SKI operators; FD-TNN "
-              "has no decay bias, and typed and learned kernels have their own). λ = 1: no "
-              "decay.")
+                        "The kernel's decay λ^|k| (synthetic kernels, redrawn as you drag, and "
+                        "fresh TNN/SKI operators, whose kernel comes from the server once λ "
+                        "settles). λ = 1: no decay.")
 
 
 @dataclass(frozen=True)
@@ -202,13 +201,8 @@ n = _ui.from_link(top[2].slider, "Length n", 1, 4096, 512, key="n",
                   help="T is n × n. Everything on this page is exact at this n; the pictures "
                        "show every k-th row and column when n is large. Typed coefficients "
                        "fix n.")
-server_decay = None  # λ when the server computes the kernel at it (fresh TNN and SKI)
-if source.browser_decay:
+if source.has_decay:
     top[3].caption("Decay λ: a slider of the figure below.")
-elif source.has_decay:
-    server_decay = _ui.from_link(top[3].slider, "Decay λ", 0.50, 1.00, 0.99, step=0.005,
-                                 key="decay", disabled=_ui.locked("decay"),
-                                 bind="query-params", help=DECAY_HELP)
 else:
     top[3].caption("Decay λ: none here; " + ("the kernel is learned." if source.name ==
                                             "checkpoint" else "FD-TNN has no decay bias."
@@ -230,13 +224,12 @@ method = _ui.from_link(top[5].radio, "Low-rank A", ["sample", "fit"], key="metho
 
 
 @st.fragment
-def decomposition(source: KernelSource, n: int, causal: bool, method: str,
-                  server_decay: float | None) -> None:
+def decomposition(source: KernelSource, n: int, causal: bool, method: str) -> None:
     """Everything that depends on m, r and λ: a settled move of those reruns only this."""
     _ui.page_activity()
-    controls = (RANK, BAND, DECAY) if source.browser_decay else (RANK, BAND)
+    controls = (RANK, BAND, DECAY) if source.has_decay else (RANK, BAND)
     values = figure_values(controls, FIGURE_KEY)
-    decay = values["decay"] if source.browser_decay else server_decay
+    decay = values.get("decay")  # None: this kernel has no λ
     try:
         coeffs, source_label = source.kernel(n, DECAY.default if decay is None else decay,
                                               causal)
@@ -336,7 +329,7 @@ def figure_payload(source: KernelSource, coeffs: np.ndarray, length: int, causal
                                                 view.relative_optimal_spectral,
                                                 view.relative_optimal_frobenius, view.gap]),
                        strict=True))
-    return {"kernel": kernel, "decay": None if source.browser_decay else decay,
+    return {"kernel": kernel, "decay": decay,
             "method": method, "numbers": {"drawn": drawn} | numbers,
             "fitted": {"drawn": drawn, "coeffs": figure_data.packed(view.inducing_values)}
             if method == "fit" else None}
@@ -583,5 +576,5 @@ def decay_and_frequency(coeffs, causal: bool, decay: float) -> None:
     right.plotly_chart(ffig, key="chart-frequency")
 
 
-decomposition(source, n, causal, method, server_decay)
+decomposition(source, n, causal, method)
 _ui.page_activity()  # the page script ends: the quiet that timings wait for starts now

@@ -268,6 +268,33 @@ def test_fit_draws_sampled_a_until_the_servers_a_comes(mounted):
     assert state["drawn"] == want and state["live"] == "false" and state["note"] == ""
 
 
+def test_an_operators_decay_waits_for_the_server(mounted):
+    """An operator's kernel is not base λ^|k| + extra: a move of λ keeps the kernel drawn at
+    the server's λ, says so, and marks every number stale until the new kernel comes."""
+    page = mounted
+    t = np.random.default_rng(5).standard_normal(2 * 64 - 1)
+    settled = drawn(64, 9, 8, 0.9, "sample")
+    data = figure_data(64, 8, 9, 0.9, numbers_for=settled)
+    data["kernel"] = {"id": "tno-0.9", "n": 64, "causal": False, "label": "T",
+                      "coeffs": packed(t)}
+    data["decay"] = 0.9
+    page.evaluate(MOUNT, data)
+    assert page.evaluate(STATE)["server"] == "false"
+    page.evaluate(MOVE, ["decay", 0.85, True])
+    state = page.evaluate(STATE)
+    assert state["drawn"] == settled and state["sent"] == [["decay", 0.85]]
+    assert state["server"] == state["live"] == "true"
+    assert "comes from the server once λ settles" in state["note"]
+    data = {**data, "decay": 0.85, "numbers": {**data["numbers"],
+                                                "drawn": drawn(64, 9, 8, 0.85, "sample")}}
+    data["controls"][2]["value"] = 0.85
+    data["kernel"] = {**data["kernel"], "id": "tno-0.85", "coeffs": packed(0.5 * t)}
+    page.evaluate("(d) => window.__figure.mount(d)", data)
+    state = page.evaluate(STATE)
+    assert state["drawn"] == drawn(64, 9, 8, 0.85, "sample")
+    assert state["server"] == state["live"] == "false" and state["note"] == ""
+
+
 def test_settings_beyond_n_are_drawn_clamped_and_said(mounted):
     page = mounted
     page.evaluate(MOUNT, figure_data(16, 17, 31, 0.9))

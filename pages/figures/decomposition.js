@@ -10,14 +10,16 @@
 //            k in coeffs[n-1+k]) or, for a synthetic preset, base and extra [2n-1] with
 //            t_k = base_k λ^|k| + extra_k, so λ moves in the browser too; each array as
 //            base64 float64 (decodeArray), so the browser has the server's numbers exactly
-//   decay    λ of the kernel when it has one and the browser does not move it, else null
+//   decay    λ of the kernel sent (null: the kernel has no λ). With coeffs (an operator's
+//            kernel, not base × λ^|k|) a move of λ waits for the server: the pictures stay
+//            at this λ and the numbers are marked stale until the kernel at the new λ comes
 //   method   "sample" or "fit"
 //   fitted   the least-squares A of "fit" for the settled values: {drawn, coeffs [2r-1]
 //            base64 float64}, or null (drawn: the data-drawn string it belongs to)
 //   numbers  the server's numbers for the settled values: {drawn, spectral, optimalSpectral,
 //            optimalFrobenius, gap}: ‖R‖₂/‖T‖₂ by Lanczos, the Eckart–Young optima over
 //            ‖T‖, their ratio (null where undefined); or null
-//   controls rank, band and, with base/extra, decay (pages/figures)
+//   controls rank, band and, for a kernel with a λ, decay (pages/figures)
 // Per frame, here: t at λ, then everything above at the slider's r and m; the server's
 // numbers stay, marked stale, until the server sends them for the values drawn.
 //
@@ -212,7 +214,7 @@ const scientific = (v, digits = 2) => (v === null || v === undefined || !Number.
 // The parameters drawn, in the contract's order: [[name, value], ...] (data-drawn).
 function drawnParams(data, values, band, rank, method) {
   const params = [['n', data.kernel.n], ['band', band], ['rank', rank]];
-  const decay = data.kernel.base ? values.decay : data.decay;
+  const decay = data.kernel.base ? values.decay : data.decay;  // the λ of the kernel drawn
   if (decay !== null && decay !== undefined) params.push(['decay', decay]);
   params.push(['method', method]);
   return params;
@@ -266,7 +268,7 @@ function drawFactors(root, dec) {
 
 // The numbers: the browser's (Frobenius) and the server's (spectral, optima), each marked
 // stale while it is not for the values drawn.
-function showNumbers(root, state, dec, drawn, fitted) {
+function showNumbers(root, state, dec, drawn, fitted, waiting) {
   const fit = state.data.method === 'fit';
   if (fitted) state.fitFrobenius = dec.relativeFrobenius;
   const live = root.querySelector('.live');
@@ -275,7 +277,7 @@ function showNumbers(root, state, dec, drawn, fitted) {
     `<b>${scientific(frobenius, 3)}</b></span>` +
     `<span>max |residual|: <b>${scientific(dec.residualLimit)}</b></span>` +
     `<span>h = (n − 1)/(r − 1): <b>${dec.spacing.toPrecision(4)}</b></span>`;
-  markStale(live, fit && !fitted);
+  markStale(live, waiting || (fit && !fitted));
   const server = root.querySelector('.server');
   const numbers = state.data.numbers;
   if (numbers) {
@@ -285,7 +287,7 @@ function showNumbers(root, state, dec, drawn, fitted) {
       `</span><span>ratio: <b>${Number.isFinite(numbers.gap) ? numbers.gap.toFixed(2) : '—'}` +
       `</b></span><span>Frobenius optimum: <b>${scientific(numbers.optimalFrobenius)}</b></span>`;
   }
-  markStale(server, !numbers || numbers.drawn !== drawn);
+  markStale(server, waiting || !numbers || numbers.drawn !== drawn);
 }
 
 // One frame at the current values; data-drawn says what was drawn.
@@ -306,8 +308,14 @@ function draw(root, state) {
     state.frame = { key, dec };
   }
   const { dec } = state.frame;
-  showNumbers(root, state, dec, wanted, fitted);
+  // λ moved on a kernel only the server computes: drawn at the server's λ until it comes
+  const waiting = !state.base && values.decay !== undefined && values.decay !== data.decay;
+  showNumbers(root, state, dec, wanted, fitted, waiting);
   const notes = [];
+  if (waiting) {
+    notes.push(`λ = ${values.decay}: this kernel (an operator's) comes from the server once ` +
+      `λ settles; drawn at λ = ${data.decay} until then.`);
+  }
   if (values.rank > n || values.band > 2 * n - 2) {
     notes.push(`n = ${n} allows at most r = ${n} inducing points and a band of m = ` +
       `${2 * n - 2} lags: drawn with r = ${rank}, m = ${band}.`);
