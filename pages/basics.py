@@ -48,41 +48,6 @@ def figure_kernel(name: str, n: int, decay: float, causal: bool, seed: int, chan
     return lab.figure_kernel(name, n, decay, causal, seed, channel, text)
 
 
-def figure_value(name: str, widget: str, spec: dict, default, settled_ok, from_text):
-    """The figure's value ``name`` as ``figures.show`` resolves a slider's: the browser's
-    settled one, else the link's (checked as Streamlit's ``widget`` with ``spec`` takes it;
-    a refused value is named in the page's link notice), else ``default``. A text longer
-    than ``spec["max_chars"]`` is cut to it, as a text box cuts it. The page needs the values
-    before it mounts the figure: an operator's kernel is computed at them."""
-    state = st.session_state.get(FIGURE)
-    settled = state.get(name) if isinstance(state, Mapping) else None
-    if settled_ok(settled):
-        return settled
-    raw = st.query_params.get_all(name)
-    if not raw:
-        return default
-    problem = _ui.link_value_problem(widget, spec, raw)
-    if problem is None:
-        return from_text(raw[-1])
-    if widget == "text_input" and raw[-1]:
-        cut = raw[-1][:spec["max_chars"]]
-        _ui.note_link_value(name, problem[0], cut, cut)
-        return cut
-    _ui.note_link_value(name, problem[0], default, str(default).lower())
-    return default
-
-
-def is_number(value) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def slider_value(control: figures.Control):
-    spec = {"min_value": control.typed(control.low), "max_value": control.typed(control.high),
-            "value": control.typed(control.default)}
-    value = figure_value(control.name, "slider", spec, control.default, is_number, float)
-    return control.typed(min(max(value, control.low), control.high))
-
-
 st.title("Toeplitz basics")
 say, choose = st.columns([3, 1], vertical_alignment="bottom")
 preset = _ui.from_link(choose.selectbox, "Kernel", list(LABELS), format_func=LABELS.get,
@@ -97,26 +62,27 @@ say.markdown(
     "on *causal* and the upper triangle goes white. Click a cell of T to follow its diagonal "
     "to its lag $k$.")
 
-n, decay, channel = (slider_value(c) for c in CONTROLS)
-causal = figure_value("causal", "toggle", {}, False, lambda v: isinstance(v, bool),
-                      lambda text: text.lower() == "true")
+n, decay, channel = figures.values(CONTROLS, FIGURE).values()
+causal = figures.value(FIGURE, "causal", "toggle", {}, False, lambda v: isinstance(v, bool),
+                       lambda text: text.lower() == "true")
 text = ""
 if preset == lab.TYPED:
-    text = figure_value("coefficients", "text_input", {"max_chars": MAX_TYPED_CHARS},
-                        "0.25, 0.5, 1, 0.5, 0.25", lambda v: isinstance(v, str), str)
+    text = figures.value(FIGURE, "coefficients", "text_input", {"max_chars": MAX_TYPED_CHARS},
+                         "0.25, 0.5, 1, 0.5, 0.25", lambda v: isinstance(v, str), str)
 try:
     kernel = figure_kernel(preset, n, decay, causal, _ui.seed(), channel, text)
 except ValueError as err:
     kernel = None
     problem = err
 n_drawn = n if kernel is None else (len(kernel.coeffs) + 1) // 2
-cell = [figure_value(name, "number_input", {"min_value": 0, "max_value": n_drawn - 1,
-                                            "value": min(default, n_drawn - 1)},
-                     min(default, n_drawn - 1), lambda v: False, int)
+cell = [figures.value(FIGURE, name, "number_input",
+                      {"min_value": 0, "max_value": n_drawn - 1,
+                       "value": min(default, n_drawn - 1)},
+                      min(default, n_drawn - 1), lambda v: False, int)
         for name, default in zip(("cell_i", "cell_j"), _ui.CELL, strict=True)]
 state = st.session_state.get(FIGURE)
 if isinstance(state, Mapping) and isinstance(state.get("cell"), list) \
-        and len(state["cell"]) == 2 and all(is_number(v) for v in state["cell"]):
+        and len(state["cell"]) == 2 and all(figures.is_number(v) for v in state["cell"]):
     cell = [int(v) for v in state["cell"]]
 cell = [min(max(v, 0), n_drawn - 1) for v in cell]
 data = {"name": preset, "kernel": None if kernel is None else kernel.browser,
@@ -126,11 +92,8 @@ data = {"name": preset, "kernel": None if kernel is None else kernel.browser,
                                    "coefficients") if _ui.locked(key)],
         "coefficients": text if preset == lab.TYPED else None, "typed_help": TYPED_HELP}
 figures.show("toeplitz", data, CONTROLS, key=FIGURE)
-st.query_params["causal"] = str(causal).lower()  # the figure's other values, as Streamlit
-st.query_params["cell_i"] = str(cell[0])  # writes a bound widget's
-st.query_params["cell_j"] = str(cell[1])
-if preset == lab.TYPED:
-    st.query_params["coefficients"] = text
+figures.keep_in_link({"causal": causal, "cell_i": cell[0], "cell_j": cell[1],
+                      **({"coefficients": text} if preset == lab.TYPED else {})})
 if kernel is None:
     _ui.show_error(problem)
     st.stop()

@@ -9,7 +9,6 @@ only while their expander is open.
 """
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -155,28 +154,6 @@ def checkpoint_source_picker(column) -> KernelSource:
     return KernelSource("checkpoint", channel, checkpoint=key, layer=layer)
 
 
-def figure_values(controls: tuple[figures.Control, ...], key: str) -> dict:
-    """The values ``figures.show(..., controls, key)`` will return, before it is called: the
-    figure's data for the settled values is made first. The browser's settled value, else
-    the link's (checked as show checks it, which also says what it refused), else the
-    default; clamped to the control's range."""
-    state = st.session_state.get(key)
-    values = {}
-    for control in controls:
-        value = state.get(control.name) if isinstance(state, Mapping) else None
-        if isinstance(value, bool) or not isinstance(value, int | float) or \
-                not math.isfinite(value):
-            raw = st.query_params.get_all(control.name)
-            spec = {"min_value": control.typed(control.low),
-                    "max_value": control.typed(control.high),
-                    "value": control.typed(control.default)}
-            value = control.default
-            if raw and _ui.link_value_problem("slider", spec, raw) is None:
-                value = float(raw[-1])
-        values[control.name] = control.typed(min(max(value, control.low), control.high))
-    return values
-
-
 def colour_limit(coeffs: np.ndarray) -> float:
     """T's colour scale ±max|t_k| (1 for an all-zero kernel), as in the figure."""
     return float(np.abs(coeffs).max(initial=0.0)) or 1.0
@@ -228,7 +205,7 @@ def decomposition(source: KernelSource, n: int, causal: bool, method: str) -> No
     """Everything that depends on m, r and λ: a settled move of those reruns only this."""
     _ui.page_activity()
     controls = (RANK, BAND, DECAY) if source.has_decay else (RANK, BAND)
-    values = figure_values(controls, FIGURE_KEY)
+    values = figures.values(controls, FIGURE_KEY)
     decay = values.get("decay")  # None: this kernel has no λ
     try:
         coeffs, source_label = source.kernel(n, DECAY.default if decay is None else decay,
@@ -252,9 +229,6 @@ def decomposition(source: KernelSource, n: int, causal: bool, method: str) -> No
         return
     figures.show("decomposition", figure_payload(source, coeffs, length, causal, method, view,
                                                  band, decay), controls, key=FIGURE_KEY)
-    for control in controls:  # a figure's move, like a widget's, ends the link's notice
-        _ui.note_link_value(control.name, None, values[control.name],
-                            str(values[control.name]))
     st.caption(f"Source: {source_label}; n = {length}.")
     if view.note:
         st.warning(view.note, icon=":material/info:")

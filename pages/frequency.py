@@ -3,7 +3,6 @@ browser as its controls move (pages/figures/fd_kernel.js), then its decay agains
 (pages/figures/profiles.js) once a setting settles."""
 
 import base64
-from collections.abc import Mapping
 
 import numpy as np
 import streamlit as st
@@ -48,24 +47,6 @@ def float64_text(values: np.ndarray) -> str:
     return base64.b64encode(np.asarray(values, dtype="<f8").tobytes()).decode("ascii")
 
 
-def choice(name: str, widget: str, spec: dict, default, valid, from_text):
-    """The kernel figure's choice ``name``: the browser's settled value, else the link's
-    (checked as Streamlit's ``widget`` with ``spec`` would take it; a refused value is named
-    in the page's link notice), else ``default``."""
-    state = st.session_state.get(KERNEL_FIGURE)
-    settled = state.get(name) if isinstance(state, Mapping) else None
-    if valid(settled):
-        return settled
-    raw = st.query_params.get_all(name)
-    if not raw:
-        return default
-    problem = _ui.link_value_problem(widget, spec, raw)
-    if problem is not None:
-        _ui.note_link_value(name, problem[0], default, str(default).lower())
-        return default
-    return from_text(raw[-1])
-
-
 def refuse_unoffered_width() -> None:
     """A link's width in range but not offered (the weights are sent for WIDTHS only) is
     named in the notice and left out, so the figure opens at the default width."""
@@ -104,11 +85,13 @@ depth = _ui.from_link(right.slider, "MLP depth", 0, 4, 1, key="depth",
                       help="Hidden layers between the input and output layers "
                            "(OperatorConfig.rpe_layers); the server sends the weights of this "
                            "depth for every width.")
-activation = choice("activation", "selectbox",
-                    {"options": ACTIVATIONS, "format_func": str, "index": 0}, ACTIVATIONS[0],
-                    lambda v: v in ACTIVATIONS, str)
-smooth = choice("smooth", "toggle", {}, False, is_bool, lambda text: text.lower() == "true")
-causal = choice("causal", "toggle", {}, True, is_bool, lambda text: text.lower() == "true")
+activation = figures.value(KERNEL_FIGURE, "activation", "selectbox",
+                           {"options": ACTIVATIONS, "format_func": str, "index": 0},
+                           ACTIVATIONS[0], lambda v: v in ACTIVATIONS, str)
+smooth = figures.value(KERNEL_FIGURE, "smooth", "toggle", {}, False, is_bool,
+                       lambda text: text.lower() == "true")
+causal = figures.value(KERNEL_FIGURE, "causal", "toggle", {}, True, is_bool,
+                       lambda text: text.lower() == "true")
 refuse_unoffered_width()
 seed = _ui.seed()
 try:
@@ -125,13 +108,8 @@ with figure_place:
                    if _ui.locked(key)],
         "drawn": [["n", n], ["depth", depth], ["seed", seed]]}, (WIDTH,), key=KERNEL_FIGURE)
 width = min(lab.WIDTHS, key=lambda w: abs(w - values[WIDTH.name]))  # as the figure draws it
-st.query_params["width"] = str(width)
-st.query_params["activation"] = activation
-st.query_params["smooth"] = str(smooth).lower()
-st.query_params["causal"] = str(causal).lower()
-for key, value in (("width", width), ("activation", activation), ("smooth", smooth),
-                   ("causal", causal)):
-    _ui.note_link_value(key, None, value, str(value).lower())  # a move clears the notice
+figures.keep_in_link({"width": width, "activation": activation, "smooth": smooth,
+                      "causal": causal})
 fd_input = "cosine" if smooth else "omega"
 
 try:

@@ -52,7 +52,8 @@ def _query_param_keys(node: ast.Assign) -> set[str]:
 
 def _bound_keys(path: Path) -> set[str]:
     """The keys of a page's controls in the URL (literal keys, as the pages write): widgets
-    bound to it, figures' sliders (``figures.Control``), values the page writes to it."""
+    bound to it, figures' sliders (``figures.Control``), values the page writes to it
+    (``st.query_params[...] =`` or ``figures.keep_in_link``)."""
     keys = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Assign):
@@ -61,6 +62,9 @@ def _bound_keys(path: Path) -> set[str]:
             name = getattr(node.func, "id", getattr(node.func, "attr", None))
             if name == "Control" and node.args and isinstance(node.args[0], ast.Constant):
                 keys.add(node.args[0].value)
+            if name == "keep_in_link" and node.args:  # figures.keep_in_link({"name": value})
+                keys |= {k.value for d in ast.walk(node.args[0]) if isinstance(d, ast.Dict)
+                         for k in d.keys if isinstance(k, ast.Constant)}
             kw = {k.arg: k.value for k in node.keywords}
             bind = kw.get("bind")
             if isinstance(bind, ast.Constant) and bind.value == "query-params":

@@ -34,7 +34,8 @@ import streamlit as st
 
 from pages import _ui
 
-__all__ = ["Control", "show", "script"]
+__all__ = ["Control", "show", "values", "value", "keep_in_link", "is_number", "url_text",
+           "script"]
 
 FOLDER = Path(__file__).resolve().parent
 SHARED = ("fft.js", "common.js")  # before the figure's own file, in this order
@@ -79,40 +80,64 @@ def _component(name: str):
                                       css=(FOLDER / "figure.css").read_text(encoding="utf-8"))
 
 
-def _from_link(control: Control):
-    """The control's value in the URL, checked as a bound slider's would be; None if absent
-    or refused (the notice then says why)."""
-    raw = st.query_params.get_all(control.name)
+def value(key: str, name: str, widget: str, spec: dict, default, valid, parse):
+    """The figure ``key``'s value ``name``: the browser's settled one (if ``valid``), else the
+    link's (checked as Streamlit's ``widget`` with ``spec`` would take it, then ``parse``d
+    from its text; a refused one is named in the page's link notice), else ``default``.
+    Pages call it before mounting: the server's data depends on the values."""
+    state = st.session_state.get(key)  # the browser's settled values: a dict by state name
+    settled = state.get(name) if isinstance(state, Mapping) else None
+    if valid(settled):
+        return settled
+    raw = st.query_params.get_all(name)
     if not raw:
-        return None
-    spec = {"min_value": control.typed(control.low), "max_value": control.typed(control.high),
-            "value": control.typed(control.default)}
-    problem = _ui.link_value_problem("slider", spec, raw)
-    if problem is not None:
-        _ui.note_link_value(control.name, problem[0], control.default,
-                            f"{control.typed(control.default)}")
-        return None
-    return control.typed(float(raw[-1]))
+        return default
+    problem = _ui.link_value_problem(widget, spec, raw)
+    if problem is None:
+        return parse(raw[-1])
+    if widget == "text_input" and raw[-1]:  # a text box keeps what fits
+        cut = raw[-1][:spec["max_chars"]]
+        _ui.note_link_value(name, problem[0], cut, cut)
+        return cut
+    _ui.note_link_value(name, problem[0], default, url_text(default))
+    return default
+
+
+def is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def values(controls: tuple[Control, ...], key: str) -> dict:
+    """The sliders' values ``show(..., controls, key)`` returns, known before it is called."""
+    out = {}
+    for control in controls:
+        spec = {"min_value": control.typed(control.low),
+                "max_value": control.typed(control.high), "value": control.typed(control.default)}
+        found = value(key, control.name, "slider", spec, control.default, is_number, float)
+        out[control.name] = control.typed(min(max(found, control.low), control.high))
+    return out
+
+
+def url_text(value) -> str:
+    """``value`` as the URL holds it (a bound widget's way: true/false for a toggle)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def keep_in_link(settled: dict) -> None:
+    """Write a figure's values into the URL, as Streamlit writes a bound widget's; a value
+    that moved away from what a link asked for ends the link's notice."""
+    for name, current in settled.items():
+        st.query_params[name] = url_text(current)
+        _ui.note_link_value(name, None, current, url_text(current))
 
 
 def show(name: str, data: dict, controls: tuple[Control, ...], key: str) -> dict:
-    """Mount figure ``name`` with the server's ``data``; returns the controls' values.
-
-    A control's value is the browser's last settled one, else the URL's, else its default;
-    the values go back into the URL, so a link opens exactly this view."""
-    state = st.session_state.get(key)  # the browser's settled values: a dict by state name
-    values = {}
-    for control in controls:
-        settled = state.get(control.name) if isinstance(state, Mapping) else None
-        if isinstance(settled, bool) or not isinstance(settled, int | float) or \
-                not math.isfinite(settled):
-            linked = _from_link(control)
-            settled = control.default if linked is None else linked
-        values[control.name] = control.typed(min(max(settled, control.low), control.high))
+    """Mount figure ``name`` with the server's ``data``; returns the sliders' values
+    (``values``), which go back into the URL, so a link opens exactly this view."""
+    current = values(controls, key)
     callbacks = {f"on_{c.name}_change": (lambda: None) for c in controls}
-    _component(name)(key=key, data={**data, "controls": [c.spec(values[c.name])
+    _component(name)(key=key, data={**data, "controls": [c.spec(current[c.name])
                                                           for c in controls]},
-                     default=dict(values), **callbacks)
-    for control in controls:
-        st.query_params[control.name] = str(values[control.name])
-    return values
+                     default=dict(current), **callbacks)
+    keep_in_link(current)
+    return current
