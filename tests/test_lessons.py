@@ -50,6 +50,12 @@ def _query_param_keys(node: ast.Assign) -> set[str]:
             and isinstance(t.slice, ast.Constant)}
 
 
+def _sides(key: ast.JoinedStr) -> set[str]:
+    """Compare's f"{side}_band": the key of sides a and b."""
+    suffix = "".join(v.value for v in key.values if isinstance(v, ast.Constant))
+    return {f"a{suffix}", f"b{suffix}"}
+
+
 def _bound_keys(path: Path) -> set[str]:
     """The keys of a page's controls in the URL (literal keys, as the pages write): widgets
     bound to it, figures' sliders (``figures.Control``), values the page writes to it
@@ -62,6 +68,8 @@ def _bound_keys(path: Path) -> set[str]:
             name = getattr(node.func, "id", getattr(node.func, "attr", None))
             if name == "Control" and node.args and isinstance(node.args[0], ast.Constant):
                 keys.add(node.args[0].value)
+            elif name == "Control" and node.args and isinstance(node.args[0], ast.JoinedStr):
+                keys |= _sides(node.args[0])  # Compare's f"{side}_rank"
             if name == "keep_in_link" and node.args:  # figures.keep_in_link({"name": value})
                 keys |= {k.value for d in ast.walk(node.args[0]) if isinstance(d, ast.Dict)
                          for k in d.keys if isinstance(k, ast.Constant)}
@@ -71,9 +79,8 @@ def _bound_keys(path: Path) -> set[str]:
                 key = kw.get("key")
                 if isinstance(key, ast.Constant):
                     keys.add(key.value)
-                elif isinstance(key, ast.JoinedStr):  # Compare's f"{side}_band": sides a, b
-                    suffix = "".join(v.value for v in key.values if isinstance(v, ast.Constant))
-                    keys |= {f"a{suffix}", f"b{suffix}"}
+                elif isinstance(key, ast.JoinedStr):  # Compare's f"{side}_method"
+                    keys |= _sides(key)
             elif isinstance(node.func, ast.Name) and node.func.id == "bounded_input":
                 keys.add(node.args[3].value)  # the page's own bound number input
     return keys

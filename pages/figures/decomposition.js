@@ -19,7 +19,18 @@
 //   numbers  the server's numbers for the settled values: {drawn, spectral, optimalSpectral,
 //            optimalFrobenius, gap}: ‖R‖₂/‖T‖₂ by Lanczos, the Eckart–Young optima over
 //            ‖T‖, their ratio (null where undefined); or null
-//   controls rank, band and, for a kernel with a λ, decay (pages/figures)
+//   controls rank, band and, for a kernel with a λ, decay (pages/figures), each named
+//            prefix + its name
+//   prefix   optional, "" when absent: what the controls' names start with, so one page can
+//            mount the figure twice (Compare A/B: "a_", "b_"). data-drawn, the values sent
+//            back and numbers.drawn / fitted.drawn then name band, rank, decay and method
+//            prefix + name (n=256&a_band=9&a_rank=32&a_decay=0.99&a_method=sample); n stays n
+//   scaleWith  optional: the prefix of another decomposition figure on the page whose
+//            residual shares this one's colour scale, ±max of the two max|residual|; each
+//            hears the other's announcements (common.js announce), so the scale follows
+//            either figure's drag in the same frame. Absent: the residual has its own scale
+//   locked   optional: names of controls a lesson fixed, drawn disabled
+//   factors  optional: false to mount with "Where W A Wᵀ comes from" folded (default open)
 // Per frame, here: t at λ, then everything above at the slider's r and m; the server's
 // numbers stay, marked stale, until the server sends them for the values drawn.
 //
@@ -185,13 +196,21 @@ const LAYOUT = `
   .numbers b { font-size: 1.1rem; }
   .note { color: #8a5a00; font-size: 0.85rem; }
   details summary { cursor: pointer; font-size: 0.9rem; }
+  /* mounted narrow (Compare A/B's two columns): the sliders share one row, W · A · Wᵀ wraps */
+  .figure { container-type: inline-size; }
+  @container (max-width: 640px) {
+    .figure .controls { gap: 0.8rem; flex-wrap: nowrap; }
+    .figure .controls .control { min-width: 0; flex: 1; }
+    .pieces { flex-wrap: wrap; }
+    .pieces .caption { flex-basis: 100%; }
+  }
 </style>
 <div class="controls"></div>
 <div class="pictures">
   <figure><canvas data-picture="T"></canvas><figcaption class="title-T">T</figcaption></figure>
   <figure><canvas data-picture="B"></canvas><figcaption>= band</figcaption></figure>
   <figure><canvas data-picture="L"></canvas><figcaption>+ low rank W A Wᵀ</figcaption></figure>
-  <figure><canvas data-picture="R"></canvas><figcaption>+ residual (its own scale)</figcaption>
+  <figure><canvas data-picture="R"></canvas><figcaption class="title-R">+ residual</figcaption>
   </figure>
 </div>
 <div class="caption scale"></div>
@@ -211,29 +230,48 @@ const FACTOR_PIXELS = 192;  // the height of W's picture (and the width of Wᵀ'
 const scientific = (v, digits = 2) => (v === null || v === undefined || !Number.isFinite(v)
   ? '—' : v.toExponential(digits));
 
-// The parameters drawn, in the contract's order: [[name, value], ...] (data-drawn).
+// The parameters drawn, in the contract's order: [[name, value], ...] (data-drawn), every
+// name but n after data.prefix.
 function drawnParams(data, values, band, rank, method) {
   const params = [['n', data.kernel.n], ['band', band], ['rank', rank]];
   const decay = data.kernel.base ? values.decay : data.decay;  // the λ of the kernel drawn
   if (decay !== null && decay !== undefined) params.push(['decay', decay]);
   params.push(['method', method]);
-  return params;
+  const prefix = data.prefix || '';
+  return params.map(([name, value]) => [name === 'n' ? name : prefix + name, value]);
+}
+
+// The residual's colour limit: its own max|residual|, or with data.scaleWith the larger of
+// its own and the other figure's last announced one.
+function residualScale(state, dec) {
+  return state.data.scaleWith ? Math.max(dec.residualLimit, state.peerLimit || 0)
+    : dec.residualLimit;
 }
 
 const queryString = (params) => new URLSearchParams(params.map(([k, v]) => [k, String(v)]))
   .toString();
 
-function drawPictures(root, dec) {
+function drawPictures(root, dec, scale, shared) {
   const idx = shownIndices(dec.n, PICTURE_CELLS);
-  for (const name of ['T', 'B', 'L', 'R']) {
-    drawEntries(root.querySelector(`[data-picture="${name}"]`), idx, idx, dec[name],
-      name === 'R' ? dec.residualLimit : dec.limit);
+  for (const name of ['T', 'B', 'L']) {
+    drawEntries(root.querySelector(`[data-picture="${name}"]`), idx, idx, dec[name], dec.limit);
   }
+  drawResidual(root, dec, scale, shared);
+}
+
+// The residual on ±scale, and the caption that states both scales.
+function drawResidual(root, dec, scale, shared) {
+  const idx = shownIndices(dec.n, PICTURE_CELLS);
+  drawEntries(root.querySelector('[data-picture="R"]'), idx, idx, dec.R, scale);
+  root.querySelector('.title-R').textContent =
+    `+ residual (${shared ? 'scale shared with the other setting' : 'its own scale'})`;
   const step = idx.length > 1 ? idx[1] - idx[0] : 1;
   root.querySelector('.scale').textContent =
     `Blue negative, white 0, red positive. T, band and W A Wᵀ share one scale, ` +
-    `±max|t_k| = ±${dec.limit.toPrecision(3)}; the residual has its own, ±max|residual| = ` +
-    `±${dec.residualLimit.toPrecision(3)}. ` +
+    `±max|t_k| = ±${dec.limit.toPrecision(3)}; ` + (shared
+      ? `the residual shares one with the other setting's, ±${scale.toPrecision(3)}, the ` +
+        `larger of the two max|residual| (this one's: ${dec.residualLimit.toPrecision(3)}). `
+      : `the residual has its own, ±max|residual| = ±${dec.residualLimit.toPrecision(3)}. `) +
     (step > 1 ? `Every ${step}th row and column of the ${dec.n} × ${dec.n} matrices is drawn ` +
       `(real entries, not averages); the numbers are over all entries.`
       : `All ${dec.n} × ${dec.n} entries are drawn.`);
@@ -303,9 +341,9 @@ function draw(root, state) {
     const t = state.base ? kernelAt(state.base, state.extra, values.decay) : state.coeffs;
     const dec = decompose(t, band, rank, data.kernel.causal,
       fitted ? decodeArray(data.fitted.coeffs, 'float64') : null);
-    drawPictures(root, dec);
+    drawPictures(root, dec, residualScale(state, dec), Boolean(data.scaleWith));
     if (factors) drawFactors(root, dec);
-    state.frame = { key, dec };
+    state.frame = { key, dec, frobenius: null };
   }
   const { dec } = state.frame;
   // λ moved on a kernel only the server computes: drawn at the server's λ until it comes
@@ -326,9 +364,30 @@ function draw(root, state) {
   }
   root.querySelector('.note').textContent = notes.join(' ');
   const method = fitted || data.method === 'sample' ? data.method : 'sample';
+  state.frame.frobenius = method === 'sample' ? dec.relativeFrobenius : null;
   markDrawn(root, drawnParams(data, values, band, rank, method));
-  announce('decomposition', { n, band, rank, frobenius: method === 'sample'
-    ? dec.relativeFrobenius : null });
+  announceDrawn(root, state, state.frame.frobenius);
+}
+
+// What this figure drew, for a figure that follows it (the error curve, the other setting,
+// Compare's difference): n, band, rank unprefixed, and its prefix, data-drawn and residual.
+function announceDrawn(root, state, frobenius) {
+  const { dec } = state.frame;
+  announce('decomposition', { n: dec.n, band: dec.band, rank: dec.rank, frobenius,
+    prefix: state.data.prefix || '', drawn: root.getAttribute('data-drawn'),
+    residualLimit: dec.residualLimit, peerLimit: state.peerLimit ?? null });
+}
+
+// The other setting drew (data.scaleWith): its max|residual| may change the shared scale;
+// a figure that has not heard this one's is told it.
+function hearPeer(root, state, params) {
+  if (!state.frame) return;
+  const { dec } = state.frame;
+  if (params.residualLimit !== state.peerLimit) {
+    state.peerLimit = params.residualLimit;
+    drawResidual(root, dec, residualScale(state, dec), true);
+  }
+  if (params.peerLimit !== dec.residualLimit) announceDrawn(root, state, state.frame.frobenius);
 }
 
 export default function (component) {
@@ -336,6 +395,7 @@ export default function (component) {
   const [root, created] = figureRoot(parentElement, 'decomposition', LAYOUT);
   if (created) {
     root.state = { values: {}, applied: {}, sent: {}, inputs: {}, fitFrobenius: NaN };
+    root.querySelector('.factors').open = data.factors !== false;
     root.querySelector('.factors').addEventListener('toggle', () => draw(root, root.state));
   }
   const state = root.state;
@@ -346,36 +406,52 @@ export default function (component) {
   }
   state.data = data;
   root.querySelector('.title-T').textContent = data.kernel.label;
+  const prefix = data.prefix || '';
+  const own = (name) => (name.startsWith(prefix) ? name.slice(prefix.length) : name);
   const box = root.querySelector('.controls');
   const names = data.controls.map((c) => c.name).join(',');
   if (box.dataset.names !== names) {  // this source's controls, made once
     box.replaceChildren();
     box.dataset.names = names;
-    for (const spec of data.controls) {
-      state.inputs[spec.name] = slider(box, spec, (value) => {
-        state.values[spec.name] = value;
+    for (const spec of data.controls) {  // state by the control's own name: band, rank, decay
+      const name = own(spec.name);
+      state.inputs[name] = slider(box, spec, (value) => {
+        state.values[name] = value;
         draw(root, state);
       }, (value) => {
-        state.sent[spec.name] = value;
+        state.sent[name] = value;
         setStateValue(spec.name, value);
       });
       // its accessible name (the label around it does not give one inside the shadow root)
-      state.inputs[spec.name].setAttribute('aria-label', spec.label);
-      delete state.applied[spec.name];
+      state.inputs[name].setAttribute('aria-label', spec.label);
+      delete state.applied[name];
     }
   }
-  for (const spec of data.controls) {
+  for (const spec of data.controls) state.inputs[own(spec.name)].disabled =
+    (data.locked || []).includes(spec.name);
+  for (const { name: full, value } of data.controls) {
+    const name = own(full);
     // A value the server changed (a link, a clamp) moves the slider, unless it is behind the
     // last value sent: a rerun for an earlier key press must not pull the slider back.
-    if (state.applied[spec.name] === spec.value) continue;
-    state.applied[spec.name] = spec.value;
-    const sent = state.sent[spec.name];
-    if (sent !== undefined && sent !== spec.value) continue;
-    delete state.sent[spec.name];
-    state.values[spec.name] = spec.value;
-    const input = state.inputs[spec.name];
-    input.value = String(spec.value);
+    if (state.applied[name] === value) continue;
+    state.applied[name] = value;
+    const sent = state.sent[name];
+    if (sent !== undefined && sent !== value) continue;
+    delete state.sent[name];
+    state.values[name] = value;
+    const input = state.inputs[name];
+    input.value = String(value);
     input.parentElement.querySelector('output').textContent = input.value;
   }
+  if (data.scaleWith) {
+    follow(root, (figure, params) => {
+      if (figure === 'decomposition' && params.prefix === data.scaleWith) {
+        hearPeer(root, state, params);
+      }
+    });
+  } else {
+    unfollow(root);
+  }
   draw(root, state);
+  return () => unfollow(root);
 }

@@ -2,62 +2,117 @@
 
 Each side is one kernel (the shared preset, n and causal at its own λ) split as
 T ≈ band + W A Wᵀ at its own band m, rank r and method (Algorithm 1 of "SKI to go
-Faster", ``analysis.decompose``). ``compare_side`` gives what a column draws, its errors
-read from ``Decomposition.errors`` (the Decomposition page's own); ``difference`` gives
-the strip between the columns: B − A of every number, in words, and the difference of the
-two approximations at the rows and columns both heatmaps draw.
+Faster", ``analysis.decompose``). The browser draws each side with the band + W A Wᵀ
+figure (``pages/figures/decomposition.js``), mounted twice with the control prefixes
+"a_" and "b_"; ``compare_side`` gives what only the server computes for a side (spectral
+norms, optima, the least-squares A of "fit") and ``side_figure_data`` that side's figure
+data. ``difference`` gives the strip between the sides: B − A of every number, in words,
+and the difference of the two approximations, drawn by ``pages/figures/difference.js``
+from ``difference_figure_data``.
 
 Letters: n length, r rank (inducing points), s rows and columns drawn.
 """
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode
 
 import numpy as np
 
 from tnn_core.analysis.decompose import decompose
 from tnn_core.analysis.dense import display_indices
+from tnn_core.lab import decomposition_figures as figure_data
 from tnn_core.lab.decomposition import HEATMAP_CELLS
 
-__all__ = ["SideView", "compare_side", "change_text", "NumberChange", "Difference",
-           "difference"]
+__all__ = ["SIDES", "SideView", "compare_side", "side_drawn", "side_figure_data",
+           "change_text", "NumberChange", "Difference", "difference", "difference_words",
+           "difference_figure_data"]
+
+SIDES = ("a", "b")  # the two settings; a side's controls are named "a_band", "b_rank", …
 
 
 @dataclass(frozen=True)
 class SideView:
-    """What one column (A or B) draws for its setting."""
+    """What the server computes for one side (A or B) at its setting."""
 
     n: int
     band: int
     rank: int
     method: str
-    decay: float
+    decay: float  # λ the kernel was built with
     relative_spectral: float  # ||T - approx||_2 / ||T||_2 (nan: all-zero kernel)
     relative_frobenius: float  # ||T - approx||_F / ||T||_F
+    relative_optimal_spectral: float  # σ_{r+1}(T - band) / ||T||_2
     relative_optimal_frobenius: float  # Eckart–Young optimum with this band, over ||T||_F
+    gap: float  # ||T - approx||_2 / σ_{r+1}(T - band) (nan when the optimum is 0)
     note: str  # why relative errors are undefined, or ""
-    lags: np.ndarray  # [2n-1] k = -(n-1)..n-1
-    coeffs: np.ndarray  # [2n-1] t_k
-    idx: np.ndarray  # [s] rows and columns the heatmaps draw
+    coeffs: np.ndarray  # [2n-1] t_k, k = -(n-1)..n-1
+    inducing_values: np.ndarray  # [2r-1] A's coefficients a_{i-j} (the fitted ones for "fit")
+    idx: np.ndarray  # [s] rows and columns the difference draws
     approximation: np.ndarray  # [s, s] band + W A Wᵀ
-    residual: np.ndarray  # [s, s] T - band - W A Wᵀ
 
 
 def compare_side(coeffs: np.ndarray, band: int, rank: int, causal: bool, method: str,
                  decay: float) -> SideView:
-    """One column for kernel coeffs [2n-1] (built at λ = ``decay``); ValueError naming the
+    """One side for kernel coeffs [2n-1] (built at λ = ``decay``); ValueError naming the
     field when band, rank or method do not fit n (``decompose``'s checks)."""
     dec = decompose(coeffs, band, rank, causal=causal, method=method)
     n, errors = dec.n, dec.errors
     idx = display_indices(n, HEATMAP_CELLS)
     approximation = dec.band_matrix(idx) + dec.low_rank_matrix(idx)  # (s, s)
+    gap = (errors.spectral / errors.optimal_spectral if errors.optimal_spectral > 0
+           else float("nan"))
     return SideView(n=n, band=dec.band, rank=dec.rank, method=method, decay=float(decay),
                     relative_spectral=errors.relative_spectral,
                     relative_frobenius=errors.relative_frobenius,
-                    relative_optimal_frobenius=errors.relative_optimal_frobenius,
-                    note=errors.note, lags=np.arange(-(n - 1), n), coeffs=dec.coeffs,
-                    idx=idx, approximation=approximation, residual=dec.residual_matrix(idx))
+                    relative_optimal_spectral=errors.relative_optimal_spectral,
+                    relative_optimal_frobenius=errors.relative_optimal_frobenius, gap=gap,
+                    note=errors.note, coeffs=dec.coeffs, inducing_values=dec.A_coeffs,
+                    idx=idx, approximation=approximation)
+
+
+def side_drawn(side: str, n: int, band: int, rank: int, decay: float | None,
+               method: str) -> str:
+    """The side's figure's ``data-drawn`` for a view: ``decomposition_figures.drawn`` with
+    every name but n after the side's prefix, ``n=256&a_band=9&a_rank=32&a_decay=0.99&
+    a_method=sample``."""
+    if side not in SIDES:
+        raise ValueError(f"side must be one of {SIDES}; got {side!r}")
+    plain = figure_data.drawn(n, band, rank, decay, method)
+    return urlencode([(name if name == "n" else f"{side}_{name}", value)
+                      for name, value in parse_qsl(plain)])
+
+
+def side_figure_data(side: str, view: SideView, causal: bool, decay: float | None,
+                     parts: tuple[np.ndarray, np.ndarray] | None) -> dict:
+    """The band + W A Wᵀ figure's data for one side (its contract: the header of
+    pages/figures/decomposition.js), less its controls: the kernel as ``parts`` (base,
+    extra) [2n-1] for a synthetic preset, so λ moves in the browser, else as the
+    coefficients at λ = ``decay`` (None: the kernel has no λ); the server's numbers and
+    fitted A labelled with the view they belong to; the prefix, and the other side's prefix
+    for one residual colour scale."""
+    if parts is not None:
+        base, extra = parts
+        kernel = {"id": figure_data.kernel_id(base, extra), "base": figure_data.packed(base),
+                  "extra": figure_data.packed(extra)}
+    else:
+        kernel = {"id": figure_data.kernel_id(view.coeffs),
+                  "coeffs": figure_data.packed(view.coeffs)}
+    kernel |= {"n": view.n, "causal": causal, "label": "T"}
+    drawn = side_drawn(side, view.n, view.band, view.rank, decay, view.method)
+    numbers = dict(zip(("spectral", "optimalSpectral", "optimalFrobenius", "gap"),
+                       figure_data.json_floats([view.relative_spectral,
+                                                view.relative_optimal_spectral,
+                                                view.relative_optimal_frobenius, view.gap]),
+                       strict=True))
+    other = next(s for s in SIDES if s != side)
+    return {"kernel": kernel, "decay": decay, "method": view.method,
+            "numbers": {"drawn": drawn} | numbers,
+            "fitted": {"drawn": drawn, "coeffs": figure_data.packed(view.inducing_values)}
+            if view.method == "fit" else None,
+            "prefix": f"{side}_", "scaleWith": f"{other}_", "factors": False}
 
 
 def change_text(a: float, b: float) -> str:
@@ -80,7 +135,7 @@ def change_text(a: float, b: float) -> str:
 
 @dataclass(frozen=True)
 class NumberChange:
-    """One number of both columns and B − A, with the change in words."""
+    """One number of both sides and B − A, with the change in words."""
 
     label: str
     a: float
@@ -91,7 +146,7 @@ class NumberChange:
 
 @dataclass(frozen=True)
 class Difference:
-    """The strip between the columns."""
+    """The strip below the sides."""
 
     numbers: tuple[NumberChange, ...]
     idx: np.ndarray  # [s] rows and columns drawn (the same on both sides)
@@ -101,7 +156,7 @@ class Difference:
 
 
 def difference(a: SideView, b: SideView) -> Difference:
-    """B − A of two columns over the same n (ValueError when their n differ)."""
+    """B − A of two sides over the same n (ValueError when their n differ)."""
     if a.n != b.n:
         raise ValueError(f"both sides must have the same n to be compared; got n = {a.n} "
                          f"and n = {b.n}")
@@ -114,3 +169,33 @@ def difference(a: SideView, b: SideView) -> Difference:
     return Difference(numbers=numbers, idx=a.idx, approximation=change,
                       limit=float(np.abs(change).max(initial=0.0)) or 1.0,
                       kernel_gap=float(np.abs(b.coeffs - a.coeffs).max(initial=0.0)))
+
+
+def difference_words(diff: Difference, n: int) -> str:
+    """What the difference picture shows, in one paragraph."""
+    step = int(diff.idx[1] - diff.idx[0]) if len(diff.idx) > 1 else 1
+    sampled = (f"one row and column in {step} of the {n} × {n} matrices" if step > 1 else
+               f"all {n} × {n} entries")
+    kernels = ("The two kernels are the same (same λ), so this is the difference of two "
+               "approximations of one matrix T." if diff.kernel_gap == 0 else
+               f"The two kernels differ too (λ differs): max |t_k of B − t_k of A| = "
+               f"{diff.kernel_gap:.3g}, so part of this picture is T itself changing.")
+    return (f"Each cell is entry (i, j) of B's band + W A Wᵀ minus A's. White: the two "
+            f"settings agree there. {kernels} Row 0 at the top, column 0 at the left; "
+            f"{sampled}.")
+
+
+def difference_figure_data(diff: Difference, n: int, drawn: tuple[str, str]) -> dict:
+    """The difference figure's data (its contract: pages/figures/difference.js): B − A
+    of the approximations as float32 (a picture: the last digits do not show), the numbers
+    in words, and the settings it is for, ``drawn`` = both sides' ``side_drawn``."""
+    params = [("n", str(n))] + [(name, value) for text in drawn
+                                for name, value in parse_qsl(text) if name != "n"]
+    values = np.asarray(diff.approximation, dtype="<f4")  # (s, s) row-major
+    return {"drawn": [list(p) for p in params], "follows": "decomposition",
+            "rows": diff.idx.tolist(),
+            "values": base64.b64encode(values.tobytes()).decode("ascii"),
+            "limit": diff.limit, "words": difference_words(diff, n),
+            "numbers": [{"label": c.label, "a": figure_data.json_floats([c.a])[0],
+                         "b": figure_data.json_floats([c.b])[0], "words": c.words}
+                        for c in diff.numbers]}
