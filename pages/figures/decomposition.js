@@ -5,7 +5,8 @@
 // given W A Wᵀ, the four pictures and ‖T − band − W A Wᵀ‖_F / ‖T‖_F
 // (tests/test_figure_decomposition.py holds the two to 1e-9).
 //
-// Data, from pages/decomposition.py (tnn_core/lab/decomposition_figures.py):
+// Data, from pages/decomposition.py (tnn_core/lab/decomposition_figures.py) and, once per side,
+// pages/compare.py (tnn_core/lab/compare.py, side_figure_data):
 //   kernel   once per kernel: {id, n, causal, label} and either coeffs [2n-1] (t_k at lag
 //            k in coeffs[n-1+k]) or, for a synthetic preset, base and extra [2n-1] with
 //            t_k = base_k λ^|k| + extra_k, so λ moves in the browser too; each array as
