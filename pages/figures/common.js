@@ -227,3 +227,10 @@ function decodeArray(text, kind) {
   }
   return out;
 }
+
+// 1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st: an ordinal for a caption.
+function ordinal(k) {
+  const tens = k % 100, ones = k % 10;
+  const suffix = tens >= 11 && tens <= 13 ? 'th' : ['th', 'st', 'nd', 'rd'][ones] || 'th';
+  return `${k}${suffix}`;
+}

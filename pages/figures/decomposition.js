@@ -273,7 +273,7 @@ function drawResidual(root, dec, scale, shared) {
       ? `the residual shares one with the other setting's, ±${scale.toPrecision(3)}, the ` +
         `larger of the two max|residual| (this one's: ${dec.residualLimit.toPrecision(3)}). `
       : `the residual has its own, ±max|residual| = ±${dec.residualLimit.toPrecision(3)}. `) +
-    (step > 1 ? `Every ${step}th row and column of the ${dec.n} × ${dec.n} matrices is drawn ` +
+    (step > 1 ? `Every ${ordinal(step)} row and column of the ${dec.n} × ${dec.n} matrices is drawn ` +
       `(real entries, not averages); the numbers are over all entries.`
       : `All ${dec.n} × ${dec.n} entries are drawn.`);
 }

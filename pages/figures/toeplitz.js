@@ -325,7 +325,7 @@ function draw(root, fig) {
   kernel.width = Math.max(320, Math.min(720, root.clientWidth - MATRIX_SIDE - 16));
   drawKernel(kernel, t, n, cell);
   const stride = idx.length > 1 ? idx[1] - idx[0] : 1;
-  const shown = stride > 1 ? `every ${stride}th row and column drawn (${idx.length} of ${n}), `
+  const shown = stride > 1 ? `every ${ordinal(stride)} row and column drawn (${idx.length} of ${n}), `
     + 'each a real entry' : `all ${n} × ${n} entries`;
   root.querySelector('.caption.drawn').textContent = `Left: T, ${n} × ${n}, row 0 on top; `
     + `${shown}. Colour: −${formatValue(limit)} blue … 0 white … +${formatValue(limit)} red. `
