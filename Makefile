@@ -20,8 +20,11 @@ $(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(PYTHON)
 	$(PYTHON) -m pip install --quiet -r requirements-dev.txt
 	touch $(VENV)/.app-installed $@
 
+# The pages' imports (torch, plotly, tnn_core) are paid when the server starts, not by its
+# first visitor (a cold Decomposition opens in about 3 s instead of 4.5: docs/benchmarks.md).
 run: $(VENV)/.app-installed
-	$(PYTHON) -m streamlit run app.py --server.port $(PORT) --server.fileWatcherType none
+	$(PYTHON) -c "import pages._ui, pages.figures; from streamlit.web.cli import main; main()" \
+		run app.py --server.port $(PORT) --server.fileWatcherType none
 
 test: $(VENV)/.dev-installed
 	$(PYTHON) -m ruff check .
