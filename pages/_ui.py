@@ -387,12 +387,6 @@ def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool,
     return decomposition_lab.decomposition_view(coeffs, band, rank, causal, method)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def kernel_profiles(coeffs: np.ndarray, causal: bool,
-                    decay: float) -> decomposition_lab.KernelProfiles:
-    return decomposition_lab.kernel_profiles(coeffs, causal, decay)
-
-
 @st.cache_data(max_entries=32, show_spinner="Error against r…")
 def rank_curve(coeffs: np.ndarray, band: int, causal: bool) -> decomposition_lab.RankCurve:
     return decomposition_lab.rank_curve(coeffs, band, causal)

@@ -8,13 +8,11 @@ Theorem 1, the timings and the kernel's own profiles follow, the costly ones com
 only while their expander is open.
 """
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
-from plotly.subplots import make_subplots
 
 from pages import _ui, figures
 from tnn_core.analysis.dense import display_line
@@ -282,7 +280,7 @@ def decomposition(source: KernelSource, n: int, causal: bool, method: str) -> No
                            on_change="rerun")
     if profiles.open:
         with profiles:
-            decay_and_frequency(coeffs, causal, DECAY.default if decay is None else decay)
+            decay_and_frequency(coeffs, length, causal, decay)
     _ui.page_activity()  # and ended: the quiet that timings wait for starts now
 
 
@@ -512,42 +510,17 @@ def singular_values(view, column) -> None:
                    + ("Top values only at this n." if view.n > 512 else ""))
 
 
-def decay_and_frequency(coeffs, causal: bool, decay: float) -> None:
-    """The kernel's decay and frequency response (they do not depend on m or r)."""
-    profiles = _ui.kernel_profiles(coeffs, causal, decay)
-    d, f = profiles.decay, profiles.frequency
-    left, right = st.columns(2)
-    dfig = go.Figure()
-    lags, magnitude = display_line(d.lags, d.magnitude)
-    dfig.add_scatter(x=lags, y=magnitude, name="|t_k|", mode="lines")
-    dfig.add_scatter(x=d.lags, y=d.envelope, name=f"λ^|k|, λ = {decay}", line=dict(dash="dot"))
-    if d.fit_line is not None:
-        dfig.add_scatter(x=d.lags, y=d.fit_line, name=f"fit, λ_eff = {d.fitted_decay:.4f}",
-                         line=dict(dash="dash"))
-    dfig.add_vline(x=d.receptive_field, line_dash="dot",
-                   annotation_text=f"99% of Σ|t_k| within {d.receptive_field}")
-    dfig.update_yaxes(type="log", exponentformat="power")
-    dfig.update_layout(title="Decay: |t_k| against |k|", height=360, xaxis_title="|k|",
-                       margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
-    left.plotly_chart(dfig, key="chart-decay")
-    if d.dropped:
-        left.caption(f"{d.dropped} lags with |t_k| below {lab.ROUNDOFF_FLOOR:g} × max|t| (zeros "
-                     f"and round-off) are gaps; the λ lines stop at the smallest |t_k| drawn.")
-
-    ffig = make_subplots(specs=[[{"secondary_y": True}]])
-    omega, magnitude = display_line(f.omega, f.magnitude)
-    ffig.add_scatter(x=omega, y=magnitude, name="magnitude", secondary_y=False)
-    omega, phase = display_line(f.omega, f.phase)
-    ffig.add_scatter(x=omega, y=phase, name="phase (rad)", secondary_y=True,
-                     line=dict(dash="dot"))
-    ffig.update_yaxes(title_text="magnitude |k̂(ω)|", secondary_y=False)
-    ffig.update_yaxes(title_text="phase (rad)", range=[-math.pi, math.pi], secondary_y=True,
-                      tickvals=[-math.pi, -math.pi / 2, 0, math.pi / 2, math.pi],
-                      ticktext=["−π", "−π/2", "0", "π/2", "π"], showgrid=False)
-    ffig.update_layout(title="Frequency response of the kernel", height=360,
-                       xaxis_title="ω (radians, 0 … π)",
-                       margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25))
-    right.plotly_chart(ffig, key="chart-frequency")
+def decay_and_frequency(coeffs, length: int, causal: bool, decay: float | None) -> None:
+    """The kernel's decay and frequency response (they do not depend on m or r): the
+    decay figure (pages/figures/profiles.js), greyed out while the band + W A Wᵀ figure
+    shows a λ its kernel was not made at."""
+    drawn = [["n", length]] + ([["decay", figure_data.js_number(decay)]]
+                               if decay is not None else [])
+    figures.show("profiles", {
+        "kernels": [{"label": "|t_k|", "coeffs": figure_data.packed(coeffs)}],
+        "causal": causal, "fit": {"start": 0, "end": None, "floor": lab.ROUNDOFF_FLOOR},
+        "floor": lab.ROUNDOFF_FLOOR, "envelope": decay, "response": True,
+        "follows": "decomposition", "drawn": drawn}, (), key="decomposition_profiles")
 
 
 decomposition(source, n, causal, method)

@@ -552,10 +552,9 @@ def test_decomposition_markers_sit_at_their_data_and_log_axes_stay_on_data():
     assert line["x0"] == line["x1"] == 24
     sigma = plotly_array(spectrum["data"][0]["y"])
     assert sigma.min() >= ROUNDOFF_FLOOR * sigma.max()
-    decay = specs["Decay"]
-    top = np.nanmax(plotly_array(decay["data"][0]["y"]))
-    for trace in decay["data"]:
-        assert np.nanmin(plotly_array(trace["y"])) >= ROUNDOFF_FLOOR * top
+    profiles = decomposition_figures(at)["profiles"]  # its floor: the figure leaves out
+    assert profiles["floor"] == ROUNDOFF_FLOOR  # what is below it (test_figure_profiles.py)
+    assert profiles["drawn"] == [["n", 64], ["decay", "0.99"]] and profiles["response"]
 
 
 def test_decomposition_warns_about_aliasing_and_errors_above_one():

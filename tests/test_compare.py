@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import test_browser
 from streamlit.testing.v1 import AppTest
-from test_figure_fft import chromium, js_page  # noqa: F401 - the fixture
+from test_figure_fft import attribute_becomes, chromium, js_page  # noqa: F401 - the fixture
 
 from pages.figures import script
 from tnn_core.analysis.decompose import decompose
@@ -436,17 +436,6 @@ DIFFERENCE = "[data-testid='figure'][data-figure='difference']"
 
 def figure_of(page, side: str):
     return page.locator(SIDE).filter(has=page.locator(f"input[name='{side}_rank']"))
-
-
-def attribute_becomes(page, selector: str, name: str, value: str, timeout: int = 60_000):
-    """``selector`` (first match, also inside shadow roots) has ``name`` = ``value``."""
-    page.wait_for_function(
-        """([selector, name, value]) => {
-             const find = (root) => root.querySelector(selector) || [...root.querySelectorAll(
-               '*')].filter((e) => e.shadowRoot).map((e) => find(e.shadowRoot)).find(Boolean);
-             const found = find(document);
-             return found && found.getAttribute(name) === value; }""",
-        arg=[selector, name, value], timeout=timeout)
 
 
 # Records, in the page's own clock, what the figures show right after the range input

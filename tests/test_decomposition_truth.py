@@ -21,7 +21,6 @@ from tnn_core.lab.decomposition import (
     ROUNDOFF_FLOOR,
     decomposition_view,
     fit_to_length,
-    kernel_profiles,
     rank_curve,
     ratio_text,
     speed_text,
@@ -174,25 +173,6 @@ def test_rank_curve_marks_exact_fits_instead_of_drawing_round_off():
         drawn = errors[np.isfinite(errors)]
         assert (drawn >= CURVE_FLOOR).all()
     assert np.isfinite(curve.optimal[:-1]).all()
-
-
-def test_decay_panel_leaves_zeros_and_round_off_out_and_keeps_lines_on_the_data():
-    n = 300
-    k = np.arange(-(n - 1), n)
-    t = 0.9 ** np.abs(k)
-    t[np.abs(k) >= 100] = 0.0  # exact zeros from lag 100 on
-    t[n - 1 + 50] = t[n - 1 - 50] = 1e-16  # round-off
-    d = kernel_profiles(t, False, 0.5).decay
-    magnitude = np.maximum(np.abs(t[n - 1:]), np.abs(t[n - 1::-1]))
-    kept = magnitude >= ROUNDOFF_FLOOR * magnitude.max()
-    np.testing.assert_array_equal(np.isnan(d.magnitude), ~kept)
-    np.testing.assert_array_equal(d.magnitude[kept], magnitude[kept])
-    assert d.dropped == int((~kept).sum()) == n - 100 + 1
-    lowest = magnitude[kept].min()
-    for line in (d.envelope, d.fit_line):
-        assert np.nanmin(line) >= lowest
-    envelope = magnitude.max() * 0.5 ** np.arange(n)
-    np.testing.assert_array_equal(np.isnan(d.envelope), envelope < lowest)
 
 
 # -- aliasing and errors above 1 -----------------------------------------------------------

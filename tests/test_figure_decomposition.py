@@ -19,7 +19,7 @@ import re
 import numpy as np
 import pytest
 import test_browser
-from test_figure_fft import chromium, js_page  # noqa: F401 - the fixture
+from test_figure_fft import attribute_becomes, chromium, js_page  # noqa: F401 - the fixture
 
 from pages.figures import FOLDER, script
 from tnn_core.analysis.decompose import decompose
@@ -374,16 +374,6 @@ def test_the_figures_are_the_shared_files_then_their_own():
 server = test_browser.server  # its fixture; the page comes from this module's Chromium
 FIGURE = "[data-testid='figure'][data-figure='decomposition']"
 CURVE = "[data-testid='figure'][data-figure='error_curve']"
-
-
-def attribute_becomes(page, selector: str, name: str, value: str, timeout: int = 60_000):
-    page.wait_for_function(
-        """([selector, name, value]) => {
-             const find = (root) => root.querySelector(selector) || [...root.querySelectorAll(
-               '*')].filter((e) => e.shadowRoot).map((e) => find(e.shadowRoot)).find(Boolean);
-             const found = find(document);
-             return found && found.getAttribute(name) === value; }""",
-        arg=[selector, name, value], timeout=timeout)
 
 
 def test_a_link_opens_the_figure_and_keyboard_moves_redraw_it_in_the_browser(chromium,  # noqa: F811

@@ -67,6 +67,17 @@ def js_page(browser, source: str):
     return page
 
 
+def attribute_becomes(page, selector: str, name: str, value: str, timeout: int = 60_000):
+    """``selector`` (first match, also inside shadow roots) has ``name`` = ``value``."""
+    page.wait_for_function(
+        """([selector, name, value]) => {
+             const find = (root) => root.querySelector(selector) || [...root.querySelectorAll(
+               '*')].filter((e) => e.shadowRoot).map((e) => find(e.shadowRoot)).find(Boolean);
+             const found = find(document);
+             return found && found.getAttribute(name) === value; }""",
+        arg=[selector, name, value], timeout=timeout)
+
+
 @pytest.fixture(scope="module")
 def fft_page(chromium):
     page = js_page(chromium, (FOLDER / "fft.js").read_text(encoding="utf-8"))

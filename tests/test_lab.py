@@ -18,9 +18,7 @@ from tnn_core.analysis.curves import CURVE_RANKS
 from tnn_core.analysis.decompose import decompose
 from tnn_core.lab.decomposition import (
     HEATMAP_CELLS,
-    ROUNDOFF_FLOOR,
     decomposition_view,
-    kernel_profiles,
     rank_curve,
 )
 
@@ -75,7 +73,6 @@ def test_colour_limits_of_an_all_zero_kernel_are_one():
     assert view.heatmaps.limit == view.heatmaps.residual_limit == 1.0
     assert "all-zero" in view.note and math.isnan(view.relative_frobenius)
     assert math.isnan(view.gap)
-    assert kernel_profiles(np.zeros(7), False, 0.9).decay.fit_line is None
 
 
 # -- Decomposition: errors and gap ----------------------------------------------------------
@@ -140,49 +137,6 @@ def test_band_span_shades_exactly_the_band_lags(band, causal):
     inside = [k for k in range(-(n - 1), n) if lo < k < hi]
     assert inside == band_lags_ref(n, band, causal)
     assert (lo, hi) == (inside[0] - 0.5, inside[-1] + 0.5)  # half a lag beyond each end
-
-
-# -- Decomposition: decay and frequency ----------------------------------------------------
-
-
-@pytest.mark.parametrize("causal", [False, True])
-def test_decay_envelope_and_fitted_line(causal):
-    n, true_decay, slider = 200, 0.8, 0.9
-    k = np.arange(-(n - 1), n)
-    t = 2.0 * true_decay ** np.abs(k)
-    if causal:
-        t[: n - 1] = 0
-    d = kernel_profiles(t, causal, slider).decay
-    lag = np.arange(n)
-    np.testing.assert_array_equal(d.lags, lag)
-    # below ROUNDOFF_FLOOR × max|t| nothing is drawn (NaN); the λ lines stop at the smallest
-    # |t_k| drawn (test_decomposition_truth.py checks zeros and round-off)
-    magnitude = 2.0 * true_decay**lag
-    magnitude[magnitude < ROUNDOFF_FLOOR * 2.0] = np.nan
-    np.testing.assert_allclose(d.magnitude, magnitude)
-    envelope = 2.0 * slider**lag
-    envelope[envelope < np.nanmin(magnitude)] = np.nan
-    np.testing.assert_allclose(d.envelope, envelope)
-    slope, intercept = np.polyfit(lag, np.log(2.0 * true_decay**lag), 1)
-    assert d.fitted_decay == pytest.approx(math.exp(slope), rel=1e-9)
-    fit_line = math.exp(intercept) * math.exp(slope) ** lag
-    fit_line[fit_line < np.nanmin(magnitude)] = np.nan
-    np.testing.assert_allclose(d.fit_line, fit_line, rtol=1e-9)
-    mass = np.abs(t)
-    field = next(L for L in range(n) if mass[np.abs(k) <= L].sum() >= 0.99 * mass.sum())
-    assert d.receptive_field == field
-
-
-def test_frequency_response_is_the_kernels_dtft():
-    n = 50
-    t = lopsided(n)
-    f = kernel_profiles(t, False, 0.99).frequency
-    N = 2 * (len(f.omega) - 1)
-    column = np.concatenate([t[n - 1 :], np.zeros(N - 2 * n + 1), t[: n - 1]])  # lag k at k mod N
-    spectrum = np.fft.rfft(column)
-    np.testing.assert_allclose(f.omega, 2 * np.pi * np.arange(N // 2 + 1) / N)
-    np.testing.assert_allclose(f.magnitude, np.abs(spectrum), atol=1e-12)
-    np.testing.assert_allclose(np.exp(1j * f.phase), spectrum / np.abs(spectrum), atol=1e-12)
 
 
 def test_rank_curve_against_the_decompositions():

@@ -34,13 +34,12 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ui_latency import CHROMIUM, ROOT, _free_port, _server, _settle  # noqa: E402
+from ui_latency import CHROMIUM, ROOT, _answers, _free_port, _server, _settle  # noqa: E402
 
 # Before the app: every figure's shadow root observed, every slider event and every
 # data-drawn / data-stale change recorded with performance.now().
@@ -76,15 +75,10 @@ def _make_run(port: int) -> subprocess.Popen:
     proc = subprocess.Popen(["make", "run", f"PORT={port}"], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    for _ in range(480):
-        try:
-            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health",
-                                      timeout=1).read() == b"ok":
-                return proc
-        except OSError:
-            time.sleep(0.25)
-    os.killpg(proc.pid, signal.SIGTERM)
-    raise RuntimeError("make run did not answer within 120 s")
+    if not _answers(port, 120.0):
+        os.killpg(proc.pid, signal.SIGTERM)
+        raise RuntimeError("make run did not answer within 120 s")
+    return proc
 
 
 def _server_cpu(pid: int) -> float:

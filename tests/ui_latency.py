@@ -95,15 +95,23 @@ def _server(port: int) -> subprocess.Popen:
          "--browser.gatherUsageStats", "false"],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         env=dict(os.environ, STREAMLIT_SERVER_FILE_WATCHER_TYPE="none"))
-    for _ in range(240):
+    if not _answers(port, 60.0):
+        proc.terminate()
+        raise RuntimeError("the streamlit server did not answer within 60 s")
+    return proc
+
+
+def _answers(port: int, seconds: float) -> bool:
+    """Whether the server on ``port`` reports healthy within ``seconds``."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
         try:
             if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health",
                                       timeout=1).read() == b"ok":
-                return proc
+                return True
         except OSError:
             time.sleep(0.25)
-    proc.terminate()
-    raise RuntimeError("the streamlit server did not answer within 60 s")
+    return False
 
 
 def _settle(page, timeout_ms: int = 180_000) -> None:

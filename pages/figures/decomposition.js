@@ -371,11 +371,14 @@ function draw(root, state) {
 }
 
 // What this figure drew, for a figure that follows it (the error curve, the other setting,
-// Compare's difference): n, band, rank unprefixed, and its prefix, data-drawn and residual.
+// Compare's difference, the decay figure): n, band, rank and λ (null: none) unprefixed,
+// and its prefix, data-drawn and residual.
 function announceDrawn(root, state, frobenius) {
   const { dec } = state.frame;
-  announce('decomposition', { n: dec.n, band: dec.band, rank: dec.rank, frobenius,
-    prefix: state.data.prefix || '', drawn: root.getAttribute('data-drawn'),
+  const prefix = state.data.prefix || '';
+  const decay = new URLSearchParams(root.getAttribute('data-drawn') || '').get(`${prefix}decay`);
+  announce('decomposition', { n: dec.n, band: dec.band, rank: dec.rank, decay, frobenius,
+    prefix, drawn: root.getAttribute('data-drawn'),
     residualLimit: dec.residualLimit, peerLimit: state.peerLimit ?? null });
 }
 

@@ -267,7 +267,8 @@ function draw(root, fig) {
 // Stale while the followed figure shows parameters these kernels were not made for.
 function restale(root, fig) {
   const heard = fig.heard, mine = fig.drawnParams || {};
-  const stale = heard !== null && Object.keys(mine).some((k) => k in heard && heard[k] !== mine[k]);
+  const stale = heard !== null && Object.keys(mine).some(
+    (k) => heard[k] !== undefined && heard[k] !== null && String(heard[k]) !== mine[k]);
   markStale(root.querySelector('.body'), stale);
 }
 

@@ -36,15 +36,14 @@ from tnn_core.analysis.errors import (
 )
 from tnn_core.analysis.norms import single_threaded_blas
 from tnn_core.analysis.persymmetric import kernel_rfft, toeplitz_singular_values
-from tnn_core.analysis.profiles import FrequencyResponse, decay_profile, frequency_response
 from tnn_core.bench.harness import order
 from tnn_core.core.toeplitz import fft_size
 from tnn_core.lab.ski_pieces import SkiPieces, ski_pieces
 
 __all__ = ["ROUNDOFF_FLOOR", "CURVE_FLOOR", "HEATMAP_CELLS", "ratio_text", "speed_text",
-           "Settings", "fit_to_length", "Heatmaps", "DecayPanel", "SmoothSpectrum",
-           "Theorem1Panel", "DecompositionView", "decomposition_view", "KernelProfiles",
-           "kernel_profiles", "RankCurve", "rank_curve"]
+           "Settings", "fit_to_length", "Heatmaps", "SmoothSpectrum",
+           "Theorem1Panel", "DecompositionView", "decomposition_view", "RankCurve",
+           "rank_curve"]
 
 ROUNDOFF_FLOOR = 1e-13  # relative to a chart's largest value: below it is float64 round-off
 CURVE_FLOOR = 1e-7  # relative Frobenius error: the Gram formula reads an exact fit as ~1e-8
@@ -113,21 +112,6 @@ class Heatmaps:
 
 
 @dataclass(frozen=True)
-class DecayPanel:
-    """|t_k| against |k| with the slider's λ^|k| envelope and the fitted line; NaN where
-    not drawn (|t_k| below ROUNDOFF_FLOOR · max|t|; the two lines below the smallest
-    |t_k| drawn, so the axis stays on the kernel)."""
-
-    lags: np.ndarray  # [n] |k| = 0..n-1
-    magnitude: np.ndarray  # [n] max(|t_k|, |t_-k|) (|t_k| when causal)
-    envelope: np.ndarray  # [n] max|t| λ^|k| for the slider's λ
-    fitted_decay: float  # λ_eff of the least-squares fit of log|t_k| (nan: undefined)
-    fit_line: np.ndarray | None  # [n] e^c λ_eff^|k|; None when the fit is undefined
-    receptive_field: int  # smallest L holding 99% of Σ|t_k| within |k| <= L
-    dropped: int  # lags whose |t_k| is below the floor (exact zeros included)
-
-
-@dataclass(frozen=True)
 class SmoothSpectrum:
     """Singular values of the smooth part T_s = Toeplitz(k̃): the kernel with its band lags
     bridged by a straight line (what sampled A interpolates). It does not depend on r."""
@@ -189,23 +173,6 @@ def _heatmaps(dec, idx: np.ndarray) -> Heatmaps:
     step = int(idx[1] - idx[0]) if len(idx) > 1 else 1
     return Heatmaps(idx=idx, step=step, T=T, band=band, low_rank=low_rank, residual=residual,
                     limit=_limit(T), residual_limit=_limit(residual))
-
-
-def _decay_panel(coeffs: np.ndarray, causal: bool, decay: float) -> DecayPanel:
-    profile = decay_profile(coeffs, causal=causal)
-    lags, magnitude = profile.lags, profile.magnitude
-    top = magnitude.max(initial=0.0)
-    drawn = above_floor(magnitude, ROUNDOFF_FLOOR * top) if top > 0 else np.full(len(lags),
-                                                                              np.nan)
-    lowest = np.nanmin(drawn) if np.isfinite(drawn).any() else math.inf
-    envelope = top * decay ** lags.astype(np.float64)
-    fit = profile.fit
-    fit_line = fit.exponential(lags) if np.isfinite(fit.rate) else None
-    return DecayPanel(lags=lags, magnitude=drawn, envelope=above_floor(envelope, lowest),
-                      fitted_decay=fit.rate,
-                      fit_line=None if fit_line is None else above_floor(fit_line, lowest),
-                      receptive_field=profile.receptive_field,
-                      dropped=int(np.isnan(drawn).sum()))
 
 
 def _smooth_spectrum(continued: np.ndarray, rank: int) -> SmoothSpectrum:
@@ -282,7 +249,7 @@ def _theorem1_panel(continued: np.ndarray, dec) -> Theorem1Panel:
 def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, method: str
                        ) -> DecompositionView:
     """The Decomposition page for kernel coeffs [2n-1] at (band, rank, causal, method), less
-    what depends on the kernel alone (``kernel_profiles``)."""
+    what depends on the kernel alone (its decay and frequency response: the decay figure)."""
     dec = decompose(coeffs, band, rank, causal=causal, method=method)
     n, errors = dec.n, dec.errors
     idx = display_indices(n, HEATMAP_CELLS)
@@ -309,22 +276,6 @@ def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, m
         inducing_values=dec.A_coeffs,
         smooth=_smooth_spectrum(continued, dec.rank),
         theorem1=_theorem1_panel(continued, dec))
-
-
-@dataclass(frozen=True)
-class KernelProfiles:
-    """What the page draws of the kernel alone: the same for every band, rank and method."""
-
-    decay: DecayPanel
-    frequency: FrequencyResponse
-
-
-def kernel_profiles(coeffs: np.ndarray, causal: bool, decay: float) -> KernelProfiles:
-    """Decay and frequency response of kernel coeffs [2n-1]; ``decay`` is the slider's λ,
-    drawn as the envelope λ^|k| beside the kernel's decay."""
-    coeffs = np.asarray(coeffs, dtype=np.float64)
-    return KernelProfiles(decay=_decay_panel(coeffs, causal, decay),
-                          frequency=frequency_response(coeffs))
 
 
 @dataclass(frozen=True)
