@@ -86,6 +86,18 @@ class KernelSource:
         return coeffs, label + (f": {TARGET}" if self.name == "ski" else "")
 
 
+@st.cache_data(max_entries=16, show_spinner="Singular values of the smooth part…")
+def smooth_spectrum(coeffs: np.ndarray, band: int, rank: int,
+                    causal: bool) -> lab.SmoothSpectrum:
+    return lab.smooth_spectrum(coeffs, band, rank, causal)
+
+
+@st.cache_data(max_entries=16, show_spinner="Theorem 1's terms…")
+def theorem1_panel(coeffs: np.ndarray, band: int, rank: int, causal: bool,
+                   method: str) -> lab.Theorem1Panel:
+    return lab.theorem1_panel(coeffs, band, rank, causal, method)
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def synthetic_parts(name: str, n: int, causal: bool) -> tuple[np.ndarray, np.ndarray]:
     return figure_data.synthetic_parts(name, n, causal)
@@ -264,11 +276,12 @@ def decomposition(source: KernelSource, n: int, causal: bool, method: str) -> No
                          + ("none (largest at ω = 0)" if view.dominant_period == float("inf")
                             else f"{view.dominant_period:.3g} lags; SKI needs h = "
                                  f"{view.spacing:.3g} below half of it"))
-            singular_values(view, right)
+            singular_values(smooth_spectrum(coeffs, band, rank, causal), view.rank,
+                            view.n, right)
     theorem = st.expander("Theorem 1, term by term", key="theorem1_open", on_change="rerun")
     if theorem.open:
         with theorem:
-            theorem1(view)
+            theorem1(theorem1_panel(coeffs, band, rank, causal, method))
     speed = st.expander("Speed at this setting: SKI against the FFT and dense products",
                         key="speed_open", on_change="rerun")
     if speed.open:
@@ -337,8 +350,8 @@ WHAT_TO_NOTICE = (
 
 
 # -- the sections below the figures --------------------------------------------------------------
-def theorem1(view) -> None:
-    th = view.theorem1.terms
+def theorem1(panel: lab.Theorem1Panel) -> None:
+    th = panel.terms
     st.latex(r"\|E_{SKI}\|_2 \le \sqrt{nr}\,\frac{h^2}{8}\,L\left(2\sqrt n + "
              r"\frac{\min(\sigma_1(F), \sigma_1(B))}{\sigma_r(A)}\right) + \|E_{nyst}\|_2,"
              r"\quad E_{SKI} = WAW^\top - T_{r,opt}")
@@ -359,7 +372,7 @@ def theorem1(view) -> None:
     t[3].metric("Measured ‖E_SKI‖₂", _ui.fmt(th.ski_error, ".3g"),
                 help="‖W A Wᵀ − T_{r,opt}‖₂, T_{r,opt} the best rank-r approximation of T_s "
                      "(SVD).")
-    st.caption(" ".join(view.theorem1.caveats))
+    st.caption(" ".join(panel.caveats))
 
 
 SPEED_LABELS = ("SKI: band + W A Wᵀ", "FFT product (TNO)", "Dense product")
@@ -488,13 +501,12 @@ def kernel_figure(view, cell, ski: bool) -> go.Figure:
     return kfig
 
 
-def singular_values(view, column) -> None:
-    sm = view.smooth
+def singular_values(sm: lab.SmoothSpectrum, rank: int, n: int, column) -> None:
     sfig = go.Figure(go.Scatter(x=sm.index, y=sm.values, mode="lines+markers",
                                 marker=dict(size=3), name="σ_i(T_s)"))
-    sfig.add_vline(x=view.rank, line_dash="dash", annotation_text=f"r = {view.rank}")
+    sfig.add_vline(x=rank, line_dash="dash", annotation_text=f"r = {rank}")
     if sm.next_value == sm.next_value:  # not nan: σ_{r+1} is drawn
-        sfig.add_scatter(x=[view.rank + 1], y=[sm.next_value], mode="markers",
+        sfig.add_scatter(x=[rank + 1], y=[sm.next_value], mode="markers",
                          name="σ_{r+1}(T_s)", marker=dict(size=9, symbol="diamond"))
     sfig.update_yaxes(type="log", exponentformat="power")
     sfig.update_layout(title="Singular values of the smooth part T_s (same for every r)",
@@ -507,7 +519,7 @@ def singular_values(view, column) -> None:
                    "T_s. "
                    + (f"{sm.dropped} values below {lab.ROUNDOFF_FLOOR:g} σ₁ (round-off) not "
                       f"drawn. " if sm.dropped else "")
-                   + ("Top values only at this n." if view.n > 512 else ""))
+                   + ("Top values only at this n." if n > 512 else ""))
 
 
 def decay_and_frequency(coeffs, length: int, causal: bool, decay: float | None) -> None:

@@ -21,6 +21,7 @@ from tnn_core.analysis.decompose import decompose
 from tnn_core.analysis.dense import display_indices
 from tnn_core.analysis.presets import preset_kernel
 from tnn_core.lab.compare import (
+    DIFFERENCE_CELLS,
     change_text,
     compare_side,
     difference,
@@ -28,7 +29,6 @@ from tnn_core.lab.compare import (
     side_drawn,
     side_figure_data,
 )
-from tnn_core.lab.decomposition import HEATMAP_CELLS
 from tnn_core.lab.decomposition_figures import packed, synthetic_parts
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
@@ -77,7 +77,7 @@ def test_large_n_draws_the_same_sampled_rows_on_both_sides():
     coeffs = preset_kernel("exponential", n, 0.99).numpy()
     a = compare_side(coeffs, 9, 32, False, "sample", 0.99)
     b = compare_side(coeffs, 9, 8, False, "sample", 0.99)
-    idx = display_indices(n, HEATMAP_CELLS)
+    idx = display_indices(n, DIFFERENCE_CELLS)
     np.testing.assert_array_equal(a.idx, idx)
     dec = decompose(coeffs, 9, 8)
     np.testing.assert_allclose(b.approximation,

@@ -23,7 +23,9 @@ from tnn_core.lab.decomposition import (
     fit_to_length,
     rank_curve,
     ratio_text,
+    smooth_spectrum,
     speed_text,
+    theorem1_panel,
 )
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
@@ -79,7 +81,7 @@ def test_theorem1_terms_against_numpy(n, band, rank, causal, method):
     best = U[:, :rank] @ np.diag(s[:rank]) @ Vt[:rank]
     a_sigma = np.linalg.svd(A, compute_uv=False)
 
-    panel = decomposition_view(t, band, rank, causal, method).theorem1
+    panel = theorem1_panel(t, band, rank, causal, method)
     terms = panel.terms
     assert terms.spacing == pytest.approx(h)
     assert terms.curvature == pytest.approx(L, rel=1e-12, abs=1e-15)
@@ -117,7 +119,7 @@ def test_theorem1_entry_error_in_row_blocks_and_no_dense_sides_above_512():
     low_rank = W @ at_lag(k, p[:, None] - p[None, :]) @ W.T
     i = np.arange(n)
     off = ~np.isin(np.subtract.outer(i, i), lags)
-    panel = decomposition_view(t, band, rank, False, "sample").theorem1
+    panel = theorem1_panel(t, band, rank, False, "sample")
     assert panel.terms.entry_error == pytest.approx(
         np.abs(low_rank - toeplitz_ref(t))[off].max(), rel=1e-9)
     assert math.isnan(panel.terms.right_hand_side) and math.isnan(panel.terms.ski_error)
@@ -127,7 +129,7 @@ def test_theorem1_entry_error_in_row_blocks_and_no_dense_sides_above_512():
 def test_kink_caveat_names_the_lag_where_the_band_line_meets_the_kernel():
     n, band = 200, 9
     t = synthetic_kernel("exponential", n, 0.9).numpy()
-    panel = decomposition_view(t, band, 16, False, "sample").theorem1
+    panel = theorem1_panel(t, band, 16, False, "sample")
     assert panel.terms.curvature_lag in (-5, 5)  # the line spans lags -5..5
     assert any(f"lag {panel.terms.curvature_lag}," in c and "kink" in c
                for c in panel.caveats)
@@ -144,7 +146,7 @@ def test_smooth_spectrum_is_T_smooth_and_does_not_move_with_r(causal):
                           compute_uv=False)
     drawn = sigma[sigma >= ROUNDOFF_FLOOR * sigma[0]]
     for rank in (4, 16, 60):
-        smooth = decomposition_view(t, band, rank, causal, "fit").smooth
+        smooth = smooth_spectrum(t, band, rank, causal)
         np.testing.assert_allclose(smooth.values, drawn, rtol=1e-9, atol=1e-12 * sigma[0])
         np.testing.assert_array_equal(smooth.index, np.arange(1, len(drawn) + 1))
         assert smooth.dropped == len(sigma) - len(drawn)
@@ -155,7 +157,7 @@ def test_smooth_spectrum_drops_round_off():
     """A rank-1 smooth part: one singular value, the rest round-off, not drawn."""
     n = 50
     t = np.ones(2 * n - 1)  # T = all ones, rank 1; the band line through ones is ones
-    smooth = decomposition_view(t, 3, 4, False, "sample").smooth
+    smooth = smooth_spectrum(t, 3, 4, False)
     assert smooth.values == pytest.approx([n])
     assert smooth.dropped == n - 1 and math.isnan(smooth.next_value)
 

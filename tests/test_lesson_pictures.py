@@ -1,5 +1,6 @@
-"""The lessons' pictures: SKI's factors W, A, W A Wᵀ (tnn_core.lab.ski_pieces) and the
-circulant embedding step by step (tnn_core.lab.basics), against numpy written here."""
+"""The lessons' pictures: the circulant embedding step by step (tnn_core.lab.basics),
+against numpy written here, and SKI's factors W, A, W A Wᵀ as the Decomposition page
+sends them to its figure."""
 
 import json
 from pathlib import Path
@@ -8,10 +9,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tnn_core.analysis.decompose import decompose
 from tnn_core.lab.basics import circulant_embedding
 from tnn_core.lab.cells_image import cells_image
-from tnn_core.lab.ski_pieces import PIECE_CELLS, ZOOM_POINTS, ski_pieces
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -36,54 +35,6 @@ def toeplitz_by_loops(t: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 def random_kernel(n: int) -> np.ndarray:
     return np.random.default_rng(n).standard_normal(2 * n - 1)
-
-
-# -- W, A and W A Wᵀ -------------------------------------------------------------------------
-SETTINGS = [(2, 1, 2), (3, 1, 2), (3, 2, 3), (7, 3, 3), (13, 5, 4), (97, 9, 10), (257, 9, 32),
-            (1024, 9, 32), (600, 9, 200)]  # (n, band, rank); the last draws a window
-
-
-@pytest.mark.parametrize("n, band, rank", SETTINGS)
-@pytest.mark.parametrize("method", ["sample", "fit"])
-def test_w_has_two_nonzeros_per_row_summing_to_one(n, band, rank, method):
-    dec = decompose(random_kernel(n), band, rank, method=method)
-    pieces = ski_pieces(dec)
-    reference = interpolation_by_hand(n, rank)
-    c = pieces.columns
-    np.testing.assert_allclose(pieces.W, reference[pieces.rows, :c], atol=1e-12)
-    nonzeros = np.count_nonzero(pieces.W, axis=1)
-    p = np.linspace(0.0, n - 1, rank)
-    on_a_point = np.isclose(pieces.rows[:, None], p[None, :], atol=1e-9).any(axis=1)
-    assert np.all(nonzeros == np.where(on_a_point, 1, 2))
-    np.testing.assert_allclose(pieces.W.sum(axis=1), 1.0, atol=1e-12)  # whole rows drawn
-    np.testing.assert_allclose(pieces.zoom, reference[pieces.zoom_rows, :min(rank, ZOOM_POINTS)],
-                               atol=1e-12)
-
-
-@pytest.mark.parametrize("n, band, rank", SETTINGS)
-@pytest.mark.parametrize("method", ["sample", "fit"])
-def test_product_of_the_drawn_pieces_is_the_low_rank_part(n, band, rank, method):
-    dec = decompose(random_kernel(n), band, rank, method=method)
-    pieces = ski_pieces(dec)
-    assert len(pieces.rows) <= PIECE_CELLS and pieces.columns == min(rank, PIECE_CELLS)
-    a = dec.A_coeffs  # a_l at a[rank - 1 + l]
-    A = toeplitz_by_loops(a, np.arange(pieces.columns))
-    np.testing.assert_array_equal(pieces.A, A)
-    np.testing.assert_allclose(pieces.product, pieces.W @ A @ pieces.W.T, atol=1e-12)
-    np.testing.assert_allclose(pieces.product, dec.low_rank_matrix()[np.ix_(pieces.rows,
-                                                                            pieces.rows)],
-                               atol=1e-10)
-    np.testing.assert_allclose(pieces.target,
-                               toeplitz_by_loops(dec.coeffs - dec.band_coeffs, pieces.rows))
-
-
-def test_the_example_row_is_one_of_w_between_two_inducing_points():
-    n, rank = 100, 7
-    pieces = ski_pieces(decompose(random_kernel(n), 5, rank))
-    row, W = pieces.example, interpolation_by_hand(n, rank)
-    assert row.position >= n // 3 and np.count_nonzero(W[row.position]) == 2
-    np.testing.assert_allclose(row.weights, W[row.position, list(row.columns)])
-    np.testing.assert_allclose(row.points, np.linspace(0, n - 1, rank)[list(row.columns)])
 
 
 # -- the circulant embedding -----------------------------------------------------------------

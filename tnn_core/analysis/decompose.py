@@ -197,9 +197,10 @@ class Decomposition:
 
     @cached_property
     def _singular_values(self) -> tuple[np.ndarray, str]:
-        """Leading singular values of T - band (descending) and their route."""
+        """Leading singular values of T - band (descending) and their route: the top r + 1
+        that the Eckart–Young optima need, or all of them by the dense route."""
         n, r = self.n, self.rank
-        k = min(n, max(min(2 * r + 2, 256), r + 1))
+        k = min(n, r + 1)
         limit = n if self.spectral == "dense" else DENSE_MAX_N
         with single_threaded_blas():
             return toeplitz_singular_values(self.coeffs - self.band_coeffs, k, dense_max_n=limit)
@@ -207,7 +208,7 @@ class Decomposition:
     @property
     def singular_values(self) -> np.ndarray:
         """Singular values of T - band, descending, [k] float64: all n when n <= 512 (or
-        spectral="dense"), else the top max(min(2r+2, 256), r+1) by Lanczos."""
+        spectral="dense"), else the top r + 1 by Lanczos."""
         return self._singular_values[0].copy()
 
     @cached_property

@@ -24,12 +24,12 @@ import numpy as np
 from tnn_core.analysis.decompose import decompose
 from tnn_core.analysis.dense import display_indices
 from tnn_core.lab import decomposition_figures as figure_data
-from tnn_core.lab.decomposition import HEATMAP_CELLS
 
-__all__ = ["SIDES", "SideView", "compare_side", "side_drawn", "side_figure_data",
-           "change_text", "NumberChange", "Difference", "difference", "difference_words",
-           "difference_figure_data"]
+__all__ = ["DIFFERENCE_CELLS", "SIDES", "SideView", "compare_side", "side_drawn",
+           "side_figure_data", "change_text", "NumberChange", "Difference", "difference",
+           "difference_words", "difference_figure_data"]
 
+DIFFERENCE_CELLS = 128  # rows and columns the strip B − A draws at most
 SIDES = ("a", "b")  # the two settings; a side's controls are named "a_band", "b_rank", …
 
 
@@ -60,7 +60,7 @@ def compare_side(coeffs: np.ndarray, band: int, rank: int, causal: bool, method:
     field when band, rank or method do not fit n (``decompose``'s checks)."""
     dec = decompose(coeffs, band, rank, causal=causal, method=method)
     n, errors = dec.n, dec.errors
-    idx = display_indices(n, HEATMAP_CELLS)
+    idx = display_indices(n, DIFFERENCE_CELLS)
     approximation = dec.band_matrix(idx) + dec.low_rank_matrix(idx)  # (s, s)
     gap = (errors.spectral / errors.optimal_spectral if errors.optimal_spectral > 0
            else float("nan"))

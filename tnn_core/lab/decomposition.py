@@ -1,9 +1,11 @@
 """The Decomposition page: T ≈ band + W A Wᵀ for one kernel, everything it draws.
 
-``decomposition_view`` and ``rank_curve`` take plain values (the kernel's lags and the
+``decomposition_view`` (the numbers a settled move of r, m or λ sends to the figure),
+``rank_curve``, ``smooth_spectrum`` and ``theorem1_panel`` (the sections behind
+expanders, computed only while one is open) take plain values (the kernel's lags and the
 sliders) and return frozen dataclasses of numpy arrays and numbers, so the page only
-lays them out; ``fit_to_length`` clamps the sliders to what n allows. Heatmaps are
-evaluated at ``dense.display_indices`` only: never n × n for large n.
+lays them out; ``fit_to_length`` clamps the sliders to what n allows. The pictures are
+drawn in the browser (pages/figures/decomposition.js).
 
 Log axes: values below a stated floor are round-off (or exact zeros) and carry no
 information, so they are NaN (a gap in the line), never clipped to a tiny number that
@@ -23,31 +25,30 @@ import numpy as np
 from tnn_core.analysis.curves import CURVE_RANKS, error_curve
 from tnn_core.analysis.decompose import (
     DENSE_MAX_N,
+    check_decomposition,
     decompose,
     sample_inducing_coeffs,
     smooth_continuation,
 )
-from tnn_core.analysis.dense import dense_toeplitz, display_indices
 from tnn_core.analysis.errors import (
     SINGULAR_RTOL,
     THEOREM1_DENSE_MAX_N,
     Theorem1Terms,
     theorem1_terms,
 )
+from tnn_core.analysis.gram import band_lags
 from tnn_core.analysis.norms import single_threaded_blas
 from tnn_core.analysis.persymmetric import kernel_rfft, toeplitz_singular_values
 from tnn_core.bench.harness import order
 from tnn_core.core.toeplitz import fft_size
-from tnn_core.lab.ski_pieces import SkiPieces, ski_pieces
 
-__all__ = ["ROUNDOFF_FLOOR", "CURVE_FLOOR", "HEATMAP_CELLS", "ratio_text", "speed_text",
-           "Settings", "fit_to_length", "Heatmaps", "SmoothSpectrum",
-           "Theorem1Panel", "DecompositionView", "decomposition_view", "RankCurve",
+__all__ = ["ROUNDOFF_FLOOR", "CURVE_FLOOR", "ratio_text", "speed_text", "Settings",
+           "fit_to_length", "SmoothSpectrum", "smooth_spectrum", "Theorem1Panel",
+           "theorem1_panel", "DecompositionView", "decomposition_view", "RankCurve",
            "rank_curve"]
 
 ROUNDOFF_FLOOR = 1e-13  # relative to a chart's largest value: below it is float64 round-off
 CURVE_FLOOR = 1e-7  # relative Frobenius error: the Gram formula reads an exact fit as ~1e-8
-HEATMAP_CELLS = 128  # rows/columns per heatmap: four sit side by side, ~250 px each
 
 def above_floor(values: np.ndarray, floor: float) -> np.ndarray:
     """values as float64 with NaN where they are below floor (not drawn on a log axis)."""
@@ -98,20 +99,6 @@ def fit_to_length(n: int, band: int, rank: int) -> Settings:
 
 
 @dataclass(frozen=True)
-class Heatmaps:
-    """The four matrices at the rows and columns ``idx``: T = band + low rank + residual."""
-
-    idx: np.ndarray  # [s] rows and columns drawn
-    step: int  # one row and column in ``step`` drawn (1: all of them)
-    T: np.ndarray  # [s, s] T[i, j] = t_{i-j}
-    band: np.ndarray  # [s, s]
-    low_rank: np.ndarray  # [s, s] W A Wᵀ
-    residual: np.ndarray  # [s, s] T - band - W A Wᵀ
-    limit: float  # colour range ±limit of T, band and low rank: max|T| drawn (1 when 0)
-    residual_limit: float  # the residual's own range, max|residual| drawn (1 when 0)
-
-
-@dataclass(frozen=True)
 class SmoothSpectrum:
     """Singular values of the smooth part T_s = Toeplitz(k̃): the kernel with its band lags
     bridged by a straight line (what sampled A interpolates). It does not depend on r."""
@@ -149,34 +136,22 @@ class DecompositionView:
     warnings: tuple[str, ...]  # error above 1, aliasing: sentences that explain them
     spectral_method: str  # "dense" or "lanczos"
     note: str  # why relative errors are undefined, or ""
-    heatmaps: Heatmaps
-    pieces: SkiPieces  # W, A and W A Wᵀ drawn as a product
     # the kernel against lag
     lags: np.ndarray  # [2n-1] k = -(n-1)..n-1
     coeffs: np.ndarray  # [2n-1] t_k
     band_span: tuple[float, float]  # lag interval the band covers, ±0.5 around its lags
     inducing_lags: np.ndarray  # [2r-1] p_i - p_j: the lags A samples
     inducing_values: np.ndarray  # [2r-1] A's values there, a_{i-j}
-    smooth: SmoothSpectrum
-    theorem1: Theorem1Panel
 
 
-def _limit(matrix: np.ndarray) -> float:
-    return float(np.abs(matrix).max(initial=0.0)) or 1.0
-
-
-def _heatmaps(dec, idx: np.ndarray) -> Heatmaps:
-    T = dense_toeplitz(dec.coeffs, idx)  # (s, s)
-    band = dec.band_matrix(idx)  # (s, s)
-    low_rank = dec.low_rank_matrix(idx)  # (s, s)
-    residual = T - band - low_rank
-    step = int(idx[1] - idx[0]) if len(idx) > 1 else 1
-    return Heatmaps(idx=idx, step=step, T=T, band=band, low_rank=low_rank, residual=residual,
-                    limit=_limit(T), residual_limit=_limit(residual))
-
-
-def _smooth_spectrum(continued: np.ndarray, rank: int) -> SmoothSpectrum:
-    n = (len(continued) + 1) // 2
+def smooth_spectrum(coeffs: np.ndarray, band: int, rank: int, causal: bool) -> SmoothSpectrum:
+    """Singular values of T_s = Toeplitz(k̃) for kernel coeffs [2n-1] at band m: all of
+    them up to n = DENSE_MAX_N, else the top max(min(2r+2, 256), r+1) (σ_{r+1} and what
+    follows it, for the chart)."""
+    t = np.asarray(coeffs, dtype=np.float64)
+    n = (len(t) + 1) // 2
+    check_decomposition(n, band, rank, causal)
+    continued = smooth_continuation(t, band_lags(n, int(band), causal))  # (2n-1,) k̃
     k = min(n, max(min(2 * rank + 2, 256), rank + 1))
     with single_threaded_blas():
         sigma, _ = toeplitz_singular_values(continued, k, dense_max_n=DENSE_MAX_N)
@@ -219,7 +194,12 @@ def _warnings(relative_spectral: float, relative_frobenius: float, spacing: floa
     return tuple(out)
 
 
-def _theorem1_panel(continued: np.ndarray, dec) -> Theorem1Panel:
+def theorem1_panel(coeffs: np.ndarray, band: int, rank: int, causal: bool, method: str
+                   ) -> Theorem1Panel:
+    """Theorem 1's terms for kernel coeffs [2n-1] at (band, rank), with A sampled as the
+    theorem has it whatever ``method`` the page shows (a caveat says so for "fit")."""
+    dec = decompose(coeffs, band, rank, causal=causal)
+    continued = smooth_continuation(dec.coeffs, dec.band_lags)  # (2n-1,) k̃
     a = sample_inducing_coeffs(continued, dec.rank)  # (2r-1,) the theorem's A
     with single_threaded_blas():
         terms = theorem1_terms(continued, dec.band_lags, dec.interp, a)
@@ -237,7 +217,7 @@ def _theorem1_panel(continued: np.ndarray, dec) -> Theorem1Panel:
     if terms.a_extreme[1] <= SINGULAR_RTOL * terms.a_extreme[0]:
         caveats.append("A is singular (σ_r(A) ≈ 0): the theorem does not apply, its right-hand "
                        "side is infinite.")
-    if dec.method == "fit":
+    if method == "fit":
         caveats.append("The theorem is about A sampled from the kernel, A_ij = k̃(p_i − p_j): "
                        "these terms use that A, not the fitted one.")
     if dec.n > THEOREM1_DENSE_MAX_N:
@@ -248,15 +228,13 @@ def _theorem1_panel(continued: np.ndarray, dec) -> Theorem1Panel:
 
 def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, method: str
                        ) -> DecompositionView:
-    """The Decomposition page for kernel coeffs [2n-1] at (band, rank, causal, method), less
-    what depends on the kernel alone (its decay and frequency response: the decay figure)."""
+    """The numbers of the Decomposition page for kernel coeffs [2n-1] at (band, rank,
+    causal, method): what a settled move sends to the figure, and the kernel plot's lags."""
     dec = decompose(coeffs, band, rank, causal=causal, method=method)
     n, errors = dec.n, dec.errors
-    idx = display_indices(n, HEATMAP_CELLS)
     lo, hi = int(dec.band_lags[0]), int(dec.band_lags[-1])
     p = dec.inducing_points  # (r,) p_0 = 0 .. p_{r-1} = n - 1
-    continued = smooth_continuation(dec.coeffs, dec.band_lags)  # (2n-1,) k̃
-    period = _dominant_period(continued)
+    period = _dominant_period(smooth_continuation(dec.coeffs, dec.band_lags))
     return DecompositionView(
         n=n, rank=dec.rank,
         relative_spectral=errors.relative_spectral,
@@ -269,13 +247,10 @@ def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, m
         spacing=dec.spacing, dominant_period=period,
         warnings=_warnings(errors.relative_spectral, errors.relative_frobenius, dec.spacing,
                            period, n, method),
-        spectral_method=errors.spectral_method, note=errors.note, heatmaps=_heatmaps(dec, idx),
-        pieces=ski_pieces(dec),
+        spectral_method=errors.spectral_method, note=errors.note,
         lags=np.arange(-(n - 1), n), coeffs=dec.coeffs, band_span=(lo - 0.5, hi + 0.5),
         inducing_lags=np.concatenate([-p[:0:-1], p]),  # lag l: p_l - p_0 = l h
-        inducing_values=dec.A_coeffs,
-        smooth=_smooth_spectrum(continued, dec.rank),
-        theorem1=_theorem1_panel(continued, dec))
+        inducing_values=dec.A_coeffs)
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,22 @@ import numpy as np
 from tnn_core.analysis.dense import dense_toeplitz, display_indices
 from tnn_core.checks import check_int
 from tnn_core.core.interpolation import inducing_points, interpolation
-from tnn_core.lab.ski_pieces import InterpolatedRow
 
-__all__ = ["PICK_CELLS", "SELECTION", "LinkedCell", "linked_cell", "CellPicker",
+__all__ = ["PICK_CELLS", "SELECTION", "InterpolatedRow", "LinkedCell", "linked_cell", "CellPicker",
            "cell_picker", "cell_from_selection", "low_rank_entry"]
 
 PICK_CELLS = 32  # rows and columns of the clickable T at most: cells big enough to hit
 SELECTION = "cell"  # the chart's selection parameter; its fields are "i" and "j"
+
+
+@dataclass(frozen=True)
+class InterpolatedRow:
+    """One row of W in words: position i between its two inducing points."""
+
+    position: int  # i
+    columns: tuple[int, int]  # (l, l + 1): the inducing points it interpolates from
+    points: tuple[float, float]  # (p_l, p_{l+1})
+    weights: tuple[float, float]  # (1 - f, f) with f = (i - p_l) / h
 
 
 @dataclass(frozen=True)
