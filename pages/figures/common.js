@@ -94,9 +94,10 @@ function drawMatrix(canvas, idx, entry, limit) {
   ctx.putImageData(image, 0, 0);
 }
 
-// A line plot on `canvas`: series [{x, y, colour, dash, label}] (arrays), options
+// A line plot on `canvas`: series [{x, y, colour, dash, guide}] (arrays), options
 // {logX, logY, xLabel, yLabel, marks: [{x, label}]}. Non-positive values are left out
-// on a log axis. The axes show five ticks each.
+// on a log axis. The data series set the axes; a guide (a fitted line, an envelope) is
+// drawn over them, clipped to the plot, and never stretches an axis.
 function drawLines(canvas, series, options) {
   const ctx = canvas.getContext('2d');
   const W = canvas.width, H = canvas.height, left = 56, bottom = 34, top = 10, right = 10;
@@ -106,6 +107,7 @@ function drawLines(canvas, series, options) {
   const ok = (x, y) => Number.isFinite(tx(x)) && Number.isFinite(ty(y));
   let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
   for (const s of series) {
+    if (s.guide) continue;
     for (let i = 0; i < s.x.length; i++) {
       if (!ok(s.x[i], s.y[i])) continue;
       x0 = Math.min(x0, tx(s.x[i])); x1 = Math.max(x1, tx(s.x[i]));
@@ -131,6 +133,7 @@ function drawLines(canvas, series, options) {
   ctx.fillText(options.xLabel || '', (W - left) / 2 + left - 20, H - 4);
   ctx.save(); ctx.translate(12, top + (H - top - bottom) / 2 + 20); ctx.rotate(-Math.PI / 2);
   ctx.fillText(options.yLabel || '', 0, 0); ctx.restore();
+  ctx.save(); ctx.beginPath(); ctx.rect(left, top, W - left - right, H - top - bottom); ctx.clip();
   for (const s of series) {
     ctx.strokeStyle = s.colour || '#1f77b4'; ctx.setLineDash(s.dash || []); ctx.beginPath();
     let pen = false;
@@ -141,6 +144,7 @@ function drawLines(canvas, series, options) {
     }
     ctx.stroke();
   }
+  ctx.restore();
   ctx.setLineDash([4, 3]); ctx.strokeStyle = '#555';
   for (const mark of options.marks || []) {
     if (!Number.isFinite(tx(mark.x))) continue;
@@ -151,7 +155,8 @@ function drawLines(canvas, series, options) {
 }
 
 // Tick positions on [a, b] of the drawn scale: whole decades on a log axis that spans two or
-// more (at most six, evenly strided), else five evenly spaced values.
+// more (at most six, evenly strided); else round values (steps of 1, 2 or 5 × 10^k, about
+// five of them), taken on the values themselves for a log axis.
 function axisTicks(a, b, log) {
   if (log && Math.floor(b) - Math.ceil(a) >= 1) {
     const first = Math.ceil(a), last = Math.floor(b);
@@ -160,12 +165,26 @@ function axisTicks(a, b, log) {
     for (let d = first; d <= last; d += stride) out.push(d);
     return out;
   }
-  return [0, 1, 2, 3, 4].map((t) => a + (b - a) * t / 4);
+  if (log) return roundTicks(10 ** a, 10 ** b).filter((v) => v > 0).map(Math.log10);
+  return roundTicks(a, b);
+}
+
+// Multiples of a round step (1, 2 or 5 × 10^k) inside [a, b]: the finest step that gives
+// at most six of them (three at least).
+function roundTicks(a, b) {
+  const count = (step) => Math.floor(b / step + 1e-9) - Math.ceil(a / step - 1e-9) + 1;
+  let step = 10 ** Math.floor(Math.log10((b - a) / 10));
+  for (let i = 0; count(step) > 6; i++) step *= [2, 2.5, 2][i % 3];  // 1, 2, 5, 10, 20, …
+  const out = [];
+  for (let k = Math.ceil(a / step - 1e-9); k <= Math.floor(b / step + 1e-9); k++) {
+    out.push(Number((k * step).toPrecision(12)));
+  }
+  return out;
 }
 
 function formatTick(v) {
   const a = Math.abs(v);
-  if (a !== 0 && (a < 1e-2 || a >= 1e5)) return v.toExponential(1);
+  if (a !== 0 && (a < 1e-2 || a >= 1e5)) return Number(v.toPrecision(3)).toExponential();
   return Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(3)));
 }
 

@@ -201,12 +201,12 @@ function draw(root, fig) {
   const semilog = [...curves];
   if (Number.isFinite(p.fit.rate)) {
     const line = (t) => clip(Math.exp(p.fit.intercept) * p.fit.rate ** t);
-    semilog.push({x: fitted, y: fitted.map(line), colour: FIT, dash: [6, 3]});
+    semilog.push({x: fitted, y: fitted.map(line), colour: FIT, dash: [6, 3], guide: true});
   }
   const top = p.main.magnitude.reduce((a, b) => Math.max(a, b), 0);
   if (data.envelope !== null) {
     semilog.push({x: lags, y: Array.from(lags, (t) => clip(top * data.envelope ** t)),
-                  colour: ENVELOPE, dash: [2, 3]});
+                  colour: ENVELOPE, dash: [2, 3], guide: true});
   }
   root.querySelector('.title.semilog').textContent =
     `${label}, semilog: a straight line is an exponential`;
@@ -217,7 +217,7 @@ function draw(root, fig) {
   const powerLags = fitted.filter((t) => t >= 1);
   if (Number.isFinite(p.fit.exponent)) {
     const line = (t) => clip(Math.exp(p.fit.powerIntercept) * t ** -p.fit.exponent);
-    loglog.push({x: powerLags, y: powerLags.map(line), colour: FIT, dash: [6, 3]});
+    loglog.push({x: powerLags, y: powerLags.map(line), colour: FIT, dash: [6, 3], guide: true});
   }
   root.querySelector('.title.loglog').textContent =
     `${label}, log-log: a straight line is a power law`;
