@@ -140,9 +140,11 @@ st.markdown(
     "circle, has kinks at $\\omega = 0$ and $\\pi$ (causal, about $1/t^2$) or jumps there "
     "(bidirectional, about $1/t$). Theorems 2 and 3 do not apply. Switch on *Feed the MLP "
     "cos ω*: SiLU and GeLU then fall to round-off (the numbers above say from which lag), "
-    "faster than any power, while ReLU, piecewise linear, keeps a $1/t^2$ tail: square "
-    "summable, as Theorem 4 says, but no more. Train with `--fd-input cosine` to get this "
-    "operator."
+    "faster than any power (Theorem 3's conclusion; the RMS norms between the MLP's layers "
+    "keep GeLU's response from being entire, so Theorem 2's every-exponential rate is not "
+    "promised, and GeLU need not win), while ReLU, piecewise smooth, keeps a $1/t^2$ tail: "
+    "square summable, as Theorem 4 says, but no more. Train with `--fd-input cosine` to get "
+    "this operator."
 )
 
 with st.expander("How the response is built"):

@@ -58,15 +58,27 @@ def show_view(view: lesson_lab.View) -> None:
                    icon=":material/open_in_new:")
 
 
+def keep(widget_key: str, stored_key: str) -> None:
+    """on_change: a prediction kept under a plain key, which outlives the widget (Streamlit
+    drops a widget's state on any run that does not draw it: another step)."""
+    st.session_state[stored_key] = st.session_state[widget_key]
+
+
 def show_question(question: lesson_lab.Question, key: str) -> bool:
-    """Predict, then reveal. Returns whether the answer is revealed."""
+    """Predict, then reveal. Returns whether the answer is revealed. The prediction and the
+    reveal are kept per step, so Back and Next return to them as they were."""
     st.markdown(f"**Predict first.** {question.prompt}")
+    widget_key, stored_key = f"predict:{key}", f"prediction:{key}"
+    if widget_key not in st.session_state and stored_key in st.session_state:
+        st.session_state[widget_key] = st.session_state[stored_key]  # back on this step
     if question.choices:
         prediction = st.radio("Your prediction", question.choices, index=None,
-                              key=f"predict:{key}", label_visibility="collapsed")
+                              key=widget_key, label_visibility="collapsed",
+                              on_change=keep, args=(widget_key, stored_key))
     else:
-        prediction = st.number_input("Your prediction", value=None, key=f"predict:{key}",
-                                     placeholder="type a number")
+        prediction = st.number_input("Your prediction", value=None, key=widget_key,
+                                     placeholder="type a number",
+                                     on_change=keep, args=(widget_key, stored_key))
     revealed_key = f"revealed:{key}"
     st.button("Reveal", key=f"reveal:{key}", icon=":material/visibility:",
               disabled=prediction is None or st.session_state.get(revealed_key, False),
@@ -75,8 +87,11 @@ def show_question(question: lesson_lab.Question, key: str) -> bool:
         st.caption("The answer and the live view appear once you have made a prediction "
                    "and pressed Reveal.")
         return False
-    right = question.is_right(prediction)
     answer = question.answer if question.choices else f"{question.answer:g}"
+    if prediction is None:  # cleared after the reveal: nothing to judge
+        st.info(f"The answer is **{answer}**. {question.explain}", icon=":material/info:")
+        return True
+    right = question.is_right(prediction)
     (st.success if right else st.warning)(
         f"{'Right' if right else 'Not quite'}: the answer is **{answer}**. {question.explain}",
         icon=":material/check_circle:" if right else ":material/info:")
@@ -96,7 +111,8 @@ if not found:
 
 top = st.columns([3, 1, 1])
 title = _ui.from_link(top[0].selectbox, "Lesson", list(found), key="lesson",
-                      bind="query-params")
+                      bind="query-params", on_change=st.session_state.__setitem__,
+                      args=("step", 1))  # another lesson starts at its first step
 lesson = found[title]
 count = len(lesson.steps)
 if not 1 <= st.session_state.get("step", 1) <= count:

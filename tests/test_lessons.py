@@ -211,6 +211,42 @@ def test_back_and_next_move_one_step(lessons_page):
     assert at.number_input(key="step").value == 1
 
 
+@pytest.mark.parametrize("kind", ["choices", "number"])
+def test_a_prediction_and_its_reveal_survive_next_and_back(lessons_page, kind):
+    """Answered right, revealed, Next, Back: still right and revealed (Streamlit drops the
+    widget's own state while another step is drawn)."""
+    at = lessons_page
+    lesson, number = next((lesson, i) for lesson in SHIPPED
+                          for i, step in enumerate(lesson.steps, start=1)
+                          if step.question is not None
+                          and bool(step.question.choices) == (kind == "choices")
+                          and i < len(lesson.steps))
+    at.selectbox(key="lesson").set_value(lesson.title).run()
+    at.number_input(key="step").set_value(number).run()
+    question = lesson.steps[number - 1].question
+    key = f"predict:{lesson.slug}:{number}"
+    right = question.answer
+    (at.radio(key=key) if kind == "choices" else at.number_input(key=key)).set_value(right).run()
+    at.button(key=f"reveal:{lesson.slug}:{number}").click().run()
+    assert at.success and not at.warning
+    at.button(key="next").click().run()
+    at.button(key="back").click().run()
+    assert not at.exception, at.exception
+    assert at.number_input(key="step").value == number
+    assert at.success and not at.warning, "the right answer reads as wrong after Back"
+    assert (at.radio(key=key) if kind == "choices" else at.number_input(key=key)).value == right
+    assert at.button(key=f"reveal:{lesson.slug}:{number}").disabled  # revealed already
+
+
+def test_another_lesson_starts_at_its_first_step(lessons_page):
+    at = lessons_page
+    at.number_input(key="step").set_value(4).run()
+    at.selectbox(key="lesson").set_value(SHIPPED[2].title).run()
+    assert not at.exception
+    assert at.number_input(key="step").value == 1
+    assert at.header[0].value == f"1. {SHIPPED[2].steps[0].title}"
+
+
 def test_a_malformed_lesson_file_is_an_error_and_the_rest_works(monkeypatch, tmp_path):
     for path in lesson_lab.LESSON_DIR.glob("*.toml"):
         (tmp_path / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")

@@ -19,7 +19,11 @@ even in its real part and odd in its imaginary part, so on the circle a nonzero 
 at ω = 0 or π is a kink (decay about 1/t²), and an imaginary half forced to 0 at 0 and π
 is a jump (about 1/t). The premise of Theorems 2-3 fails there. ``fd_input="cosine"``
 feeds cos ω (and weights the imaginary half by sin ω), which makes the response as smooth
-on the circle as the MLP: the premise holds.
+on the circle as the MLP: Theorem 3's premise holds. Theorem 2's needs more, a response
+analytic in the whole complex plane, and the RPE's RMS norm between layers,
+h / √(mean h²), has branch points where mean h² = 0 off the real axis: the response is
+analytic in a strip only, and the kernel falls like e^{-a t} at a fixed rate a (set by
+the strip's width), faster than any power but not faster than every exponential.
 
 Letters: n length, N FFT size (even, >= 2n), F = N//2 + 1 frequency bins, t time lag.
 """
@@ -49,7 +53,8 @@ class Theorem:
 
 THEOREMS = {
     "gelu": Theorem("Theorem 2", "faster than any exponential: k[t] = O(e^{-a t}) for all a > 0",
-                    "k̂ is a GeLU MLP of ω on the whole circle, smooth and 2π-periodic"),
+                    "k̂ is a GeLU MLP of ω, 2π-periodic and analytic in the whole complex "
+                    "plane (the proof, Appendix E.1, uses that erf is entire)"),
     "silu": Theorem("Theorem 3",
                     "faster than any polynomial: |k[t]| ≤ ‖k̂^{(N)}‖₁ / (2π|t|^N) for all N",
                     "k̂ is a SiLU MLP of ω on the whole circle, smooth and 2π-periodic"),

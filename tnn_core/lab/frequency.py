@@ -145,6 +145,12 @@ def _premise_and_regime(activation: str, fd_input: str, causal: bool) -> tuple[s
     if activation == "relu":
         holds = ("it holds here, but it bounds no rate, and on a finite grid every kernel is "
                  "square summable")
+    elif fd_input == "cosine" and activation == "gelu":
+        holds = ("it fails here: fed cos ω the response is smooth and 2π-periodic, but the "
+                 "RPE's RMS norm between layers, h / √(mean h²), has branch points off the "
+                 "real axis (where mean h² = 0), so it is analytic in a strip only. Smooth "
+                 "and periodic is Theorem 3's premise: faster than any power of t, and the "
+                 "strip bounds the rate, e^{−a t} for one a, not for every a")
     elif fd_input == "cosine":
         holds = "it holds here: fed cos ω, the response is a smooth 2π-periodic function"
     else:
@@ -157,8 +163,8 @@ def _premise_and_regime(activation: str, fd_input: str, causal: bool) -> tuple[s
         regime = ("the real part's even extension has kinks at ω = 0 and π (a nonzero slope "
                   "there), so the kernel decays like 1/t²")
     elif activation == "relu":
-        regime = ("a ReLU MLP of cos ω is piecewise linear in cos ω: its kinks inside (0, π) "
-                  "leave a 1/t² tail")
+        regime = ("a ReLU MLP of cos ω, with the RMS norms between its layers, is piecewise "
+                  "smooth in cos ω: its kinks inside (0, π) leave a 1/t² tail")
     else:
         regime = ("the response has no kink and no jump, so the kernel falls faster than any "
                   "power of t, down to round-off")
