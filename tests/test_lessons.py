@@ -247,6 +247,25 @@ def test_another_lesson_starts_at_its_first_step(lessons_page):
     assert at.header[0].value == f"1. {SHIPPED[2].steps[0].title}"
 
 
+VIEWS = sorted({step.view for lesson in SHIPPED for step in lesson.steps
+                if step.view is not None and step.view.params}, key=lambda view: view.url)
+
+
+@pytest.mark.parametrize("view", VIEWS, ids=[view.url[:60] for view in VIEWS])
+def test_every_view_opens_exactly_as_written(view):
+    """The page takes every value the step's view sets, as written: no link notice (a
+    checkpoint select box, for one, takes its shown label, not its key)."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.switch_page(f"pages/{view.path}.py")
+    for key, value in view.params:
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    notices = [w.value for w in at.warning if w.value.startswith("The link's")]
+    assert not notices, notices
+
+
 def test_a_malformed_lesson_file_is_an_error_and_the_rest_works(monkeypatch, tmp_path):
     for path in lesson_lab.LESSON_DIR.glob("*.toml"):
         (tmp_path / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")

@@ -1,0 +1,254 @@
+"""Every answer the lessons state, recomputed from ``tnn_core`` at the step's own settings.
+
+Each question of the shipped lessons has a check here, keyed "lesson-slug:step": it
+rebuilds what the step is about from the lab (the step's view settings: n, λ, r, the
+activation, the checkpoint) and asserts the stated answer is the computed one, and that
+the numbers the explanation and the notice quote are the computed numbers. A question
+without a check fails ``test_every_question_has_a_check``, so a lesson cannot drift from
+the lab unnoticed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from tnn_core.analysis.decompose import decompose
+from tnn_core.analysis.dense import dense_toeplitz
+from tnn_core.analysis.fd_response import fd_response
+from tnn_core.analysis.gram import band_lags
+from tnn_core.analysis.presets import synthetic_kernel
+from tnn_core.bench.flops import dense_flops
+from tnn_core.compress.convert import convert
+from tnn_core.compress.measure import task_metric
+from tnn_core.compress.plan import CompressionPlan
+from tnn_core.core.interpolation import inducing_points
+from tnn_core.core.toeplitz import matvec
+from tnn_core.lab import lesson as lesson_lab
+from tnn_core.lab.basics import circulant_embedding
+from tnn_core.lab.frequency import decay_curve, decay_magnitude, frequency_view
+from tnn_core.lab.inspect import band_ablation
+from tnn_core.training.checkpoint import load
+from tnn_core.training.tasks import task_from_info
+
+CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
+LESSONS = {lesson.slug: lesson for lesson in lesson_lab.load_lessons(lesson_lab.LESSON_DIR)[0]}
+QUESTIONS = sorted(f"{slug}:{i}" for slug, lesson in LESSONS.items()
+                   for i, step in enumerate(lesson.steps, start=1) if step.question is not None)
+CHECKS: dict[str, Callable[[lesson_lab.Step, dict], None]] = {}
+
+
+def check(key: str):
+    def register(function):
+        CHECKS[key] = function
+        return function
+    return register
+
+
+def settings(step: lesson_lab.Step) -> dict[str, str]:
+    return dict(step.view.params) if step.view is not None else {}
+
+
+def says(text: str, *numbers: str) -> None:
+    """``text`` quotes each of ``numbers`` as written."""
+    for number in numbers:
+        assert number in text, f"{number!r} is not in {text!r}"
+
+
+@cache
+def trained(name: str):
+    model, info = load(CHECKPOINTS / f"{name}.safetensors")
+    return model.double(), task_from_info(info.task)
+
+
+# -- lesson 1 ----------------------------------------------------------------------------
+@check("1-toeplitz-fft:1")
+def _distinct_entries(step, view):
+    n = int(view["n"])
+    T = dense_toeplitz(np.arange(2.0 * n - 1))  # every lag its own value
+    assert step.question.answer == str(len(np.unique(T)))
+    says(step.question.explain, f"= {len(np.unique(T))} numbers", f"n² = {n * n}")
+
+
+@check("1-toeplitz-fft:2")
+def _causal_zero_part(step, view):
+    n = int(view["n"])
+    T = dense_toeplitz(synthetic_kernel("exponential", n, float(view["decay"]), True).numpy())
+    upper, lower = T[np.triu_indices(n, 1)], T[np.tril_indices(n, -1)]
+    assert (upper == 0).all() and (lower != 0).all() and (np.diag(T) != 0).all()
+    assert step.question.answer == "the upper triangle (j > i)"
+
+
+@check("1-toeplitz-fft:3")
+def _circulant_zeros(step, view):
+    n = int(view["n"])
+    embedding = circulant_embedding(np.ones(2 * n - 1))
+    says(step.question.prompt, f"n = {n}", f"N = {embedding.N}")
+    assert step.question.answer == embedding.padding
+    says(step.question.explain, f"N − (2n − 1) = {embedding.N} − {2 * n - 1} = "
+                                f"{embedding.padding}")
+
+
+@check("1-toeplitz-fft:4")
+def _fft_product_error(step, view):
+    n = int(view["n"])
+    t = synthetic_kernel("spike_smooth", n, float(view["decay"])).double()
+    x = torch.randn(4, n, 1, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    exact = dense_toeplitz(t.numpy()) @ x[..., 0].numpy().T  # (n, 4)
+    fast = matvec(t[None], x)[..., 0].numpy().T  # (n, 4)
+    difference = np.abs(fast - exact).max() / np.abs(exact).max()
+    assert 0 < difference < 1e-12  # round-off: neither 10 % nor exactly zero
+    assert step.question.answer.startswith("floating-point round-off")
+
+
+@check("1-toeplitz-fft:5")
+def _dense_cost_doubling(step, view):
+    n = int(view["n"])
+    assert dense_flops(2 * n) / dense_flops(n) == 4
+    assert step.question.answer == "it grows 4 times"
+
+
+# -- lesson 2 ----------------------------------------------------------------------------
+@check("2-tnn-rpe-and-decay:2")
+def _decay_at_lag_20(step, view):
+    kernel = synthetic_kernel("exponential", 64, float(view["decay"])).numpy()
+    factor = kernel[63 + 20]  # the envelope λ^|k| at lag 20
+    q = step.question
+    assert abs(q.answer - factor) <= q.tolerance and round(factor, 2) == q.answer
+    says(q.explain, f"≈ {factor:.4f}", f"about {100 * factor:.0f} %")
+
+
+@check("2-tnn-rpe-and-decay:3")
+def _reach_of_lambda(step, view):
+    n = int(view["n"])
+    at_100 = {side: synthetic_kernel("exponential", n, float(view[f"{side}_decay"])).numpy()
+              [n - 1 + 100] for side in "ab"}
+    assert view["a_method"] == view["b_method"]  # only λ differs between A and B
+    assert at_100["b"] > 0.3 > 1e-4 > at_100["a"]
+    assert step.question.answer == f"λ = {float(view['b_decay']):g}"
+    says(step.question.explain, f"≈ {at_100['b']:.2f}", f"≈ {at_100['a'] * 1e5:.0f}·10⁻⁵")
+
+
+# -- lesson 3 ----------------------------------------------------------------------------
+@check("3-ski-sparse-plus-low-rank:2")
+def _band_lags(step, view):
+    lags = band_lags(int(view["n"]), int(view["band"]), False)
+    assert step.question.answer == f"|k| ≤ {lags.max()}" and lags.min() == -lags.max()
+
+
+@check("3-ski-sparse-plus-low-rank:3")
+def _spacing(step, view):
+    n, r = int(view["n"]), int(view["rank"])
+    spacing = np.diff(inducing_points(n, r).numpy())
+    assert np.allclose(spacing, spacing[0]) and step.question.answer == spacing[0]
+
+
+@check("3-ski-sparse-plus-low-rank:4")
+def _fit_against_sample(step, view):
+    n = int(view["n"])
+    t = synthetic_kernel("spike_smooth", n, 0.99).numpy()
+    errors = {method: decompose(t, 9, int(view[f"{side}_rank"]), method=method
+                                ).errors.relative_frobenius
+              for side, method in (("a", view["a_method"]), ("b", view["b_method"]))}
+    assert errors["fit"] < errors["sample"] and step.question.answer == "fit"
+
+
+@check("3-ski-sparse-plus-low-rank:5")
+def _error_falls_with_r(step, view):
+    n, band = int(view["n"]), int(view["band"])
+    t = synthetic_kernel("spike_smooth", n, float(view["decay"])).numpy()
+    error = [decompose(t, band, r, method=view["method"]).errors.relative_frobenius
+             for r in (16, 64)]
+    assert error[1] < error[0] / 2 and step.question.answer == "it falls"
+    says(step.question.explain, f"from {n - 1}/15 to {n - 1}/63")
+
+
+@check("3-ski-sparse-plus-low-rank:6")
+def _aliasing(step, view):
+    n, period = int(view["n"]), 8
+    first = next(r for r in range(2, n + 1) if (n - 1) / (r - 1) < period / 2)
+    assert step.question.answer == first
+    t = synthetic_kernel("oscillating", n, float(view["decay"])).numpy()
+    fitted = {r: decompose(t, int(view["band"]), r, method="fit").errors.relative_frobenius
+              for r in (first - 1, first, first + 1, 256)}
+    assert min(fitted[first - 1], fitted[first], fitted[first + 1]) > 0.5  # still poor
+    says(step.notice, "h = 73", f"r = {first} on",
+         *(f"{fitted[r]:.2f}" for r in (first - 1, first, first + 1, 256)))
+
+
+# -- lesson 4 ----------------------------------------------------------------------------
+def fd_settings(view) -> dict:
+    return dict(width=int(view["width"]), depth=int(view["depth"]), n=int(view["n"]),
+                fd_input="cosine" if view["smooth"] == "true" else "omega",
+                causal=view["causal"] == "true")
+
+
+@check("4-fd-causality-by-hilbert:2")
+def _causal_negative_lags(step, view):
+    s = fd_settings(view)
+    kernel = fd_response(view["activation"], **s).kernel
+    assert s["causal"] and (kernel[: s["n"] - 1] == 0).all()
+    assert step.question.answer == "zero up to round-off"
+
+
+@check("4-fd-causality-by-hilbert:3")
+def _first_to_round_off(step, view):
+    s = fd_settings(view)
+    reaches = {a: decay_curve(decay_magnitude(fd_response(a, **s).kernel)).roundoff_from
+               for a in step.question.choices}
+    below = {a: lag for a, lag in reaches.items() if lag is not None}
+    assert step.question.answer == min(below, key=below.get)
+    assert reaches["relu"] is None  # its 1/t² tail never gets there
+    says(step.question.explain, *(f"lag {lag}" for lag in below.values()))
+
+
+@check("4-fd-causality-by-hilbert:4")
+def _premise(step, view):
+    s = fd_settings(view)
+    premise = frequency_view(view["activation"], s["width"], s["depth"], s["n"], 0,
+                             s["fd_input"], s["causal"]).premise
+    assert "fails here" in premise and step.question.answer == "no"
+    assert "fails here" in frequency_view("gelu", s["width"], s["depth"], s["n"], 0,
+                                          "cosine", s["causal"]).premise
+    assert "holds here" in frequency_view("silu", s["width"], s["depth"], s["n"], 0,
+                                          "cosine", s["causal"]).premise
+
+
+# -- lesson 5 ----------------------------------------------------------------------------
+@check("5-reading-a-trained-model:2")
+def _band_ablation(step, view):
+    model, task = trained("digits-tno")
+    ablation = band_ablation(model, task, 9)
+    assert ablation.restricted - task.chance < 0.1 < ablation.full - ablation.restricted
+    assert step.question.answer == "it falls far, towards chance"
+    says(step.notice, f"about {100 * ablation.full:.0f} %")
+    says(step.question.explain, f"chance rate of {100 * task.chance:.0f} %")
+
+
+@check("5-reading-a-trained-model:4")
+def _compression_cost(step, view):
+    model, task = trained("digits-tno")
+    band, rank = int(view["band"]), int(view["rank"])
+    converted, errors = convert(model, CompressionPlan.uniform(2, band, rank, view["method"]),
+                                task.seq_len)
+    source, after = task_metric(model, task), task_metric(converted, task)
+    assert abs(after - source) < 0.01 and step.question.answer == "less than a point"
+    says(step.question.explain, f"{100 * after:.1f} %", f"{errors[0]:.2f} for layer 0",
+         f"{errors[1]:.2f} for layer 1")
+
+
+# -- the contract ------------------------------------------------------------------------
+def test_every_question_has_a_check():
+    assert sorted(CHECKS) == QUESTIONS
+
+
+@pytest.mark.parametrize("key", QUESTIONS)
+def test_the_stated_answer_is_the_computed_one(key):
+    slug, number = key.rsplit(":", 1)
+    step = LESSONS[slug].steps[int(number) - 1]
+    CHECKS[key](step, settings(step))
