@@ -3,54 +3,24 @@ the exact O(n log n) product and why it works (the circulant embedding, drawn he
 
 import hashlib
 import math
-from collections.abc import Mapping
 
 import numpy as np
 import streamlit as st
 
-from pages import _ui, figures
-from tnn_core.analysis.presets import MAX_TYPED_CHARS, MAX_TYPED_LENGTH, OPERATOR_CHANNELS
+from pages import _ui
+from pages.figures import toeplitz
 from tnn_core.bench import timing
 from tnn_core.lab import basics as lab
 from tnn_core.lab.cells_image import cells_image
 
 _ui.ensure_app_frame()
 
-LABELS = {
-    "exponential": "Exponential decay λ^|k|",
-    "spike_smooth": "Spike plus smooth",
-    "oscillating": "Oscillating",
-    "tno": "Fresh TNN operator (tno)",
-    "ski": "Fresh SKI-TNN operator (ski)",
-    "fd": "Fresh FD-TNN operator (fd)",
-    lab.TYPED: "Type your own coefficients",
-}
 FIGURE = "basics-figure"  # the figure's state: its values, this page's alone (never shared)
-CONTROLS = (
-    figures.Control("n", "Sequence length n", 1, 4096, 1, 64,
-                    "The matrix is n × n; the kernel has 2n − 1 lags (typed coefficients set "
-                    "their own n)."),
-    figures.Control("decay", "Decay λ", 0.5, 1.0, 0.01, 0.9,
-                    "TNN's decay bias: lag k is scaled by λ^|k|. λ = 1 means no decay. For SKI, "
-                    "λ sets the inverse time warp sign(t)λ^|t|. FD-TNN has no decay bias, and "
-                    "typed coefficients have their own."),
-    figures.Control("channel", "Channel", 0, OPERATOR_CHANNELS - 1, 1, 0,
-                    "Which of the operator's channels to show; each channel has its own "
-                    "Toeplitz matrix."),
-)
-TYPED_HELP = ("An odd number 2n − 1 of numbers, comma or space separated: the middle one is "
-              f"t_0. At most {2 * MAX_TYPED_LENGTH - 1} numbers (n ≤ {MAX_TYPED_LENGTH}).")
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def figure_kernel(name: str, n: int, decay: float, causal: bool, seed: int, channel: int,
-                  text: str) -> lab.FigureKernel:
-    return lab.figure_kernel(name, n, decay, causal, seed, channel, text)
-
 
 st.title("Toeplitz basics")
 say, choose = st.columns([3, 1], vertical_alignment="bottom")
-preset = _ui.from_link(choose.selectbox, "Kernel", list(LABELS), format_func=LABELS.get,
+preset = _ui.from_link(choose.selectbox, "Kernel", list(toeplitz.LABELS),
+                       format_func=toeplitz.LABELS.get,
                        key="preset", disabled=_ui.locked("preset"),
                        bind="query-params",
                        help="Synthetic shapes, or one channel of a freshly initialised "
@@ -62,47 +32,18 @@ say.markdown(
     "on *causal* and the upper triangle goes white. Click a cell of T to follow its diagonal "
     "to its lag $k$.")
 
-n, decay, channel = figures.values(CONTROLS, FIGURE).values()
-causal = figures.value(FIGURE, "causal", "toggle", {}, False, lambda v: isinstance(v, bool),
-                       lambda text: text.lower() == "true")
-text = ""
-if preset == lab.TYPED:
-    text = figures.value(FIGURE, "coefficients", "text_input", {"max_chars": MAX_TYPED_CHARS},
-                         "0.25, 0.5, 1, 0.5, 0.25", lambda v: isinstance(v, str), str)
-try:
-    kernel = figure_kernel(preset, n, decay, causal, _ui.seed(), channel, text)
-except ValueError as err:
-    kernel = None
-    problem = err
-n_drawn = n if kernel is None else (len(kernel.coeffs) + 1) // 2
-cell = [figures.value(FIGURE, name, "number_input",
-                      {"min_value": 0, "max_value": n_drawn - 1,
-                       "value": min(default, n_drawn - 1)},
-                      min(default, n_drawn - 1), lambda v: False, int)
-        for name, default in zip(("cell_i", "cell_j"), _ui.CELL, strict=True)]
-state = st.session_state.get(FIGURE)
-if isinstance(state, Mapping) and isinstance(state.get("cell"), list) \
-        and len(state["cell"]) == 2 and all(figures.is_number(v) for v in state["cell"]):
-    cell = [int(v) for v in state["cell"]]
-cell = [min(max(v, 0), n_drawn - 1) for v in cell]
-data = {"name": preset, "kernel": None if kernel is None else kernel.browser,
-        "causal": causal, "cell": cell, "cells": lab.FIGURE_CELLS,
-        "inactive": list(("n", "decay", "channel") if kernel is None else kernel.inactive),
-        "locked": [key for key in ("n", "decay", "channel", "causal", "cell_i", "cell_j",
-                                   "coefficients") if _ui.locked(key)],
-        "coefficients": text if preset == lab.TYPED else None, "typed_help": TYPED_HELP}
-figures.show("toeplitz", data, CONTROLS, key=FIGURE)
-figures.keep_in_link({"causal": causal, "cell_i": cell[0], "cell_j": cell[1],
-                      **({"coefficients": text} if preset == lab.TYPED else {})})
+drawn = toeplitz.mount(preset, FIGURE,
+                       locked=tuple(key for key in toeplitz.STATE if _ui.locked(key)))
+kernel = drawn.kernel
 if kernel is None:
-    _ui.show_error(problem)
+    _ui.show_error(drawn.problem)
     st.stop()
 coeffs = kernel.coeffs
+n_drawn = (len(coeffs) + 1) // 2
 limit = float(np.abs(coeffs).max()) or 1.0
 if preset == "ski":
     st.caption("For SKI this is the Toeplitz kernel band + k(t) that the operator's "
                "band + W A Wᵀ approximates.")
-
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

@@ -7,45 +7,16 @@ residual shares one colour scale with the other side's. What only the server com
 marked stale until then (pages/figures/difference.js for the strip).
 """
 
-import numpy as np
 import streamlit as st
 
-from pages import _ui, figures
-from tnn_core.analysis.presets import PRESETS, SYNTHETIC
+from pages import _ui
+from pages.figures import compare as figure
+from tnn_core.analysis.presets import PRESETS
 from tnn_core.lab import compare as lab
-from tnn_core.lab import decomposition_figures as figure_data
-from tnn_core.lab.decomposition import fit_to_length
 
 _ui.ensure_app_frame()
 
 DEFAULT_METHOD = {"a": "sample", "b": "fit"}  # the page opens on a comparison worth seeing
-DEFAULT_DECAY = 0.99
-
-
-def side_controls(side: str, has_decay: bool) -> tuple[figures.Control, ...]:
-    """r, m and (a kernel with a λ) λ of one side's figure, in the URL as a_rank, b_band, …"""
-    name = side.upper()
-    controls = (
-        figures.Control(f"{side}_rank", f"{name}: inducing points r", 2, 512, 1, 32,
-                        "Rank of W A Wᵀ: r points evenly spaced on [0, n − 1]; at most n."),
-        figures.Control(f"{side}_band", f"{name}: band m", 1, 512, 1, 9,
-                        "Diagonals in the sparse part: lags |k| ≤ m//2 (causal: 0 ≤ k < m), "
-                        "at most 2n − 2."),
-        figures.Control(f"{side}_decay", f"{name}: decay λ", 0.5, 1.0, 0.005, DEFAULT_DECAY,
-                        "The kernel's decay λ^|k|; λ = 1: no decay. A different λ changes the "
-                        "kernel itself, not only its decomposition."))
-    return controls if has_decay else controls[:2]
-
-
-@st.cache_data(max_entries=32, show_spinner="Decomposing…")
-def side_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, method: str,
-              decay: float) -> lab.SideView:
-    return lab.compare_side(coeffs, band, rank, causal, method, decay)
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def synthetic_parts(name: str, n: int, causal: bool) -> tuple[np.ndarray, np.ndarray]:
-    return figure_data.synthetic_parts(name, n, causal)
 
 
 def shared_control(key: str, widget, label: str, default, parse, url, **kwargs):
@@ -132,26 +103,9 @@ def draw_side(side: str) -> lab.SideView | None:
     sentence saying why not."""
     st.markdown(f"**Setting {side.upper()}**")
     method = method_control(side)
-    controls = side_controls(side, has_decay)
-    key = f"compare_{side}_figure"  # this side's figure state: this page's alone
-    values = figures.values(controls, key)
-    decay = values.get(f"{side}_decay")  # None: this kernel has no λ
-    settings = fit_to_length(n, values[f"{side}_band"], values[f"{side}_rank"])
-    try:
-        coeffs = _ui.preset_kernel(source, n, DEFAULT_DECAY if decay is None else decay,
-                                   causal, _ui.seed(), 0)
-        view = side_view(coeffs, settings.band, settings.rank, causal, method,
-                         DEFAULT_DECAY if decay is None else decay)
-    except ValueError as err:
-        _ui.show_error(err)
-        return None
-    parts = synthetic_parts(source, n, causal) if source in SYNTHETIC else None
-    locked = [c.name for c in controls if _ui.locked(c.name)]
-    figures.show("decomposition", {**lab.side_figure_data(side, view, causal, decay, parts),
-                                   "locked": locked}, controls, key=key)
-    if view.note:
-        st.warning(view.note, icon=":material/info:")
-    return view
+    return figure.mount_side(side, source, n, causal, method, f"compare_{side}_figure",
+                             locked=tuple(c.name for c in figure.side_controls(side, has_decay)
+                                          if _ui.locked(c.name)))
 
 
 columns = dict(zip(lab.SIDES, st.columns(2, border=True), strict=True))
@@ -165,9 +119,4 @@ if any(view is None for view in views.values()):
     st.info("The difference needs both settings to work: change the one with the error.",
             icon=":material/info:")
     st.stop()
-a, b = views["a"], views["b"]
-diff = lab.difference(a, b)
-drawn = tuple(lab.side_drawn(side, v.n, v.band, v.rank, v.decay if has_decay else None,
-                             v.method) for side, v in views.items())
-figures.show("difference", lab.difference_figure_data(diff, n, drawn), (),
-             key="compare_difference_figure")
+figure.show_difference(views, n, has_decay, "compare_difference_figure")

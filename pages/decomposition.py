@@ -8,19 +8,18 @@ Theorem 1, the timings and the kernel's own profiles follow, the costly ones com
 only while their expander is open.
 """
 
-from dataclasses import dataclass
-
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
 from pages import _ui, figures
+from pages.figures import decomposition as figure
+from pages.figures.decomposition import KernelSource
 from tnn_core.analysis.dense import display_line
 from tnn_core.analysis.presets import (
     MAX_TYPED_CHARS,
     MAX_TYPED_LENGTH,
     OPERATOR_CHANNELS,
-    SYNTHETIC,
 )
 from tnn_core.bench.timing import format_flops
 from tnn_core.lab import decomposition as lab
@@ -31,59 +30,7 @@ from tnn_core.lab.linked_cell import low_rank_entry
 _ui.ensure_app_frame()
 _ui.receive_values("pages/decomposition.py")
 
-TARGET = ("the Toeplitz target kernel(n) = band + k(t) of SKI; the operator applies band + "
-          "W A Wᵀ with its own A, which is not Toeplitz")
 FIGURE_KEY = "decomposition_figure"  # the band + W A Wᵀ figure's state (its r, m, λ)
-RANK = figures.Control("rank", "Inducing points r", 2, 512, 1, 32,
-                       "Rank of W A Wᵀ: r points evenly spaced on [0, n-1], spacing "
-                       "h = (n-1)/(r-1); at most n.")
-BAND = figures.Control("band", "Band m", 1, 512, 1, 9,
-                       "Diagonals in the sparse part: lags |k| ≤ m//2 (causal: 0 ≤ k < m), at "
-                       "most 2n − 2. Its taps are the best convolution given the low-rank "
-                       "part.")
-DECAY = figures.Control("decay", "Decay λ", 0.5, 1.0, 0.005, 0.99,
-                        "The kernel's decay λ^|k| (synthetic kernels, redrawn as you drag, and "
-                        "fresh TNN/SKI operators, whose kernel comes from the server once λ "
-                        "settles). λ = 1: no decay.")
-
-
-@dataclass(frozen=True)
-class KernelSource:
-    """What the Source selector chose; ``kernel(n, decay, causal)`` gives its coefficients."""
-
-    name: str
-    channel: int = 0
-    text: str = ""  # custom coefficients t_{-(n-1)} .. t_{n-1}
-    checkpoint: str = ""  # checkpoint key (see _ui.checkpoint_choices)
-    layer: int = 0
-
-    @property
-    def browser_decay(self) -> bool:
-        """Whether the figure moves λ itself: t_k = base_k λ^|k| + extra_k is known."""
-        return self.name in SYNTHETIC
-
-    @property
-    def has_decay(self) -> bool:
-        return self.name not in ("custom", "checkpoint", "fd")
-
-    def kernel(self, n: int, decay: float, causal: bool) -> tuple:
-        """(coeffs [2n-1], a one-line description without n). Custom coefficients fix n."""
-        if self.name == "custom":
-            return _ui.custom_kernel(self.text, causal), "your coefficients"
-        if self.name == "checkpoint":
-            coeffs = _ui.checkpoint_kernel(self.checkpoint, n, self.layer, self.channel)
-            operator = _ui.load_checkpoint(self.checkpoint)[0].config.operator
-            applied = ("; this bidirectional SKI layer applies band + W A Wᵀ, which is not "
-                       "Toeplitz, so T is its nearest Toeplitz matrix, the means of the applied "
-                       "matrix's diagonals" if operator.kind == "ski" and not operator.causal
-                       else "")
-            return coeffs, (f"checkpoint {self.checkpoint}, layer {self.layer}, channel "
-                            f"{self.channel} (λ does not apply: the kernel is learned{applied})")
-        coeffs = _ui.preset_kernel(self.name, n, decay, causal, _ui.seed(), self.channel)
-        label = _ui.SOURCE_LABELS[self.name]
-        if self.name in ("tno", "ski", "fd"):
-            label += f", channel {self.channel}"
-        return coeffs, label + (f": {TARGET}" if self.name == "ski" else "")
 
 
 @st.cache_data(max_entries=16, show_spinner="Singular values of the smooth part…")
@@ -91,16 +38,10 @@ def smooth_spectrum(coeffs: np.ndarray, band: int, rank: int,
                     causal: bool) -> lab.SmoothSpectrum:
     return lab.smooth_spectrum(coeffs, band, rank, causal)
 
-
 @st.cache_data(max_entries=16, show_spinner="Theorem 1's terms…")
 def theorem1_panel(coeffs: np.ndarray, band: int, rank: int, causal: bool,
                    method: str) -> lab.Theorem1Panel:
     return lab.theorem1_panel(coeffs, band, rank, causal, method)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def synthetic_parts(name: str, n: int, causal: bool) -> tuple[np.ndarray, np.ndarray]:
-    return figure_data.synthetic_parts(name, n, causal)
 
 
 def bounded_input(column, label: str, top: int, key: str, help: str) -> int:
@@ -142,7 +83,6 @@ def kernel_source_picker(left, right) -> KernelSource:
                                   "is ignored, and r and m are clamped to that n. At most "
                                   f"{2 * MAX_TYPED_LENGTH - 1} numbers (n ≤ {MAX_TYPED_LENGTH}).")
     return KernelSource(name, channel, text)
-
 
 def checkpoint_source_picker(column) -> KernelSource:
     choices = _ui.checkpoint_choices()
@@ -209,36 +149,16 @@ method = _ui.from_link(top[5].radio, "Low-rank A", ["sample", "fit"], key="metho
                             "norm only: in spectral norm it is worse than sample in about 13 % "
                             "of settings (up to 1.10×).")
 
-
 @st.fragment
 def decomposition(source: KernelSource, n: int, causal: bool, method: str) -> None:
     """Everything that depends on m, r and λ: a settled move of those reruns only this."""
     _ui.page_activity()
-    controls = (RANK, BAND, DECAY) if source.has_decay else (RANK, BAND)
-    values = figures.values(controls, FIGURE_KEY)
-    decay = values.get("decay")  # None: this kernel has no λ
-    try:
-        coeffs, source_label = source.kernel(n, DECAY.default if decay is None else decay,
-                                              causal)
-    except ValueError as err:
-        _ui.show_error(err)
+    drawn = figure.mount(source, n, causal, method, FIGURE_KEY, locked=tuple(
+        key for key in figure.STATE if _ui.locked(key)))
+    if drawn is None:
         return
-    length = (len(coeffs) + 1) // 2
-    if length < 2:
-        st.info(f"n = 1: T is the 1 × 1 matrix [t₀] = [{coeffs[0]:.4g}]. The band holds it "
-                "exactly and nothing is left for a low-rank part (r needs two inducing "
-                "points). Set n ≥ 2, or type three or more coefficients, to decompose.",
-                icon=":material/info:")
-        return
-    settings = lab.fit_to_length(length, values["band"], values["rank"])
-    band, rank = settings.band, settings.rank
-    try:
-        view = _ui.decomposition_view(coeffs, band, rank, causal, method)
-    except ValueError as err:
-        _ui.show_error(err)
-        return
-    figures.show("decomposition", figure_payload(source, coeffs, length, causal, method, view,
-                                                 band, decay), controls, key=FIGURE_KEY)
+    coeffs, source_label, length = drawn.coeffs, drawn.label, drawn.length
+    band, rank, decay, view = drawn.band, drawn.rank, drawn.decay, drawn.view
     st.caption(f"Source: {source_label}; n = {length}.")
     if view.note:
         st.warning(view.note, icon=":material/info:")
@@ -246,9 +166,7 @@ def decomposition(source: KernelSource, n: int, causal: bool, method: str) -> No
         st.warning(warning, icon=":material/warning:")
     curve_column, words = st.columns([3, 2])
     with curve_column:
-        curve = _ui.rank_curve(coeffs, band, causal)
-        figures.show("error_curve", curve_payload(curve, length, band, rank), (),
-                     key="error_curve_figure")
+        figure.show_curve(drawn, causal, "error_curve_figure")
     words.markdown(WHAT_TO_NOTICE)
     st.markdown(INTRODUCTION)
     st.latex(r"T \;\approx\; T_{\mathrm{sparse}} + W A W^\top, \qquad "
@@ -297,39 +215,6 @@ def decomposition(source: KernelSource, n: int, causal: bool, method: str) -> No
     _ui.page_activity()  # and ended: the quiet that timings wait for starts now
 
 
-def figure_payload(source: KernelSource, coeffs: np.ndarray, length: int, causal: bool,
-                   method: str, view, band: int, decay: float | None) -> dict:
-    """The band + W A Wᵀ figure's data (its contract: pages/figures/decomposition.js)."""
-    if source.browser_decay:
-        base, extra = synthetic_parts(source.name, length, causal)
-        kernel = {"id": figure_data.kernel_id(base, extra), "base": figure_data.packed(base),
-                  "extra": figure_data.packed(extra)}
-    else:
-        kernel = {"id": figure_data.kernel_id(coeffs), "coeffs": figure_data.packed(coeffs)}
-    kernel |= {"n": length, "causal": causal,
-               "label": "T (SKI's target)" if source.name == "ski" else "T"}
-    drawn = figure_data.drawn(length, band, view.rank, decay, method)
-    numbers = dict(zip(("spectral", "optimalSpectral", "optimalFrobenius", "gap"),
-                       figure_data.json_floats([view.relative_spectral,
-                                                view.relative_optimal_spectral,
-                                                view.relative_optimal_frobenius, view.gap]),
-                       strict=True))
-    return {"kernel": kernel, "decay": decay,
-            "method": method, "numbers": {"drawn": drawn} | numbers,
-            "fitted": {"drawn": drawn, "coeffs": figure_data.packed(view.inducing_values)}
-            if method == "fit" else None}
-
-
-def curve_payload(curve, length: int, band: int, rank: int) -> dict:
-    """The error-against-r figure's data (its contract: pages/figures/error_curve.js)."""
-    return {"id": figure_data.kernel_id(curve.sample, curve.fit, curve.optimal),
-            "n": length, "band": band, "rank": rank, "ranks": curve.ranks.tolist(),
-            "sample": figure_data.json_floats(curve.sample),
-            "fit": figure_data.json_floats(curve.fit),
-            "optimal": figure_data.json_floats(curve.optimal),
-            "floor": lab.CURVE_FLOOR, "exact": curve.exact.tolist()}
-
-
 INTRODUCTION = (
     "Learned TNN kernels are **spiky near the diagonal and smooth elsewhere** "
     "(*SKI to go Faster*, §3.2). So split the Toeplitz matrix in two: a **band** of "
@@ -374,13 +259,11 @@ def theorem1(panel: lab.Theorem1Panel) -> None:
                      "(SVD).")
     st.caption(" ".join(panel.caveats))
 
-
 SPEED_LABELS = ("SKI: band + W A Wᵀ", "FFT product (TNO)", "Dense product")
 TRADE_OFF = ("The trade-off: more inducing points or a wider band lower the error above and "
              "cost time here. The band's cost grows with m, the low-rank part's with n, not "
              "with r; the FFT product grows as n log n (see the Speed page). Flop counts are "
              "deterministic; times vary with the machine's load.")
-
 
 def speed_waiting(n: int, rank: int, band: int) -> None:
     """The readout's place while its timing waits for a quiet server."""
@@ -389,7 +272,6 @@ def speed_waiting(n: int, rank: int, band: int) -> None:
         column.metric(label, "…", help="Timed in the background once the page is idle.")
     s[3].caption(f"Timing n = {n}, r = {rank}, m = {band} once the page is idle, so the "
                  "measurement does not compete with drawing it. " + TRADE_OFF)
-
 
 def speed_readout(found) -> None:
     if found.error is not None:
@@ -426,7 +308,6 @@ def speed_readout(found) -> None:
     busy = (" These times were taken while other work ran on the server (three attempts "
             "were disturbed): read them with care." if found.disturbed else "")
     s[3].caption(TRADE_OFF + busy)
-
 
 def positions_figure(cell) -> go.Figure:
     """The positions 0..n-1 with the inducing points; i and j each joined to their two
@@ -500,7 +381,6 @@ def kernel_figure(view, cell, ski: bool) -> go.Figure:
                        legend=dict(orientation="h", y=-0.25))
     return kfig
 
-
 def singular_values(sm: lab.SmoothSpectrum, rank: int, n: int, column) -> None:
     sfig = go.Figure(go.Scatter(x=sm.index, y=sm.values, mode="lines+markers",
                                 marker=dict(size=3), name="σ_i(T_s)"))
@@ -521,7 +401,6 @@ def singular_values(sm: lab.SmoothSpectrum, rank: int, n: int, column) -> None:
                       f"drawn. " if sm.dropped else "")
                    + ("Top values only at this n." if n > 512 else ""))
 
-
 def decay_and_frequency(coeffs, length: int, causal: bool, decay: float | None) -> None:
     """The kernel's decay and frequency response (they do not depend on m or r): the
     decay figure (pages/figures/profiles.js), greyed out while the band + W A Wᵀ figure
@@ -533,7 +412,6 @@ def decay_and_frequency(coeffs, length: int, causal: bool, decay: float | None) 
         "causal": causal, "fit": {"start": 0, "end": None, "floor": lab.ROUNDOFF_FLOOR},
         "floor": lab.ROUNDOFF_FLOOR, "envelope": decay, "response": True,
         "follows": "decomposition", "drawn": drawn}, (), key="decomposition_profiles")
-
 
 decomposition(source, n, causal, method)
 _ui.page_activity()  # the page script ends: the quiet that timings wait for starts now

@@ -1,5 +1,6 @@
-"""Page "Lessons": guided steps over the lab's pages, one step per screen, with the live
-view beside the text; predict, then reveal; a link to every step; a presenter mode."""
+"""Page "Lessons": guided steps over the lab's figures, one step per screen, with the step's
+figures beside the text (pages/figures/steps.py); predict, then reveal; a link to every
+step; a presenter mode."""
 
 import urllib.parse
 from pathlib import Path
@@ -7,28 +8,38 @@ from pathlib import Path
 import streamlit as st
 
 from pages import _ui
+from pages.figures import steps
 from tnn_core.lab import lesson as lesson_lab
 
 _ui.ensure_app_frame()
 
-# Presenter mode: the sidebar hidden, larger type, arrow keys move between steps (the keys
-# click the Back / Next buttons; ignored while typing in a field).
+# Presenter mode: the sidebar hidden, larger type, arrow keys move between steps wherever
+# the focus is (the keys click the Back / Next buttons; ignored while typing in a field,
+# and left to a figure's slider while the pointer holds it).
 PRESENTER_STYLE = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] {display: none;}
+[data-testid="stHeader"] {display: none;}
+[data-testid="stMainBlockContainer"] {padding-top: 1.5rem; padding-bottom: 1rem;}
 [data-testid="stMain"] [data-testid="stMarkdownContainer"] p {font-size: 1.35rem;}
 [data-testid="stMain"] h2 {font-size: 2.4rem;}
 </style>"""
 ARROW_KEYS = """<script>
 if (!window.toeplitzLessonKeys) {
   window.toeplitzLessonKeys = true;
+  let held = false;  // a pointer is down: a figure's slider under it keeps its arrow keys
+  document.addEventListener("pointerdown", () => { held = true; }, true);
+  document.addEventListener("pointerup", () => { held = false; }, true);
   document.addEventListener("keydown", (event) => {
-    const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement?.tagName);
     const label = {ArrowRight: "Next", ArrowLeft: "Back"}[event.key];
-    if (typing || !label) return;
+    const target = event.composedPath()[0];  // inside a figure's shadow root too
+    const tag = target?.tagName, type = target?.type;
+    const typing = ["TEXTAREA", "SELECT"].includes(tag) || (tag === "INPUT" &&
+      !["range", "checkbox", "radio"].includes(type));
+    if (!label || typing || (held && type === "range")) return;
     const button = [...document.querySelectorAll("[data-testid='stMain'] button")]
       .find((b) => b.innerText.trim().endsWith(label) && !b.disabled);
-    if (button) { event.preventDefault(); button.click(); }
-  });
+    if (button) { event.preventDefault(); event.stopPropagation(); button.click(); }
+  }, true);  // capture: before a focused slider or radio takes the key
 }
 </script>"""
 VIEW_HEIGHT = 1100  # px of the embedded page
@@ -47,10 +58,16 @@ def move(by: int, count: int) -> None:
     st.session_state["step"] = min(max(1, st.session_state.get("step", 1) + by), count)
 
 
-def show_view(view: lesson_lab.View) -> None:
-    """The step's lab page, live, with its controls set (Streamlit's embed mode hides the
-    app's frame), and a link that opens it on its own."""
-    st.iframe(f"/{view.embed_url}", height=VIEW_HEIGHT)
+def show_view(view: lesson_lab.View, wanted: tuple[str, ...], key: str) -> None:
+    """The step's figures, drawn here at its settings (a page without figures: the page
+    itself, embedded, with its controls set), and a link that opens the page on its own."""
+    if view.path in lesson_lab.VIEW_FIGURES:
+        try:
+            steps.show(view, wanted, key)
+        except ValueError as err:
+            _ui.show_error(err)
+    else:
+        st.iframe(f"/{view.embed_url}", height=VIEW_HEIGHT)
     if view.locked:
         st.caption(f"Fixed for this step: {', '.join(view.locked)}. The page on its own "
                    f"leaves every control free.")
@@ -84,8 +101,7 @@ def show_question(question: lesson_lab.Question, key: str) -> bool:
               disabled=prediction is None or st.session_state.get(revealed_key, False),
               on_click=st.session_state.__setitem__, args=(revealed_key, True))
     if not st.session_state.get(revealed_key, False):
-        st.caption("The answer and the live view appear once you have made a prediction "
-                   "and pressed Reveal.")
+        st.caption("The answer appears once you have made a prediction and pressed Reveal.")
         return False
     answer = question.answer if question.choices else f"{question.answer:g}"
     if prediction is None:  # cleared after the reveal: nothing to judge
@@ -98,7 +114,8 @@ def show_question(question: lesson_lab.Question, key: str) -> bool:
     return True
 
 
-if not st.session_state.get("present", False):
+presenting = st.session_state.get("present", st.query_params.get("present") == "true")
+if not presenting:
     st.title("Lessons")
 found, problems = lessons(str(lesson_lab.LESSON_DIR),
                           lesson_lab.folder_listing(lesson_lab.LESSON_DIR))
@@ -109,7 +126,9 @@ if not found:
             f"docs/lessons.md shows how to write one.", icon=":material/school:")
     st.stop()
 
-top = st.columns([3, 1, 1])
+# presenting, the lesson's controls fold away: the step has the screen (the arrow keys move)
+top = (st.expander("Lesson, step and presenter mode") if presenting else st.container()
+       ).columns([3, 1, 1])
 title = _ui.from_link(top[0].selectbox, "Lesson", list(found), key="lesson",
                       bind="query-params", on_change=st.session_state.__setitem__,
                       args=("step", 1))  # another lesson starts at its first step
@@ -129,11 +148,12 @@ if present:
 st.html(ARROW_KEYS, unsafe_allow_javascript=True)
 
 step = lesson.steps[number - 1]
-st.header(f"{number}. {step.title}")
-if not present:
-    st.caption(f"{lesson.title} · step {number} of {count} · {lesson.summary}")
+# the figures beside the whole text, header included: they start at the top of the screen
 text, view = st.columns([2, 3]) if step.view else (st.container(), None)
 with text:
+    st.header(f"{number}. {step.title}")
+    if not present:
+        st.caption(f"{lesson.title} · step {number} of {count} · {lesson.summary}")
     st.markdown(step.text)
     for formula in step.latex:
         st.latex(formula)
@@ -143,10 +163,7 @@ with text:
         st.info(f"**What to notice.** {step.notice}", icon=":material/lightbulb:")
 if view is not None:
     with view:
-        if revealed:
-            show_view(step.view)
-        else:
-            st.caption("The live view appears after you reveal the answer.")
+        show_view(step.view, step.figures, f"lesson:{lesson.slug}:{number}")
 
 nav = st.columns([1, 1, 4])
 nav[0].button("Back", key="back", icon=":material/arrow_back:", disabled=number == 1,

@@ -96,7 +96,20 @@ def test_view_controls_are_the_pages_bound_widgets():
     for page, keys in lesson_lab.VIEW_PAGES.items():
         source = (ROOT / "pages" / f"{page}.py").read_text()
         shared = set().union(*(k for f, k in SHARED.items() if f"_ui.{f}(" in source))
-        assert set(keys) == _bound_keys(ROOT / "pages" / f"{page}.py") | shared, page
+        own = set().union(*(_bound_keys(path) for path in _figure_modules(source)))
+        assert set(keys) == _bound_keys(ROOT / "pages" / f"{page}.py") | own | shared, page
+
+
+def _figure_modules(source: str) -> list[Path]:
+    """The figure modules (pages/figures/NAME.py) a page imports: their controls are its."""
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module == "pages.figures":
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "pages.figures."):
+            names.add(node.module.rsplit(".", 1)[1])
+    return [ROOT / "pages" / "figures" / f"{name}.py" for name in sorted(names)]
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -188,14 +201,16 @@ def test_every_step_renders_and_reveals(lessons_page, lesson):
             assert any(b.label == "Open this view on its own page" for b in at.get("link_button"))
 
 
-def test_the_answer_and_view_wait_for_a_prediction(lessons_page):
+def test_the_answer_waits_for_a_prediction_and_the_figure_does_not(lessons_page):
     at = lessons_page
     first = SHIPPED[0]
     assert first.steps[0].question is not None and first.steps[0].view is not None
     reveal = at.button(key=f"reveal:{first.slug}:1")
     assert reveal.disabled  # no prediction yet
-    assert not at.success and not at.warning and not at.get("link_button")
+    assert not at.success and not at.warning
     assert first.steps[0].question.explain not in " ".join(m.value for m in at.markdown)
+    figure = json.loads(at.get("bidi_component")[0].proto.json)  # drawn before the answer
+    assert figure["name"] == "exponential" and "n" in figure["locked"]
     _reveal(at, first, 1)
     assert at.success or at.warning
     assert at.get("link_button")

@@ -19,7 +19,10 @@ The contract that tests and benchmarks rely on (keep it stable):
   server's values for the current setting.
 
 Every control of a figure lives in the URL under its name, like the pages' widgets: a
-link value the figure cannot use is named in the page's link notice (``_ui``).
+link value the figure cannot use is named in the page's link notice (``_ui``). A lesson
+mounts a figure with ``link=False``: its settings come from the step (``defaults``), its
+state stays under the step's own key, and the URL (the lesson's) is neither read nor
+written.
 """
 
 from __future__ import annotations
@@ -80,16 +83,18 @@ def _component(name: str):
                                       css=(FOLDER / "figure.css").read_text(encoding="utf-8"))
 
 
-def value(key: str, name: str, widget: str, spec: dict, default, valid, parse):
+def value(key: str, name: str, widget: str, spec: dict, default, valid, parse,
+          link: bool = True):
     """The figure ``key``'s value ``name``: the browser's settled one (if ``valid``), else the
     link's (checked as Streamlit's ``widget`` with ``spec`` would take it, then ``parse``d
-    from its text; a refused one is named in the page's link notice), else ``default``.
-    Pages call it before mounting: the server's data depends on the values."""
+    from its text; a refused one is named in the page's link notice; not read when
+    ``link`` is False), else ``default``. Pages call it before mounting: the server's data
+    depends on the values."""
     state = st.session_state.get(key)  # the browser's settled values: a dict by state name
     settled = state.get(name) if isinstance(state, Mapping) else None
     if valid(settled):
         return settled
-    raw = st.query_params.get_all(name)
+    raw = st.query_params.get_all(name) if link else []
     if not raw:
         return default
     problem = _ui.link_value_problem(widget, spec, raw)
@@ -107,13 +112,14 @@ def is_number(value) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def values(controls: tuple[Control, ...], key: str) -> dict:
+def values(controls: tuple[Control, ...], key: str, link: bool = True) -> dict:
     """The sliders' values ``show(..., controls, key)`` returns, known before it is called."""
     out = {}
     for control in controls:
         spec = {"min_value": control.typed(control.low),
                 "max_value": control.typed(control.high), "value": control.typed(control.default)}
-        found = value(key, control.name, "slider", spec, control.default, is_number, float)
+        found = value(key, control.name, "slider", spec, control.default, is_number, float,
+                      link)
         out[control.name] = control.typed(min(max(found, control.low), control.high))
     return out
 
@@ -131,13 +137,16 @@ def keep_in_link(settled: dict) -> None:
         _ui.note_link_value(name, None, current, url_text(current))
 
 
-def show(name: str, data: dict, controls: tuple[Control, ...], key: str) -> dict:
+def show(name: str, data: dict, controls: tuple[Control, ...], key: str,
+         link: bool = True) -> dict:
     """Mount figure ``name`` with the server's ``data``; returns the sliders' values
-    (``values``), which go back into the URL, so a link opens exactly this view."""
-    current = values(controls, key)
+    (``values``), which go back into the URL (when ``link``), so a link opens exactly this
+    view."""
+    current = values(controls, key, link)
     callbacks = {f"on_{c.name}_change": (lambda: None) for c in controls}
     _component(name)(key=key, data={**data, "controls": [c.spec(current[c.name])
                                                           for c in controls]},
                      default=dict(current), **callbacks)
-    keep_in_link(current)
+    if link:
+        keep_in_link(current)
     return current

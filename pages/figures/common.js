@@ -126,10 +126,12 @@ function drawLines(canvas, series, options) {
     const xp = left + (v - x0) / (x1 - x0) * (W - left - right);
     ctx.fillText(formatTick(options.logX ? 10 ** v : v), xp - 12, H - bottom + 14);
   }
+  ctx.textAlign = 'right';  // the y ticks end at the axis, clear of the rotated y label
   for (const v of axisTicks(y0, y1, options.logY)) {
     const yp = H - bottom - (v - y0) / (y1 - y0) * (H - top - bottom);
-    ctx.fillText(formatTick(options.logY ? 10 ** v : v), 2, yp + 4);
+    ctx.fillText(formatTick(options.logY ? 10 ** v : v), left - 4, yp + 4);
   }
+  ctx.textAlign = 'left';
   ctx.fillText(options.xLabel || '', (W - left) / 2 + left - 20, H - 4);
   ctx.save(); ctx.translate(12, top + (H - top - bottom) / 2 + 20); ctx.rotate(-Math.PI / 2);
   ctx.fillText(options.yLabel || '', 0, 0); ctx.restore();

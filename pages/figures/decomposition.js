@@ -32,6 +32,8 @@
 //            either figure's drag in the same frame. Absent: the residual has its own scale
 //   locked   optional: names of controls a lesson fixed, drawn disabled
 //   factors  optional: false to mount with "Where W A Wᵀ comes from" folded (default open)
+//   compact  optional: true to leave out the colour scale's sentence (a lesson step's
+//            screen, where the step's own text says what the colours mean)
 // Per frame, here: t at λ, then everything above at the slider's r and m; the server's
 // numbers stay, marked stale, until the server sends them for the values drawn.
 //
@@ -402,6 +404,7 @@ export default function (component) {
     root.querySelector('.factors').open = data.factors !== false;
     root.querySelector('.factors').addEventListener('toggle', () => draw(root, root.state));
   }
+  root.querySelector('.scale').hidden = data.compact === true;
   const state = root.state;
   if (!state.data || state.data.kernel.id !== data.kernel.id) {  // a new kernel: unpacked once
     const unpack = (name) => (data.kernel[name] ? decodeArray(data.kernel[name], 'float64') : null);

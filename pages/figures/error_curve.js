@@ -10,6 +10,8 @@
 //              below the curve's floor, round-off, not drawn)
 //   floor      that floor; exact: the ranks where some curve is below it
 //   rank       the settled r (clamped to n), marked until the decomposition figure moves
+//   height     optional: the plot's height in CSS pixels (default 300; a lesson step's is
+//              lower, to share the screen with the decomposition figure)
 // Per frame, here: the mark at the decomposition figure's r; while its m differs from the
 // curve's, the curve is marked stale (data-stale) until the server sends the new one.
 
@@ -62,6 +64,7 @@ export default function (component) {
   const [root, created] = figureRoot(parentElement, 'error_curve', CURVE_LAYOUT);
   if (created) root.state = {};
   const state = root.state;
+  root.querySelector('canvas').style.height = `${data.height || 300}px`;
   if (!state.data || state.data.id !== data.id || state.settled !== data.rank) {
     Object.assign(state, { rank: data.rank, band: data.band, frobenius: NaN, settled: data.rank });
   }

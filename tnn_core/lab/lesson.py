@@ -12,6 +12,7 @@ in docs/lessons.md):
     latex = ["T_{ij} = t_{i-j}"]                 # optional, shown with st.latex
     view = "basics?preset=Exponential+decay&n=8" # optional: a lab page and its controls
     lock = ["n"]                                 # optional: controls of the view kept fixed
+    figures = ["toeplitz"]                       # optional: which of the page's figures
     notice = "What to notice ..."                # optional
     [steps.question]                             # optional: predict, then reveal
     prompt = "How many numbers does T hold?"
@@ -21,7 +22,9 @@ in docs/lessons.md):
     # ... or a typed number: answer = 15, tolerance = 0 (no choices)
 
 ``view`` is what the address bar shows on that page (its URL path and query), so a
-teacher copies it from the browser. Its page must be one of ``VIEW_PAGES`` and its
+teacher copies it from the browser. A step draws the view's page's figures (those of
+``VIEW_FIGURES``: the first unless ``figures`` names others) in the lesson itself; a view
+of another page opens embedded. Its page must be one of ``VIEW_PAGES`` and its
 parameters that page's controls; anything else is refused on load.
 
 ``load_lessons`` reads a folder, and no file in it can take the others down: each file is
@@ -50,8 +53,9 @@ from pathlib import Path
 
 from tnn_core.files import FileRefused, read_bounded
 
-__all__ = ["LESSON_DIR", "VIEW_PAGES", "MAX_STEPS", "LessonError", "View", "Question", "Step",
-           "Lesson", "parse_lesson", "load_lesson", "load_lessons", "folder_listing"]
+__all__ = ["LESSON_DIR", "VIEW_PAGES", "VIEW_FIGURES", "MAX_STEPS", "LessonError", "View",
+           "Question", "Step", "Lesson", "parse_lesson", "load_lesson", "load_lessons",
+           "folder_listing"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +79,15 @@ VIEW_PAGES: dict[str, tuple[str, ...]] = {
     "compress": ("checkpoint", "band", "rank", "method"),
     "compare": ("source", "n", "causal") + tuple(f"{side}_{name}" for side in "ab" for name in
                                                ("band", "rank", "method", "decay")),
+}
+
+
+# pages whose figures a step draws (pages/figures/steps.py), and which: the first by default
+VIEW_FIGURES: dict[str, tuple[str, ...]] = {
+    "basics": ("toeplitz",),
+    "decomposition": ("decomposition", "factors", "error_curve"),  # factors: W · A · Wᵀ open
+    "frequency": ("fd_kernel", "decay"),
+    "compare": ("compare",),
 }
 
 
@@ -147,6 +160,7 @@ class Step:
     view: View | None = None
     notice: str = ""
     question: Question | None = None
+    figures: tuple[str, ...] = ()  # of VIEW_FIGURES[view.path]; empty: its first
 
 
 @dataclass(frozen=True)
@@ -244,7 +258,8 @@ def _finite(value, rule: str) -> float:
 def _step(data, where: str) -> Step:
     if not isinstance(data, dict):
         raise LessonError(f"{where} must be a table; got {_shown(data)}")
-    _known(data, {"title", "text", "latex", "view", "lock", "notice", "question"}, where)
+    _known(data, {"title", "text", "latex", "view", "lock", "notice", "question", "figures"},
+           where)
     latex = data.get("latex", [])
     if isinstance(latex, str):
         latex = [latex]
@@ -258,8 +273,14 @@ def _step(data, where: str) -> Step:
         raise LessonError(f"{where}: lock needs a view")
     if view is not None:
         view = _view(view, data.get("lock", []), f"{where}.view")
+    figures = data.get("figures", [])
+    offered = VIEW_FIGURES.get(view.path, ()) if view is not None else ()
+    if not isinstance(figures, list) or not all(isinstance(f, str) for f in figures) or \
+            not set(figures) <= set(offered):
+        raise LessonError(f"{where}: figures must be a list of the view's figures "
+                          f"{list(offered)}; got {_shown(figures)}")
     return Step(title=_text(data, "title", where), text=_text(data, "text", where),
-                latex=tuple(latex), view=view,
+                latex=tuple(latex), view=view, figures=tuple(figures),
                 notice=_text(data, "notice", where, required=False),
                 question=None if "question" not in data
                 else _question(data["question"], f"{where}.question"))

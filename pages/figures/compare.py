@@ -1,0 +1,82 @@
+"""Compare A/B's figures: two band + W A Wᵀ figures (decomposition.js), one per setting,
+whose residuals share one colour scale, and the strip B − A (difference.js); mounted by
+the Compare page and by lesson steps."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+import numpy as np
+import streamlit as st
+
+from pages import _ui, figures
+from pages.figures.decomposition import synthetic_parts
+from tnn_core.analysis.presets import SYNTHETIC
+from tnn_core.lab import compare as lab
+from tnn_core.lab.decomposition import fit_to_length
+
+__all__ = ["DEFAULT_DECAY", "side_controls", "mount_side", "show_difference"]
+
+DEFAULT_DECAY = 0.99
+
+
+def side_controls(side: str, has_decay: bool) -> tuple[figures.Control, ...]:
+    """r, m and (a kernel with a λ) λ of one side's figure, in the URL as a_rank, b_band, …"""
+    name = side.upper()
+    controls = (
+        figures.Control(f"{side}_rank", f"{name}: inducing points r", 2, 512, 1, 32,
+                        "Rank of W A Wᵀ: r points evenly spaced on [0, n − 1]; at most n."),
+        figures.Control(f"{side}_band", f"{name}: band m", 1, 512, 1, 9,
+                        "Diagonals in the sparse part: lags |k| ≤ m//2 (causal: 0 ≤ k < m), "
+                        "at most 2n − 2."),
+        figures.Control(f"{side}_decay", f"{name}: decay λ", 0.5, 1.0, 0.005, DEFAULT_DECAY,
+                        "The kernel's decay λ^|k|; λ = 1: no decay. A different λ changes the "
+                        "kernel itself, not only its decomposition."))
+    return controls if has_decay else controls[:2]
+
+
+@st.cache_data(max_entries=32, show_spinner="Decomposing…")
+def side_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, method: str,
+              decay: float) -> lab.SideView:
+    return lab.compare_side(coeffs, band, rank, causal, method, decay)
+
+
+def mount_side(side: str, source: str, n: int, causal: bool, method: str, key: str,
+               link: bool = True, settings: Mapping | None = None,
+               locked: tuple[str, ...] = (), compact: bool = False) -> lab.SideView | None:
+    """One side's figure (its r, m and λ under ``key``: from the browser, else the link,
+    else ``settings``, else the defaults; ``compact``: "Where W A Wᵀ comes from" folded
+    and no sentence on the colours, for a lesson's screen); its view, or None after an
+    st.error sentence saying why not."""
+    settings = settings or {}
+    controls = tuple(replace(c, default=settings.get(c.name, c.default))
+                     for c in side_controls(side, source != "fd"))
+    values = figures.values(controls, key, link)
+    decay = values.get(f"{side}_decay")  # None: this kernel has no λ
+    fitted = fit_to_length(n, values[f"{side}_band"], values[f"{side}_rank"])
+    try:
+        coeffs = _ui.preset_kernel(source, n, DEFAULT_DECAY if decay is None else decay,
+                                   causal, _ui.seed(), 0)
+        view = side_view(coeffs, fitted.band, fitted.rank, causal, method,
+                         DEFAULT_DECAY if decay is None else decay)
+    except ValueError as err:
+        _ui.show_error(err)
+        return None
+    parts = synthetic_parts(source, n, causal) if source in SYNTHETIC else None
+    figures.show("decomposition", {**lab.side_figure_data(side, view, causal, decay, parts),
+                                   "locked": list(locked), "factors": not compact,
+                                   "compact": compact}, controls, key=key, link=link)
+    if view.note:
+        st.warning(view.note, icon=":material/info:")
+    return view
+
+
+def show_difference(views: Mapping[str, lab.SideView], n: int, has_decay: bool,
+                    key: str) -> None:
+    """The strip B − A of the two sides' views."""
+    diff = lab.difference(views["a"], views["b"])
+    drawn = tuple(lab.side_drawn(side, v.n, v.band, v.rank, v.decay if has_decay else None,
+                                 v.method) for side, v in views.items())
+    figures.show("difference", lab.difference_figure_data(diff, n, drawn), (), key=key,
+                 link=False)

@@ -1,0 +1,100 @@
+"""The Toeplitz matrix and kernel figure (toeplitz.js), mounted by the Basics page and by
+lesson steps: its controls and the server's side of its data contract."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+import streamlit as st
+
+from pages import _ui, figures
+from tnn_core.analysis.presets import MAX_TYPED_CHARS, MAX_TYPED_LENGTH, OPERATOR_CHANNELS
+from tnn_core.lab import basics as lab
+
+__all__ = ["LABELS", "CONTROLS", "Mounted", "mount"]
+
+LABELS = {  # preset key -> the Kernel box's label (what a link holds)
+    "exponential": "Exponential decay λ^|k|",
+    "spike_smooth": "Spike plus smooth",
+    "oscillating": "Oscillating",
+    "tno": "Fresh TNN operator (tno)",
+    "ski": "Fresh SKI-TNN operator (ski)",
+    "fd": "Fresh FD-TNN operator (fd)",
+    lab.TYPED: "Type your own coefficients",
+}
+CONTROLS = (
+    figures.Control("n", "Sequence length n", 1, 4096, 1, 64,
+                    "The matrix is n × n; the kernel has 2n − 1 lags (typed coefficients set "
+                    "their own n)."),
+    figures.Control("decay", "Decay λ", 0.5, 1.0, 0.01, 0.9,
+                    "TNN's decay bias: lag k is scaled by λ^|k|. λ = 1 means no decay. For SKI, "
+                    "λ sets the inverse time warp sign(t)λ^|t|. FD-TNN has no decay bias, and "
+                    "typed coefficients have their own."),
+    figures.Control("channel", "Channel", 0, OPERATOR_CHANNELS - 1, 1, 0,
+                    "Which of the operator's channels to show; each channel has its own "
+                    "Toeplitz matrix."),
+)
+TYPED_HELP = ("An odd number 2n − 1 of numbers, comma or space separated: the middle one is "
+              f"t_0. At most {2 * MAX_TYPED_LENGTH - 1} numbers (n ≤ {MAX_TYPED_LENGTH}).")
+STATE = ("n", "decay", "channel", "causal", "cell_i", "cell_j", "coefficients")  # lockable
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def figure_kernel(name: str, n: int, decay: float, causal: bool, seed: int, channel: int,
+                  text: str) -> lab.FigureKernel:
+    return lab.figure_kernel(name, n, decay, causal, seed, channel, text)
+
+
+@dataclass(frozen=True)
+class Mounted:
+    """What the figure drew, for the sections that follow it."""
+
+    kernel: lab.FigureKernel | None  # None: the kernel was refused, ``problem`` says why
+    problem: ValueError | None
+
+
+def is_bool(value) -> bool:
+    return isinstance(value, bool)
+
+
+def mount(preset: str, key: str, link: bool = True, settings: Mapping | None = None,
+          locked: tuple[str, ...] = ()) -> Mounted:
+    """The figure for kernel ``preset`` (a key of LABELS), its state under ``key``: values
+    from the browser, else the link (``link``), else ``settings`` (n, decay, channel,
+    causal), else the controls' defaults. ``locked`` controls are drawn disabled."""
+    settings = settings or {}
+    controls = tuple(replace(c, default=settings.get(c.name, c.default)) for c in CONTROLS)
+    n, decay, channel = figures.values(controls, key, link).values()
+    causal = figures.value(key, "causal", "toggle", {}, settings.get("causal", False), is_bool,
+                           lambda text: text.lower() == "true", link)
+    text = ""
+    if preset == lab.TYPED:
+        text = figures.value(key, "coefficients", "text_input", {"max_chars": MAX_TYPED_CHARS},
+                             "0.25, 0.5, 1, 0.5, 0.25", lambda v: isinstance(v, str), str, link)
+    problem = None
+    try:
+        kernel = figure_kernel(preset, n, decay, causal, _ui.seed(), channel, text)
+    except ValueError as err:
+        kernel, problem = None, err
+    n_drawn = n if kernel is None else (len(kernel.coeffs) + 1) // 2
+    cell = [figures.value(key, name, "number_input",
+                          {"min_value": 0, "max_value": n_drawn - 1,
+                           "value": min(default, n_drawn - 1)},
+                          min(default, n_drawn - 1), lambda v: False, int, link)
+            for name, default in zip(("cell_i", "cell_j"), _ui.CELL, strict=True)]
+    state = st.session_state.get(key)
+    if isinstance(state, Mapping) and isinstance(state.get("cell"), list) \
+            and len(state["cell"]) == 2 and all(figures.is_number(v) for v in state["cell"]):
+        cell = [int(v) for v in state["cell"]]
+    cell = [min(max(v, 0), n_drawn - 1) for v in cell]
+    data = {"name": preset, "kernel": None if kernel is None else kernel.browser,
+            "causal": causal, "cell": cell, "cells": lab.FIGURE_CELLS,
+            "inactive": list(("n", "decay", "channel") if kernel is None else kernel.inactive),
+            "locked": list(locked),
+            "coefficients": text if preset == lab.TYPED else None, "typed_help": TYPED_HELP}
+    figures.show("toeplitz", data, controls, key=key, link=link)
+    if link:
+        figures.keep_in_link({"causal": causal, "cell_i": cell[0], "cell_j": cell[1],
+                              **({"coefficients": text} if preset == lab.TYPED else {})})
+    return Mounted(kernel, problem)

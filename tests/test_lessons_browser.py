@@ -1,0 +1,175 @@
+"""Every lesson step in presenter mode, in Chromium at 1400 × 900, as a teacher walks it.
+
+For each lesson: open step 1 from a link, then for every step predict (the first choice,
+or the right number), Reveal, and press ArrowRight to go on, with the focus on a figure's
+slider when the step has one (the arrow keys move the steps wherever the focus is). At
+each step, scrolled to the top: every figure of the step has drawn (``data-drawn``) and
+its bounding box lies inside the 1400 × 900 viewport, as does the question's Reveal
+button; the answer shows after Reveal; no exception. One screenshot per step under
+tests/screenshots/ (steps-LESSON-STEP.png).
+
+The page's own clock times each Next (key press to the new step's figures drawn, or to
+the end of the run for a step without figures) and each Reveal (click to the answer on
+the screen); ``test_walk_every_step`` prints their medians.
+"""
+
+from __future__ import annotations
+
+import statistics
+import urllib.parse
+
+import pytest
+
+from tests.test_browser import CHROMIUM, SHOTS, _unavailable, server, wait_idle  # noqa: F401
+from tnn_core.lab.lesson import VIEW_FIGURES, load_lessons
+
+pytestmark = pytest.mark.browser
+
+LESSONS = load_lessons()[0]
+WIDTH, HEIGHT = 1400, 900
+# every figure root of this step, inside the components' shadow roots too (those of the
+# step before, remembered in window.previousFigures, left out): [name, top, bottom, left,
+# right, data-drawn]
+ROOTS = """() => {
+  const found = [];
+  const walk = (root) => {
+    for (const e of root.querySelectorAll('*')) {
+      if (e.dataset && e.dataset.testid === 'figure' &&
+          !(window.previousFigures && window.previousFigures.has(e))) found.push(e);
+      if (e.shadowRoot) walk(e.shadowRoot);
+    }
+  };
+  walk(document);
+  return found;
+}"""
+FIGURES = f"""() => ({ROOTS})().map((e) => {{ const r = e.getBoundingClientRect();
+  return [e.dataset.figure, r.top, r.bottom, r.left, r.right, e.dataset.drawn || null]; }})"""
+FORGET = f"() => {{ window.previousFigures = new WeakSet(({ROOTS})()); }}"
+TO_TOP = """() => { for (const e of [document.scrollingElement,
+  document.querySelector("[data-testid='stMain']"),
+  document.querySelector("[data-testid='stAppViewContainer']")]) if (e) e.scrollTop = 0; }"""
+
+
+@pytest.fixture(scope="module")
+def chromium_page(server):  # noqa: F811 - the fixture imported above
+    if not __import__("pathlib").Path(CHROMIUM).exists():
+        _unavailable(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"])
+        yield browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+        browser.close()
+
+
+def figures_drawn(page, count: int, timeout: int = 60_000) -> float:
+    """Wait until ``count`` figures have drawn; the page clock's time then."""
+    return page.wait_for_function(
+        f"() => {{ const f = ({FIGURES})(); return f.length >= {count} && "
+        "f.every((x) => x[5]) ? performance.now() : false; }", timeout=timeout,
+        polling="raf").json_value()
+
+
+def expected_figures(step) -> int:
+    """How many figure roots the step draws (Compare: its two sides)."""
+    if step.view is None or step.view.path not in VIEW_FIGURES:
+        return 0
+    wanted = step.figures or VIEW_FIGURES[step.view.path][:1]
+    if step.view.path == "compare":
+        return 2
+    return len([name for name in wanted if name != "factors"]) or 1
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[lesson.slug for lesson in LESSONS])
+def test_walk_every_step(chromium_page, server, lesson):  # noqa: F811
+    page = chromium_page
+    query = urllib.parse.urlencode({"lesson": lesson.title, "step": 1, "present": "true"})
+    page.goto(f"{server}/lessons?{query}")
+    wait_idle(page)
+    main = page.locator("[data-testid='stMain']")
+    nexts, reveals = [], []
+    for number, step in enumerate(lesson.steps, start=1):
+        heading = main.locator("h2").first
+        assert heading.inner_text().startswith(f"{number}. {step.title}")
+        count = expected_figures(step)
+        if count:
+            figures_drawn(page, count)
+        if step.question is not None:  # the question fits the screen with the figure
+            page.evaluate(TO_TOP)
+            reveal = main.get_by_role("button", name="Reveal").bounding_box()
+            assert reveal["y"] + reveal["height"] <= HEIGHT, (
+                f"step {number}: Reveal ends at y {reveal['y'] + reveal['height']:.0f}")
+            group = main.get_by_test_id("stRadioGroup")
+            if step.question.choices:
+                group.first.get_by_text(step.question.choices[0], exact=True).click()
+            else:
+                main.get_by_placeholder("type a number").fill(f"{step.question.answer:g}")
+                main.get_by_placeholder("type a number").press("Enter")
+            wait_idle(page)
+            start = page.evaluate("() => performance.now()")
+            main.get_by_role("button", name="Reveal").click()
+            shown = page.wait_for_function(
+                "() => [...document.querySelectorAll(\"[data-testid='stAlert']\")].some("
+                "(a) => /the answer is/.test(a.innerText)) ? performance.now() : false",
+                timeout=60_000, polling="raf").json_value()
+            reveals.append(shown - start)
+            wait_idle(page)
+        page.evaluate(TO_TOP)
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(SHOTS / f"steps-{lesson.slug}-{number}.png"))
+        boxes = page.evaluate(FIGURES)
+        assert len(boxes) == count, (number, boxes)
+        for name, top, bottom, left, right, drawn in boxes:
+            assert drawn, (number, name)
+            assert 0 <= top and bottom <= HEIGHT and 0 <= left and right <= WIDTH, (
+                f"step {number}: figure {name} spans y {top:.0f}..{bottom:.0f}, x "
+                f"{left:.0f}..{right:.0f}, outside {WIDTH} × {HEIGHT}")
+        assert page.locator("[data-testid='stException']").count() == 0
+        if number == len(lesson.steps):
+            break
+        slider = main.locator("input[type='range']")  # inside a figure, if any
+        if slider.count():
+            slider.first.focus()
+        else:
+            heading.click()
+        page.evaluate(FORGET)
+        start = page.evaluate("() => performance.now()")
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(f"() => /[?&]step={number + 1}(&|$)/.test(location.search)",
+                               timeout=60_000)
+        following = lesson.steps[number]
+        if expected_figures(following):
+            nexts.append(figures_drawn(page, expected_figures(following)) - start)
+        else:
+            wait_idle(page)
+            nexts.append(page.evaluate("() => performance.now()") - start)
+    print(f"\n{lesson.slug}: Next → drawn median "
+          f"{statistics.median(nexts) if nexts else float('nan'):.0f} ms over {len(nexts)}, "
+          f"Reveal median {statistics.median(reveals) if reveals else float('nan'):.0f} ms "
+          f"over {len(reveals)}")
+
+
+def test_a_step_link_opens_that_step_with_its_figure(chromium_page, server):  # noqa: F811
+    """The link a step shows, opened in a fresh browser: the same step, its figure drawn."""
+    import re
+
+    lesson = LESSONS[2]
+    number = 3
+    page = chromium_page
+    query = urllib.parse.urlencode({"lesson": lesson.title, "step": number})
+    page.goto(f"{server}/lessons?{query}")
+    wait_idle(page)
+    link = re.search(r"Link to this step: (\S+)",
+                     page.locator("[data-testid='stMain']").inner_text()).group(1)
+    fresh = page.context.browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
+    try:
+        other = fresh.new_page()
+        other.goto(link)
+        wait_idle(other)
+        heading = other.locator("[data-testid='stMain'] h2").first.inner_text()
+        assert heading.startswith(f"{number}. {lesson.steps[number - 1].title}")
+        figures_drawn(other, expected_figures(lesson.steps[number - 1]))
+        assert other.locator("[data-testid='stException']").count() == 0
+    finally:
+        fresh.close()
