@@ -59,9 +59,9 @@ def move(by: int, count: int) -> None:
 
 
 def show_view(view: lesson_lab.View, wanted: tuple[str, ...], key: str) -> None:
-    """The step's figures, drawn here at its settings (a page without figures: the page
-    itself, embedded, with its controls set), and a link that opens the page on its own."""
-    if view.path in lesson_lab.VIEW_FIGURES:
+    """The step's figures ``wanted``, drawn here at its settings (none: the page itself,
+    embedded, with its controls set), and a link that opens the page on its own."""
+    if wanted:
         try:
             steps.show(view, wanted, key)
         except ValueError as err:
@@ -163,7 +163,7 @@ with text:
         st.info(f"**What to notice.** {step.notice}", icon=":material/lightbulb:")
 if view is not None:
     with view:
-        show_view(step.view, step.figures, f"lesson:{lesson.slug}:{number}")
+        show_view(step.view, step.drawn, f"lesson:{lesson.slug}:{number}")
 
 nav = st.columns([1, 1, 4])
 nav[0].button("Back", key="back", icon=":material/arrow_back:", disabled=number == 1,

@@ -21,7 +21,7 @@ import urllib.parse
 import pytest
 
 from tests.test_browser import CHROMIUM, SHOTS, _unavailable, server, wait_idle  # noqa: F401
-from tnn_core.lab.lesson import VIEW_FIGURES, load_lessons
+from tnn_core.lab.lesson import load_lessons
 
 pytestmark = pytest.mark.browser
 
@@ -73,12 +73,11 @@ def figures_drawn(page, count: int, timeout: int = 60_000) -> float:
 
 def expected_figures(step) -> int:
     """How many figure roots the step draws (Compare: its two sides)."""
-    if step.view is None or step.view.path not in VIEW_FIGURES:
+    if not step.drawn:
         return 0
-    wanted = step.figures or VIEW_FIGURES[step.view.path][:1]
     if step.view.path == "compare":
         return 2
-    return len([name for name in wanted if name != "factors"]) or 1
+    return len([name for name in step.drawn if name not in ("factors", "circulant")])
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[lesson.slug for lesson in LESSONS])
@@ -120,6 +119,10 @@ def test_walk_every_step(chromium_page, server, lesson):  # noqa: F811
         page.screenshot(path=str(SHOTS / f"steps-{lesson.slug}-{number}.png"))
         boxes = page.evaluate(FIGURES)
         assert len(boxes) == count, (number, boxes)
+        if "circulant" in step.drawn:  # the embedding's pictures, drawn on the server
+            boxes += [["circulant", box["y"], box["y"] + box["height"], box["x"],
+                       box["x"] + box["width"], "server"]
+                      for box in [page.locator(".st-key-circulant-steps").bounding_box()]]
         for name, top, bottom, left, right, drawn in boxes:
             assert drawn, (number, name)
             assert 0 <= top and bottom <= HEIGHT and 0 <= left and right <= WIDTH, (

@@ -5,19 +5,21 @@ A step's settings are its view's controls, as the page's link spells them (selec
 their labels, switches as true/false); ``lock`` lists the controls drawn disabled. Each
 figure keeps its state under the step's own key and leaves the lesson's URL alone
 (``figures.show(..., link=False)``). Pages without figures (Inspect, Compress, Speed, Train)
-are not drawn here: ``lesson.VIEW_FIGURES`` lists the pages that are, and their figures.
+are not drawn here: ``lesson.VIEW_FIGURES`` lists the pages that are, and their figures
+(Inspect's: one learned channel on the Toeplitz figure).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
 import streamlit as st
 
 from pages import _ui
-from pages.figures import compare, decomposition, fd_kernel, toeplitz
+from pages.figures import circulant, compare, decomposition, fd_kernel, toeplitz
 from tnn_core.lab.compare import SIDES
-from tnn_core.lab.lesson import VIEW_FIGURES, View
+from tnn_core.lab.lesson import View
 
 __all__ = ["show"]
 
@@ -49,18 +51,27 @@ def _sliders(settings: Mapping, names: tuple[str, ...]) -> dict:
 
 
 def show(view: View, wanted: tuple[str, ...], key: str) -> None:
-    """Draw the figures ``wanted`` (of VIEW_FIGURES[view.path]; empty: the first) of the
-    view's page at its settings, their state under ``key``."""
+    """Draw the figures ``wanted`` (of ``lesson.VIEW_FIGURES[view.path]``: a step's
+    ``drawn``) of the view's page at its settings, their state under ``key``."""
     settings, locked = dict(view.params), view.locked
-    wanted = wanted or VIEW_FIGURES[view.path][:1]
     if view.path == "basics":
         preset = _key_of(toeplitz.LABELS, settings.get("preset", toeplitz.LABELS[
             "exponential"]), "kernel")
-        drawn = toeplitz.mount(preset, f"{key}:toeplitz", link=False, settings={
-            **_sliders(settings, ("n", "decay", "channel")),
-            "causal": _switch(settings, "causal", False)}, locked=locked)
-        if drawn.kernel is None:
-            _ui.show_error(drawn.problem)
+        chosen = {**_sliders(settings, ("n", "decay", "channel")),
+                  "causal": _switch(settings, "causal", False)}
+        kernel = None
+        if "toeplitz" in wanted:
+            drawn = toeplitz.mount(preset, f"{key}:toeplitz", link=False, settings=chosen,
+                                   locked=locked)
+            if drawn.kernel is None:
+                _ui.show_error(drawn.problem)
+                return
+            kernel = drawn.kernel
+        if "circulant" in wanted:
+            kernel = kernel or toeplitz.figure_kernel(
+                preset, _whole(chosen, "n", 64), _number(chosen, "decay", 0.9),
+                chosen["causal"], _ui.seed(), _whole(chosen, "channel", 0), "")
+            circulant.show(kernel.coeffs, float(np.abs(kernel.coeffs).max()) or 1.0)
     elif view.path == "frequency":
         n, depth = _whole(settings, "n", 512), _whole(settings, "depth", 1)
         chosen = {"activation": settings.get("activation", fd_kernel.ACTIVATIONS[0]),
@@ -88,6 +99,12 @@ def show(view: View, wanted: tuple[str, ...], key: str) -> None:
                                      f"{key}:error_curve", height=CURVE_HEIGHT)
     elif view.path == "compare":
         _compare(settings, locked, key)
+    elif view.path == "inspect":
+        choices = _ui.checkpoint_choices()
+        label = settings.get("checkpoint", next(iter(choices.values())))
+        toeplitz.mount_learned(_key_of(choices, label, "checkpoint"),
+                               _whole(settings, "layer", 0), _whole(settings, "channel", 0),
+                               f"{key}:channel")
     else:
         raise ValueError(f"the {view.path} page has no figures to draw in a step")
 

@@ -164,10 +164,7 @@ function drawKernel(canvas, t, n, cell) {
   }
   ctx.fillText('lag k = i − j', left + (W - left - right) / 2, H - 4);
   ctx.textAlign = 'right';
-  for (let q = 0; q <= 4; q++) {
-    const v = low + (high - low) * q / 4;
-    ctx.fillText(formatValue(v), left - 5, py(v) + 4);
-  }
+  for (const v of roundTicks(low, high)) ctx.fillText(formatTick(v), left - 5, py(v) + 4);
   ctx.textAlign = 'left';
   ctx.strokeStyle = '#bbb';
   ctx.beginPath(); ctx.moveTo(left, py(0)); ctx.lineTo(W - right, py(0)); ctx.stroke();

@@ -11,8 +11,9 @@ import streamlit as st
 from pages import _ui, figures
 from tnn_core.analysis.presets import MAX_TYPED_CHARS, MAX_TYPED_LENGTH, OPERATOR_CHANNELS
 from tnn_core.lab import basics as lab
+from tnn_core.lab.inspect import summary
 
-__all__ = ["LABELS", "CONTROLS", "Mounted", "mount"]
+__all__ = ["LABELS", "CONTROLS", "STATE", "Mounted", "mount", "mount_learned"]
 
 LABELS = {  # preset key -> the Kernel box's label (what a link holds)
     "exponential": "Exponential decay λ^|k|",
@@ -98,3 +99,21 @@ def mount(preset: str, key: str, link: bool = True, settings: Mapping | None = N
         figures.keep_in_link({"causal": causal, "cell_i": cell[0], "cell_j": cell[1],
                               **({"coefficients": text} if preset == lab.TYPED else {})})
     return Mounted(kernel, problem)
+
+
+def mount_learned(checkpoint: str, layer: int, channel: int, key: str) -> None:
+    """One learned channel of a checkpoint (a key of ``_ui.checkpoint_choices``) at its
+    training length, every control fixed: the matrix the trained layer applies and its
+    kernel (a lesson step's "a trained kernel")."""
+    model, info = _ui.load_checkpoint(checkpoint)
+    n = summary(info).train_n
+    coeffs = _ui.checkpoint_kernel(checkpoint, n, layer, channel)  # (2n-1,)
+    causal = bool(model.config.operator.causal)
+    kernel = {"coefficients": lab.packed(coeffs), "n": None, "decay": None, "causal": None,
+              "channel": None}
+    figures.show("toeplitz", {
+        "name": f"{checkpoint}:{layer}:{channel}", "kernel": kernel, "causal": causal,
+        "cell": [min(v, n - 1) for v in _ui.CELL], "cells": lab.FIGURE_CELLS,
+        "inactive": ["n", "decay", "channel"], "locked": list(STATE), "coefficients": None,
+        "typed_help": TYPED_HELP}, tuple(replace(c, default=n if c.name == "n" else c.default)
+                                         for c in CONTROLS), key=key, link=False)

@@ -53,9 +53,9 @@ from pathlib import Path
 
 from tnn_core.files import FileRefused, read_bounded
 
-__all__ = ["LESSON_DIR", "VIEW_PAGES", "VIEW_FIGURES", "MAX_STEPS", "LessonError", "View",
-           "Question", "Step", "Lesson", "parse_lesson", "load_lesson", "load_lessons",
-           "folder_listing"]
+__all__ = ["LESSON_DIR", "VIEW_PAGES", "VIEW_FIGURES", "DEFAULT_FIGURES", "MAX_STEPS",
+           "LessonError", "View", "Question", "Step", "Lesson", "parse_lesson", "load_lesson",
+           "load_lessons", "folder_listing"]
 
 logger = logging.getLogger(__name__)
 
@@ -82,13 +82,19 @@ VIEW_PAGES: dict[str, tuple[str, ...]] = {
 }
 
 
-# pages whose figures a step draws (pages/figures/steps.py), and which: the first by default
+# pages whose figures a step draws (pages/figures/steps.py), and which: those of
+# DEFAULT_FIGURES unless the step names others; a view of a page with no default figures
+# (Inspect's atlas, Compress) opens the page itself, embedded
 VIEW_FIGURES: dict[str, tuple[str, ...]] = {
-    "basics": ("toeplitz",),
+    "basics": ("toeplitz", "circulant"),  # circulant: the embedding, step by step
     "decomposition": ("decomposition", "factors", "error_curve"),  # factors: W · A · Wᵀ open
     "frequency": ("fd_kernel", "decay"),
     "compare": ("compare",),
+    "inspect": ("channel",),  # the view's layer and channel on the Toeplitz figure
 }
+DEFAULT_FIGURES: dict[str, tuple[str, ...]] = {
+    "basics": ("toeplitz",), "decomposition": ("decomposition",), "frequency": ("fd_kernel",),
+    "compare": ("compare",)}
 
 
 class LessonError(ValueError):
@@ -160,7 +166,14 @@ class Step:
     view: View | None = None
     notice: str = ""
     question: Question | None = None
-    figures: tuple[str, ...] = ()  # of VIEW_FIGURES[view.path]; empty: its first
+    figures: tuple[str, ...] = ()  # of VIEW_FIGURES[view.path]; empty: DEFAULT_FIGURES
+
+    @property
+    def drawn(self) -> tuple[str, ...]:
+        """The figures the step draws (none: its view's page opens embedded)."""
+        if self.view is None:
+            return ()
+        return self.figures or DEFAULT_FIGURES.get(self.view.path, ())
 
 
 @dataclass(frozen=True)
