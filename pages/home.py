@@ -3,6 +3,7 @@
 import streamlit as st
 
 from pages import _ui
+from tnn_core.lab import lesson as lesson_lab
 
 _ui.ensure_app_frame()
 
@@ -23,21 +24,43 @@ mixing is a Toeplitz matrix, $T_{ij} = t_{i-j}$, one per channel.
 Every fast operator here is checked against its dense matrix in the tests.
 """
 )
-st.subheader("Where to start")
-st.page_link("pages/basics.py", label="Toeplitz basics: what a Toeplitz kernel is, and why "
-             "the FFT product is exact and fast", icon=":material/grid_on:")
-st.page_link("pages/decomposition.py", label="Decomposition: split a kernel into band + low "
-             "rank, tune m, r and λ, and read the exact errors against the optimum",
-             icon=":material/splitscreen:")
-st.page_link("pages/frequency.py", label="Frequency and causality: FD-TNN's kernel from its "
-             "frequency response, exact causality by the Hilbert transform, decay vs the theorems",
-             icon=":material/waves:")
-st.page_link("pages/speed.py", label="Speed: time every operator on this machine, with the "
-             "spread of the timings and the flops behind them", icon=":material/speed:")
-st.page_link("pages/train.py", label="Train: train a small TNN, SKI-TNN or FD-TNN model on a "
-             "real task and watch it learn", icon=":material/model_training:")
-st.page_link("pages/inspect.py", label="Inspect checkpoint: what a trained model learned, "
-             "layer by layer, and how it does beyond its training length",
-             icon=":material/search:")
+teach, explore, inspect = st.columns(3, border=True)
+with teach:
+    st.subheader("Teach a class")
+    shipped = lesson_lab.load_lessons(lesson_lab.LESSON_DIR)[0]
+    st.markdown(f"{len(shipped)} lessons, {sum(len(lesson.steps) for lesson in shipped)} "
+                "steps, each a figure on one screen with a question to "
+                "predict before its answer is revealed. Presenter mode hides the sidebar, "
+                "enlarges the type and moves through the steps with the arrow keys; every "
+                "step has a link that opens it.")
+    st.page_link("pages/lessons.py", label="Start lesson 1", icon=":material/school:")
+    st.page_link("pages/lessons.py", label="Start lesson 1 in presenter mode",
+                 icon=":material/co_present:", query_params={"present": "true"})
+with explore:
+    st.subheader("Explore")
+    st.markdown("Drag n, λ, r and m and watch the figures follow the pointer, computed in "
+                "your browser: the kernel and its matrix, band + W A Wᵀ against the SVD "
+                "optimum, FD-TNN's kernel from its frequency response, and the timings.")
+    for path, label, icon, what in (
+            ("basics", "Toeplitz basics", "grid_on",
+             "One number per diagonal, and the exact FFT product"),
+            ("decomposition", "Decomposition", "splitscreen",
+             "Band + W A Wᵀ against the SVD optimum"),
+            ("frequency", "Frequency and causality", "waves",
+             "FD-TNN, the Hilbert transform, decay against Theorems 2–4"),
+            ("speed", "Speed", "speed", "Every operator timed on this machine")):
+        st.page_link(f"pages/{path}.py", label=label, help=what, icon=f":material/{icon}:")
+with inspect:
+    st.subheader("Inspect a model")
+    st.markdown("Open a shipped checkpoint or upload your own (safetensors, checked before "
+                "anything is loaded), see what each layer learned, how it does beyond its "
+                "training length, and what compressing it costs; or train one.")
+    for path, label, icon, what in (
+            ("inspect", "Inspect checkpoint", "search",
+             "The kernel atlas, the band ablation, beyond the training length"),
+            ("compress", "Compress", "compress", "Every layer as band + low rank, measured"),
+            ("train", "Train", "model_training", "A small TNN, SKI-TNN or FD-TNN on a real "
+                                                 "task")):
+        st.page_link(f"pages/{path}.py", label=label, help=what, icon=f":material/{icon}:")
 st.caption("The sidebar's device and seed apply to every page, and every page's address "
            "holds its settings: copy it to share exactly what you see.")
