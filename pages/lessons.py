@@ -2,6 +2,7 @@
 figures beside the text (pages/figures/steps.py); predict, then reveal; a link to every
 step; a presenter mode."""
 
+import math
 import urllib.parse
 from pathlib import Path
 
@@ -56,6 +57,8 @@ def lessons(folder: str, listing: tuple) -> tuple[dict[str, lesson_lab.Lesson], 
 
 def move(by: int, count: int) -> None:
     st.session_state["step"] = min(max(1, st.session_state.get("step", 1) + by), count)
+    for name in ("guess", "revealed"):  # the step they were for is left
+        st.query_params.pop(name, None)
 
 
 def show_view(view: lesson_lab.View, wanted: tuple[str, ...], key: str) -> None:
@@ -81,11 +84,47 @@ def keep(widget_key: str, stored_key: str) -> None:
     st.session_state[stored_key] = st.session_state[widget_key]
 
 
-def show_question(question: lesson_lab.Question, key: str) -> bool:
+def from_address(question: lesson_lab.Question, number: int, stored_key: str,
+                 revealed_key: str) -> None:
+    """A reload or a shared link: the step's prediction and reveal from the address
+    (``guess=STEP:VALUE``, ``revealed=STEP``), when they are this step's and usable."""
+    step, _, text = st.query_params.get("guess", "").partition(":")
+    if stored_key in st.session_state or step != str(number):
+        return
+    if question.choices:
+        guess = text if text in question.choices else None
+    else:
+        try:
+            guess = float(text)
+        except ValueError:
+            guess = None
+    if guess is None or (not question.choices and not math.isfinite(guess)):
+        return
+    st.session_state[stored_key] = guess
+    if st.query_params.get("revealed") == str(number):
+        st.session_state[revealed_key] = True
+
+
+def to_address(number: int, prediction, revealed: bool) -> None:
+    """The step's prediction and reveal into the address, so a reload keeps them."""
+    if prediction is None:
+        st.query_params.pop("guess", None)
+    else:
+        st.query_params["guess"] = f"{number}:{prediction}"  # a float: its shortest repr
+    if revealed:
+        st.query_params["revealed"] = str(number)
+    else:
+        st.query_params.pop("revealed", None)
+
+
+def show_question(question: lesson_lab.Question, key: str, number: int) -> bool:
     """Predict, then reveal. Returns whether the answer is revealed. The prediction and the
-    reveal are kept per step, so Back and Next return to them as they were."""
+    reveal are kept per step, so Back and Next return to them as they were, and the
+    current step's are in the address, so a reload or a shared link keeps them."""
     st.markdown(f"**Predict first.** {question.prompt}")
     widget_key, stored_key = f"predict:{key}", f"prediction:{key}"
+    revealed_key = f"revealed:{key}"
+    from_address(question, number, stored_key, revealed_key)
     if widget_key not in st.session_state and stored_key in st.session_state:
         st.session_state[widget_key] = st.session_state[stored_key]  # back on this step
     if question.choices:
@@ -96,10 +135,10 @@ def show_question(question: lesson_lab.Question, key: str) -> bool:
         prediction = st.number_input("Your prediction", value=None, key=widget_key,
                                      placeholder="type a number",
                                      on_change=keep, args=(widget_key, stored_key))
-    revealed_key = f"revealed:{key}"
     st.button("Reveal", key=f"reveal:{key}", icon=":material/visibility:",
               disabled=prediction is None or st.session_state.get(revealed_key, False),
               on_click=st.session_state.__setitem__, args=(revealed_key, True))
+    to_address(number, prediction, st.session_state.get(revealed_key, False))
     if not st.session_state.get(revealed_key, False):
         st.caption("The answer appears once you have made a prediction and pressed Reveal.")
         return False
@@ -158,7 +197,7 @@ with text:
     for formula in step.latex:
         st.latex(formula)
     revealed = step.question is None or show_question(step.question,
-                                                      f"{lesson.slug}:{number}")
+                                                      f"{lesson.slug}:{number}", number)
     if revealed and step.notice:
         st.info(f"**What to notice.** {step.notice}", icon=":material/lightbulb:")
 if view is not None:
