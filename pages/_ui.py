@@ -284,6 +284,13 @@ def seed() -> int:
     return int(st.session_state.get("seed", 0))
 
 
+def metric_text(value: float, name: str) -> str:
+    """A task metric: an accuracy as a percentage, others with their unit; NaN as a dash."""
+    if not np.isfinite(value):
+        return "—"
+    return f"{100 * value:.1f} %" if name == "accuracy" else f"{value:.3f} {name}"
+
+
 def fmt(value: float, spec: str) -> str:
     """Format a number for st.metric; undefined values (NaN) show as a dash."""
     return format(value, spec) if np.isfinite(value) else "—"

@@ -23,13 +23,6 @@ GRID_GAPS = (0.02, 0.12)  # horizontal, vertical space between tiles (fractions 
 SWEEP_WAIT_S = 0.25  # how long the page waits for the length sweep before drawing without it
 
 
-def fmt_metric(value: float, name: str) -> str:
-    """An accuracy as a percentage, other metrics with their unit; NaN as a dash."""
-    if not np.isfinite(value):
-        return "—"
-    return f"{100 * value:.1f} %" if name == "accuracy" else f"{value:.3f} {name}"
-
-
 def tile_grid(tiles: list[np.ndarray], titles: list[str], limits: list[float],
               show_scale: bool, title: str) -> dict:
     """Small heatmaps [s, s] in GRID_ROWS × GRID_COLUMNS, row 0 of each on top, as a plain
@@ -111,7 +104,7 @@ if st.session_state.get("_inspect_opened") != key or "atlas_n" not in st.session
     st.session_state["atlas_n"], st.session_state["atlas_band"] = inspect_lab.opening_atlas(
         model.config, about.train_n)
 
-chance = f"chance {fmt_metric(about.chance, about.metric_name)}"
+chance = f"chance {_ui.metric_text(about.chance, about.metric_name)}"
 m = st.columns(5)
 m[0].metric("Task", about.task, help=f"Trained at length n = {about.train_n}.")
 m[1].metric("Operator, causal" if operator_config.causal else "Operator, bidirectional",
@@ -121,8 +114,8 @@ last_evaluation = ("Its training history records no validation metric."
                    if about.final_step is None else
                    f"The last evaluation during training that recorded it (step "
                    f"{about.final_step}); {chance} (a uniform guess).")
-m[3].metric(f"Validation {about.metric_name}", fmt_metric(about.final_metric, about.metric_name),
-            help=last_evaluation)
+m[3].metric(f"Validation {about.metric_name}",
+            _ui.metric_text(about.final_metric, about.metric_name), help=last_evaluation)
 m[4].metric("Trained steps", "—" if about.steps is None else f"{about.steps:,}",
             help=about.training_note())
 if convertible(model.config) and st.button(
@@ -288,12 +281,12 @@ def band_ablation(band: int, in_band: str) -> None:
     batches, size = inspect_lab.ABLATION_BATCHES
     a = st.columns(2 + len(ablation.per_layer))
     a[0].metric(f"Full kernels, n = {ablation.length}",
-                fmt_metric(ablation.full, ablation.metric_name))
+                _ui.metric_text(ablation.full, ablation.metric_name))
     a[1].metric(f"Every layer {ablation.band}",
-                fmt_metric(ablation.restricted, ablation.metric_name))
+                _ui.metric_text(ablation.restricted, ablation.metric_name))
     for layer, value in enumerate(ablation.per_layer):
         a[2 + layer].metric(f"Only layer {layer} {ablation.band}",
-                            fmt_metric(value, ablation.metric_name))
+                            _ui.metric_text(value, ablation.metric_name))
     lost = ablation.margin_lost
     verdict = ("the tails beyond the band carry most of what the model learned"
                if lost > 0.5 else "the tails beyond the band matter"
@@ -387,12 +380,12 @@ elif sweep is not None:
         "on its own validation windows). "
         + ("It keeps its quality: the worst length loses under a tenth of its margin over "
            "chance." if held else
-           f"It does not keep its quality: from {fmt_metric(at_one, about.metric_name)} at 1× "
-           f"to {fmt_metric(worst, about.metric_name)} at worst ({chance})."))
+           f"It does not keep its quality: from {_ui.metric_text(at_one, about.metric_name)} at 1× "
+           f"to {_ui.metric_text(worst, about.metric_name)} at worst ({chance})."))
     left, right = st.columns(2)
     left.dataframe(pd.DataFrame({
         "× training length": sweep.factor, "length n": sweep.length,
-        f"validation {about.metric_name}": [fmt_metric(v, about.metric_name)
+        f"validation {about.metric_name}": [_ui.metric_text(v, about.metric_name)
                                             for v in sweep.metric],
         "loss (nats)": sweep.loss}), hide_index=True,
         column_config={"loss (nats)": st.column_config.NumberColumn(format="%.3f")})

@@ -202,7 +202,10 @@ with text:
         st.info(f"**What to notice.** {step.notice}", icon=":material/lightbulb:")
 if view is not None:
     with view:
-        show_view(step.view, step.drawn, f"lesson:{lesson.slug}:{number}")
+        if revealed or not set(step.drawn) <= set(lesson_lab.MEASUREMENTS):
+            show_view(step.view, step.drawn, f"lesson:{lesson.slug}:{number}")
+        else:  # the measurement is the answer
+            st.caption("The measurement appears with the answer.")
 
 nav = st.columns([1, 1, 4])
 nav[0].button("Back", key="back", icon=":material/arrow_back:", disabled=number == 1,

@@ -8,9 +8,9 @@ its bounding box lies inside the 1400 × 900 viewport, as does the question's Re
 button; the answer shows after Reveal; no exception. One screenshot per step under
 tests/screenshots/ (steps-LESSON-STEP.png).
 
-The page's own clock times each Next (key press to the new step's figures drawn, or to
-the end of the run for a step without figures) and each Reveal (click to the answer on
-the screen); ``test_walk_every_step`` prints their medians.
+The page's own clock times each Next (key press to the new step's figures drawn, or, for
+a step without figures, to its heading on the screen with the run over) and each Reveal
+(click to the answer on the screen); ``test_walk_every_step`` prints them.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ pytestmark = pytest.mark.browser
 
 LESSONS = load_lessons()[0]
 WIDTH, HEIGHT = 1400, 900
+PANELS = {"circulant": ".st-key-circulant-steps",  # a step's pictures drawn on the server
+          "ablation": ".st-key-lesson-numbers", "conversion": ".st-key-lesson-numbers"}
 # every figure root of this step, inside the components' shadow roots too (those of the
 # step before, remembered in window.previousFigures, left out): [name, top, bottom, left,
 # right, data-drawn]
@@ -77,7 +79,7 @@ def expected_figures(step) -> int:
         return 0
     if step.view.path == "compare":
         return 2
-    names = set(step.drawn) - {"circulant"}  # the embedding's pictures are not a figure
+    names = set(step.drawn) - set(PANELS)  # drawn on the server, not figures
     if "factors" in names:  # the decomposition figure with W · A · Wᵀ open
         names = names - {"factors"} | {"decomposition"}
     return len(names)
@@ -122,10 +124,10 @@ def test_walk_every_step(chromium_page, server, lesson):  # noqa: F811
         page.screenshot(path=str(SHOTS / f"steps-{lesson.slug}-{number}.png"))
         boxes = page.evaluate(FIGURES)
         assert len(boxes) == count, (number, boxes)
-        if "circulant" in step.drawn:  # the embedding's pictures, drawn on the server
-            boxes += [["circulant", box["y"], box["y"] + box["height"], box["x"],
-                       box["x"] + box["width"], "server"]
-                      for box in [page.locator(".st-key-circulant-steps").bounding_box()]]
+        for name in set(step.drawn) & set(PANELS):  # drawn on the server: on screen too
+            box = page.locator(PANELS[name]).bounding_box()
+            boxes.append([name, box["y"], box["y"] + box["height"], box["x"],
+                          box["x"] + box["width"], "server"])
         for name, top, bottom, left, right, drawn in boxes:
             assert drawn, (number, name)
             assert 0 <= top and bottom <= HEIGHT and 0 <= left and right <= WIDTH, (
@@ -147,13 +149,18 @@ def test_walk_every_step(chromium_page, server, lesson):  # noqa: F811
         following = lesson.steps[number]
         if expected_figures(following):
             nexts.append(figures_drawn(page, expected_figures(following)) - start)
-        else:
+        else:  # the new step's heading on the screen and its run over
+            nexts.append(page.wait_for_function(
+                f"() => [...document.querySelectorAll('h2')].some((h) => h.innerText"
+                f".startsWith('{number + 1}. ')) && document.querySelector(\"[data-testid="
+                f"'stApp'][data-test-script-state='notRunning']\") ? performance.now() : false",
+                timeout=60_000, polling="raf").json_value() - start)
             wait_idle(page)
-            nexts.append(page.evaluate("() => performance.now()") - start)
     print(f"\n{lesson.slug}: Next → drawn median "
-          f"{statistics.median(nexts) if nexts else float('nan'):.0f} ms over {len(nexts)}, "
-          f"Reveal median {statistics.median(reveals) if reveals else float('nan'):.0f} ms "
-          f"over {len(reveals)}")
+          f"{statistics.median(nexts) if nexts else float('nan'):.0f} ms over {len(nexts)} "
+          f"({', '.join(f'{t:.0f}' for t in nexts)}), Reveal median "
+          f"{statistics.median(reveals) if reveals else float('nan'):.0f} ms over "
+          f"{len(reveals)} ({', '.join(f'{t:.0f}' for t in reveals)})")
 
 
 def test_a_step_link_opens_that_step_with_its_figure(chromium_page, server):  # noqa: F811

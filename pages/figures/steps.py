@@ -6,7 +6,8 @@ their labels, switches as true/false); ``lock`` lists the controls drawn disable
 figure keeps its state under the step's own key and leaves the lesson's URL alone
 (``figures.show(..., link=False)``). Pages without figures (Inspect, Compress, Speed, Train)
 are not drawn here: ``lesson.VIEW_FIGURES`` lists the pages that are, and their figures
-(Inspect's: one learned channel on the Toeplitz figure).
+(Inspect's: one learned channel on the Toeplitz figure, and the band ablation's numbers;
+Compress's: one conversion's numbers, without its timing).
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ import streamlit as st
 
 from pages import _ui
 from pages.figures import circulant, compare, decomposition, fd_kernel, toeplitz
+from tnn_core.lab import compress as compress_lab
 from tnn_core.lab.compare import SIDES
+from tnn_core.lab.inspect import ABLATION_BATCHES
 from tnn_core.lab.lesson import View
 
 __all__ = ["show"]
 
 METHODS = {"sample": "A sampled", "fit": "A fitted"}
+ABLATION_BAND = 9  # lags Inspect's band ablation keeps in a step (the atlas's default)
 CURVE_HEIGHT = 170  # CSS pixels of the error curve under the decomposition figure
 
 
@@ -100,13 +104,69 @@ def show(view: View, wanted: tuple[str, ...], key: str) -> None:
     elif view.path == "compare":
         _compare(settings, locked, key)
     elif view.path == "inspect":
-        choices = _ui.checkpoint_choices()
-        label = settings.get("checkpoint", next(iter(choices.values())))
-        toeplitz.mount_learned(_key_of(choices, label, "checkpoint"),
-                               _whole(settings, "layer", 0), _whole(settings, "channel", 0),
-                               f"{key}:channel")
+        checkpoint = _checkpoint(settings)
+        if "channel" in wanted:
+            toeplitz.mount_learned(checkpoint, _whole(settings, "layer", 0),
+                                   _whole(settings, "channel", 0), f"{key}:channel")
+        if "ablation" in wanted:
+            _ablation(checkpoint)
+    elif view.path == "compress":
+        _conversion(_checkpoint(settings), _whole(settings, "band", 9),
+                    _whole(settings, "rank", 16), settings.get("method", "fit"))
     else:
         raise ValueError(f"the {view.path} page has no figures to draw in a step")
+
+
+def _checkpoint(settings: Mapping) -> str:
+    """The view's checkpoint (by its label, as a link holds it), else the first offered."""
+    choices = _ui.checkpoint_choices()
+    return _key_of(choices, settings.get("checkpoint", next(iter(choices.values()))),
+                   "checkpoint")
+
+
+def _ablation(checkpoint: str) -> None:
+    """Inspect's band ablation at ABLATION_BAND lags: the task metric with every layer, and
+    each layer alone, kept to its band, beside the full model's and chance."""
+    ablation = _ui.band_ablation(checkpoint, ABLATION_BAND)
+    batches, size = ABLATION_BATCHES
+    name = ablation.metric_name
+    with st.container(key="lesson-numbers", border=True):
+        st.markdown(f"**{checkpoint}, every layer kept to its band ({ablation.band})**")
+        row = st.columns(3 + len(ablation.per_layer))
+        row[0].metric("Full kernels", _ui.metric_text(ablation.full, name))
+        row[1].metric("Every layer, band only", _ui.metric_text(ablation.restricted, name))
+        for layer, value in enumerate(ablation.per_layer):
+            row[2 + layer].metric(f"Layer {layer} alone, band only",
+                                  _ui.metric_text(value, name))
+        row[-1].metric("Chance", _ui.metric_text(ablation.chance, name))
+        st.caption(f"Validation {name} at the training length n = {ablation.length}, on the "
+                   f"same {batches * size} sequences for every variant.")
+
+
+@st.cache_data(max_entries=8, show_spinner="Converting every layer…")
+def _quick_conversion(digest: str, band: int, rank: int, method: str, _model,
+                      _task) -> compress_lab.QuickConversion:
+    return compress_lab.quick_conversion(_model, _task, band, rank, method)
+
+
+def _conversion(checkpoint: str, band: int, rank: int, method: str) -> None:
+    """Every layer of the checkpoint as band m + rank r, scored like its source (the
+    Compress page times it and fine-tunes it too)."""
+    found = _ui.opened(checkpoint)
+    result = _quick_conversion(found.digest, band, rank, method, _model=found.model,
+                               _task=_ui.checkpoint_task(checkpoint))
+    name = result.metric_name
+    with st.container(key="lesson-numbers", border=True):
+        st.markdown(f"**{checkpoint}, every layer as band m = {band} + rank r = {rank} "
+                    f"({method})**")
+        row = st.columns(3)
+        row[0].metric("Source", _ui.metric_text(result.source, name))
+        row[1].metric("Converted", _ui.metric_text(result.converted, name))
+        row[2].metric("Chance", _ui.metric_text(result.chance, name))
+        misses = ", ".join(f"layer {i} {e:.2f}" for i, e in enumerate(result.errors))
+        st.caption(f"Validation {name} at the training length, on the same validation "
+                   f"windows for both. What band + W A Wᵀ misses of each layer's off-band "
+                   f"part, ‖error‖_F / ‖off-band part‖_F: {misses}.")
 
 
 def _decomposition_source(settings: Mapping) -> decomposition.KernelSource:

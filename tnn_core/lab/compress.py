@@ -18,8 +18,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from tnn_core.compress.convert import CONVERTIBLE_KINDS, check_convertible
-from tnn_core.compress.measure import EVAL_BATCH_SIZE, EVAL_BATCHES, Speedup
+from tnn_core.compress.convert import CONVERTIBLE_KINDS, check_convertible, convert
+from tnn_core.compress.measure import EVAL_BATCH_SIZE, EVAL_BATCHES, Speedup, task_metric
 from tnn_core.compress.pipeline import CompressionResult, compress, save_converted
 from tnn_core.compress.plan import CompressionPlan, LayerPlan
 from tnn_core.compress.planner import SPEED_FACTORS, PlanScore, SearchResult, grid, search
@@ -31,8 +31,9 @@ from tnn_core.training.checkpoint import CheckpointInfo
 from tnn_core.training.tasks import Task
 
 __all__ = ["JOB_THREADS", "WINDOWS", "Unit", "convertible", "make_plan", "conversion_job",
-           "search_points", "search_job", "progress_text", "SpeedRow", "speed_row",
-           "ResultView", "result_view", "Candidate", "SearchView", "search_view", "save"]
+           "QuickConversion", "quick_conversion", "search_points", "search_job",
+           "progress_text", "SpeedRow", "speed_row", "ResultView", "result_view", "Candidate",
+           "SearchView", "search_view", "save"]
 
 # torch threads of a job started from the page: as many as a training run gets, so one core
 # stays with the pages and the timings are not disturbed by them
@@ -143,6 +144,28 @@ def conversion_job(model: nn.Module, task: Task, plan: CompressionPlan, finetune
         return compress(source, task, plan, finetune_steps, finetune_lr, finetune_parameters,
                         on_progress=on_progress, stop_event=stop_event)
     return BackgroundJob(run)
+
+
+@dataclass(frozen=True)
+class QuickConversion:
+    """Every layer converted with one (m, r, method), scored on the task at its training
+    length and nothing else (no timing, no fine-tuning): a lesson step's numbers."""
+
+    metric_name: str
+    chance: float
+    source: float  # the task metric, source and converted, on the same validation windows
+    converted: float
+    errors: tuple[float, ...]  # per layer, ‖error‖_F / ‖off-band part‖_F (convert.fit_layer)
+
+
+def quick_conversion(model: nn.Module, task: Task, band: int, rank: int,
+                     method: str) -> QuickConversion:
+    """``model`` with every layer as band m + rank r (``method``), scored like its source;
+    ValueError naming the field when the plan does not fit the model."""
+    plan = CompressionPlan.uniform(len(model.operators()), band, rank, method)
+    converted, errors = convert(model, plan, task.seq_len)
+    return QuickConversion(task.metric_name, float(task.chance), task_metric(model, task),
+                           task_metric(converted, task), tuple(errors))
 
 
 def search_points(n0: int, bands: list[int], ranks: list[int]) -> list[tuple[int, int]]:

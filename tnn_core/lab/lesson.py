@@ -53,9 +53,9 @@ from pathlib import Path
 
 from tnn_core.files import FileRefused, read_bounded
 
-__all__ = ["LESSON_DIR", "VIEW_PAGES", "VIEW_FIGURES", "DEFAULT_FIGURES", "MAX_STEPS",
-           "LessonError", "View", "Question", "Step", "Lesson", "parse_lesson", "load_lesson",
-           "load_lessons", "folder_listing"]
+__all__ = ["LESSON_DIR", "VIEW_PAGES", "VIEW_FIGURES", "MEASUREMENTS", "DEFAULT_FIGURES",
+           "MAX_STEPS", "LessonError", "View", "Question", "Step", "Lesson", "parse_lesson",
+           "load_lesson", "load_lessons", "folder_listing"]
 
 logger = logging.getLogger(__name__)
 
@@ -90,8 +90,11 @@ VIEW_FIGURES: dict[str, tuple[str, ...]] = {
     "decomposition": ("decomposition", "factors", "error_curve"),  # factors: W · A · Wᵀ open
     "frequency": ("fd_kernel", "decay"),
     "compare": ("compare",),
-    "inspect": ("channel",),  # the view's layer and channel on the Toeplitz figure
+    "inspect": ("channel", "ablation"),  # a layer's channel on the Toeplitz figure; the
+    # band ablation's numbers
+    "compress": ("conversion",),  # every layer converted, the metric before and after
 }
+MEASUREMENTS = ("ablation", "conversion")  # figures that are a question's answer: shown with it
 DEFAULT_FIGURES: dict[str, tuple[str, ...]] = {
     "basics": ("toeplitz",), "decomposition": ("decomposition",), "frequency": ("fd_kernel",),
     "compare": ("compare",)}
