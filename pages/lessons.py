@@ -9,8 +9,9 @@ from pathlib import Path
 import streamlit as st
 
 from pages import _ui
-from pages.figures import steps
+from pages.figures import sketch, steps
 from tnn_core.lab import lesson as lesson_lab
+from tnn_core.lab import lesson_sketch as sketch_lab
 
 _ui.ensure_app_frame()
 
@@ -117,6 +118,36 @@ def to_address(number: int, prediction, revealed: bool) -> None:
         st.query_params.pop("revealed", None)
 
 
+def show_sketch(question: lesson_lab.Question, view: lesson_lab.View, key: str) -> bool:
+    """Sketch, then reveal: the lab's curve drawn over the sketch, and how far apart they
+    are. Returns whether the curve is revealed. The sketch is kept for the step."""
+    st.markdown(f"**Predict first.** {question.prompt}")
+    figure_key, stored_key, revealed_key = f"sketch:{key}", f"prediction:{key}", f"revealed:{key}"
+    points = sketch.guess(figure_key) or st.session_state.get(stored_key, [])
+    st.session_state[stored_key] = points
+    revealed = st.session_state.get(revealed_key, False)
+    try:
+        curve = steps.sketch_curve(view, question.sketch, _ui.seed())
+    except ValueError as err:
+        _ui.show_error(err)
+        return True
+    sketch.show(curve, "Draw with the pointer: press, drag, release.", revealed, points,
+                figure_key)
+    st.button("Reveal", key=f"reveal:{key}", icon=":material/visibility:",
+              disabled=not points or revealed,
+              on_click=st.session_state.__setitem__, args=(revealed_key, True))
+    if not revealed:
+        st.caption("The lab's curve appears over your sketch once you press Reveal.")
+        return False
+    apart = sketch_lab.distance(points, curve)
+    how = ("none of your sketch lies inside the curve's range" if not math.isfinite(apart)
+           else f"your sketch is a factor {10 ** apart:.2g} from it, at the median of its "
+                f"points" if curve.log_y else f"your sketch is {apart:.0%} of the axis from it")
+    st.info(f"The answer is the lab's curve, drawn over your sketch: {how}. "
+            f"{question.explain}", icon=":material/insights:")
+    return True
+
+
 def show_question(question: lesson_lab.Question, key: str, number: int) -> bool:
     """Predict, then reveal. Returns whether the answer is revealed. The prediction and the
     reveal are kept per step, so Back and Next return to them as they were, and the
@@ -196,8 +227,12 @@ with text:
     st.markdown(step.text)
     for formula in step.latex:
         st.latex(formula)
-    revealed = step.question is None or show_question(step.question,
-                                                      f"{lesson.slug}:{number}", number)
+    if step.question is None:
+        revealed = True
+    elif step.question.sketch:
+        revealed = show_sketch(step.question, step.view, f"{lesson.slug}:{number}")
+    else:
+        revealed = show_question(step.question, f"{lesson.slug}:{number}", number)
     if revealed and step.notice:
         st.info(f"**What to notice.** {step.notice}", icon=":material/lightbulb:")
 if view is not None:

@@ -62,3 +62,19 @@ def test_a_log_axis_within_one_decade_is_labelled_at_round_values(page):
                                          (1.23456e-7, "1.23e-7"), (3e5, "3e+5")])
 def test_tick_labels_are_short(page, value, label):
     assert page.evaluate("(v) => formatTick(v)", value) == label
+
+
+def test_a_pixel_of_the_plot_maps_back_to_its_data(page):
+    """frameToData inverts drawLines' axes (the sketch figure reads the pointer with it)."""
+    corners = page.evaluate("""() => {
+      const canvas = document.createElement('canvas');
+      canvas.width = 400; canvas.height = 200;
+      const frame = drawLines(canvas, [{x: [2, 50], y: [0.5, 0.001]}], {logX: true,
+        logY: true, bounds: {x: [1, 100], y: [1e-4, 1]}});
+      const {left, top, width, height} = frame;
+      return [frameToData(frame, left, top), frameToData(frame, left + width, top + height),
+              frameToData(frame, left + width / 2, top + height / 2)];
+    }""")
+    assert corners[0] == pytest.approx([1, 1])
+    assert corners[1] == pytest.approx([100, 1e-4])
+    assert corners[2] == pytest.approx([10, 1e-2])

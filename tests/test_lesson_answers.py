@@ -28,11 +28,24 @@ from tnn_core.compress.convert import convert
 from tnn_core.compress.measure import task_metric
 from tnn_core.compress.plan import CompressionPlan
 from tnn_core.core.interpolation import inducing_points
-from tnn_core.core.toeplitz import matvec
+from tnn_core.core.toeplitz import fft_size, matvec
 from tnn_core.lab import lesson as lesson_lab
 from tnn_core.lab.basics import circulant_embedding
-from tnn_core.lab.frequency import decay_curve, decay_magnitude, frequency_view
+from tnn_core.lab.frequency import (
+    FIT_START,
+    decay_curve,
+    decay_magnitude,
+    fit_end,
+    frequency_view,
+    kernel_fit,
+)
 from tnn_core.lab.inspect import band_ablation
+from tnn_core.lab.lesson_sketch import (
+    decay_envelope,
+    dense_cost_against_n,
+    fd_kernel_decay,
+    fit_error_against_r,
+)
 from tnn_core.training.checkpoint import load
 from tnn_core.training.tasks import task_from_info
 
@@ -108,19 +121,25 @@ def _fft_product_error(step, view):
 
 @check("1-toeplitz-fft:5")
 def _dense_cost_doubling(step, view):
+    curve = dense_cost_against_n()  # what the sketch is compared with
+    assert step.question.sketch == "dense_cost_against_n"
     n = int(view["n"])
     assert dense_flops(2 * n) / dense_flops(n) == 4
-    assert step.question.answer == "it grows 4 times"
+    slope = np.diff(np.log(curve.y)) / np.diff(np.log(curve.x))
+    np.testing.assert_allclose(slope, 2)  # a straight line of slope 2 on log-log axes
+    says(step.question.explain, "2n² flops", "grows 4 times", "slope 2")
 
 
 # -- lesson 2 ----------------------------------------------------------------------------
 @check("2-tnn-rpe-and-decay:2")
 def _decay_at_lag_20(step, view):
+    curve = decay_envelope(float(view["decay"]))  # what the sketch is compared with
     kernel = synthetic_kernel("exponential", 64, float(view["decay"])).numpy()
-    factor = kernel[63 + 20]  # the envelope λ^|k| at lag 20
-    q = step.question
-    assert abs(q.answer - factor) <= q.tolerance and round(factor, 2) == q.answer
-    says(q.explain, f"≈ {factor:.4f}", f"about {100 * factor:.0f} %")
+    factor, far = kernel[63 + 20], kernel[63 + 60]  # the envelope λ^|k| at lags 20, 60
+    assert step.question.sketch == "decay_envelope"
+    assert curve.y[20] == pytest.approx(factor) and curve.y[60] == pytest.approx(far)
+    says(step.question.explain, f"≈ {factor:.4f}", f"about {100 * factor:.0f} %",
+         f"about {far:.4f}")
 
 
 @check("2-tnn-rpe-and-decay:3")
@@ -163,10 +182,15 @@ def _fit_against_sample(step, view):
 def _error_falls_with_r(step, view):
     n, band = int(view["n"]), int(view["band"])
     t = synthetic_kernel("spike_smooth", n, float(view["decay"])).numpy()
-    error = [decompose(t, band, r, method=view["method"]).errors.relative_frobenius
-             for r in (16, 64)]
-    assert error[1] < error[0] / 2 and step.question.answer == "it falls"
-    says(step.question.explain, f"from {n - 1}/15 to {n - 1}/63")
+    fitted = {r: decompose(t, band, r, method="fit").errors.relative_frobenius
+              for r in (2, 16, 64)}
+    curve = fit_error_against_r(t, band, False)  # what the sketch is compared with
+    assert step.question.sketch == "fit_error_against_r"
+    np.testing.assert_allclose([curve.y[list(curve.x).index(r)] for r in fitted],
+                               list(fitted.values()), rtol=1e-6)
+    slope = np.log(fitted[64] / fitted[16]) / np.log(4)
+    says(step.question.explain, f"{fitted[2]:.2f} at r = 2", f"{fitted[16]:.3f} at r = 16",
+         f"{fitted[64]:.4f} at r = 64", f"r^−{-slope:.1f}")
 
 
 @check("3-ski-sparse-plus-low-rank:6")
@@ -187,6 +211,20 @@ def fd_settings(view) -> dict:
     return dict(width=int(view["width"]), depth=int(view["depth"]), n=int(view["n"]),
                 fd_input="cosine" if view["smooth"] == "true" else "omega",
                 causal=view["causal"] == "true")
+
+
+@check("4-fd-causality-by-hilbert:1")
+def _fd_kernel_decay(step, view):
+    s = fd_settings(view)
+    kernel = fd_response(view["activation"], **s).kernel
+    fit = kernel_fit(kernel, fft_size(s["n"]))
+    curve = fd_kernel_decay(view["activation"], s["width"], s["depth"], s["n"], 0,
+                            s["fd_input"], s["causal"])  # what the sketch is compared with
+    assert step.question.sketch == "fd_kernel_decay"
+    np.testing.assert_allclose(curve.y, decay_magnitude(kernel)[1:], rtol=1e-12)
+    assert fit.better_law == "power law"
+    says(step.question.explain, f"t^−{fit.exponent:.2f}",
+         f"lags {FIT_START} … {fit_end(s['n'], fft_size(s['n']))}")
 
 
 @check("4-fd-causality-by-hilbert:2")

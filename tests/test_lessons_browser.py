@@ -74,15 +74,33 @@ def figures_drawn(page, count: int, timeout: int = 60_000) -> float:
 
 
 def expected_figures(step) -> int:
-    """How many figure roots the step draws (Compare: its two sides)."""
+    """How many figure roots the step draws (Compare: its two sides; a sketch question its
+    sketch)."""
+    sketched = int(step.question is not None and bool(step.question.sketch))
     if not step.drawn:
-        return 0
+        return sketched
     if step.view.path == "compare":
-        return 2
+        return 2 + sketched
     names = set(step.drawn) - set(PANELS)  # drawn on the server, not figures
     if "factors" in names:  # the decomposition figure with W · A · Wᵀ open
         names = names - {"factors"} | {"decomposition"}
-    return len(names)
+    return len(names) + sketched
+
+
+def sketch_across(page) -> None:
+    """Draw a falling line across the sketch figure's canvas with the mouse; the figure
+    reports the points it kept."""
+    canvas = page.locator("[data-figure='sketch'] canvas")
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + 0.2 * box["width"], box["y"] + 0.2 * box["height"])
+    page.mouse.down()
+    for step in range(1, 21):
+        page.mouse.move(box["x"] + (0.2 + 0.035 * step) * box["width"],
+                        box["y"] + (0.2 + 0.03 * step) * box["height"])
+    page.mouse.up()
+    wait_idle(page)
+    drawn = page.locator("[data-figure='sketch']").get_attribute("data-drawn")
+    assert drawn.startswith("points=") and int(drawn.split("&")[0][7:]) >= 10, drawn
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[lesson.slug for lesson in LESSONS])
@@ -105,7 +123,9 @@ def test_walk_every_step(chromium_page, server, lesson):  # noqa: F811
             assert reveal["y"] + reveal["height"] <= HEIGHT, (
                 f"step {number}: Reveal ends at y {reveal['y'] + reveal['height']:.0f}")
             group = main.get_by_test_id("stRadioGroup")
-            if step.question.choices:
+            if step.question.sketch:
+                sketch_across(page)
+            elif step.question.choices:
                 group.first.get_by_text(step.question.choices[0], exact=True).click()
             else:
                 main.get_by_placeholder("type a number").fill(f"{step.question.answer:g}")
@@ -115,7 +135,7 @@ def test_walk_every_step(chromium_page, server, lesson):  # noqa: F811
             main.get_by_role("button", name="Reveal").click()
             shown = page.wait_for_function(
                 "() => [...document.querySelectorAll(\"[data-testid='stAlert']\")].some("
-                "(a) => /the answer is/.test(a.innerText)) ? performance.now() : false",
+                "(a) => /the answer is/i.test(a.innerText)) ? performance.now() : false",
                 timeout=60_000, polling="raf").json_value()
             reveals.append(shown - start)
             wait_idle(page)

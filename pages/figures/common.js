@@ -95,9 +95,10 @@ function drawMatrix(canvas, idx, entry, limit) {
 }
 
 // A line plot on `canvas`: series [{x, y, colour, dash, guide}] (arrays), options
-// {logX, logY, xLabel, yLabel, marks: [{x, label}]}. Non-positive values are left out
-// on a log axis. The data series set the axes; a guide (a fitted line, an envelope) is
-// drawn over them, clipped to the plot, and never stretches an axis.
+// {logX, logY, xLabel, yLabel, marks: [{x, label}], bounds: {x: [lo, hi], y: [lo, hi]}}.
+// Non-positive values are left out on a log axis. The data series set the axes, unless
+// `bounds` fixes them; a guide (a fitted line, an envelope) is drawn over them, clipped to
+// the plot, and never stretches an axis. Returns the plot's frame (``frameToData``).
 function drawLines(canvas, series, options) {
   const ctx = canvas.getContext('2d');
   const W = canvas.width, H = canvas.height, left = 56, bottom = 34, top = 10, right = 10;
@@ -114,7 +115,11 @@ function drawLines(canvas, series, options) {
       y0 = Math.min(y0, ty(s.y[i])); y1 = Math.max(y1, ty(s.y[i]));
     }
   }
-  if (!(x1 >= x0) || !(y1 >= y0)) return;
+  if (options.bounds) {
+    [x0, x1] = options.bounds.x.map(tx);
+    [y0, y1] = options.bounds.y.map(ty);
+  }
+  if (!(x1 >= x0) || !(y1 >= y0)) return null;
   if (x1 === x0) { x0 -= 1; x1 += 1; }
   if (y1 === y0) { y0 -= 1; y1 += 1; }
   const px = (v) => left + (tx(v) - x0) / (x1 - x0) * (W - left - right);
@@ -154,6 +159,15 @@ function drawLines(canvas, series, options) {
     ctx.fillText(mark.label, px(mark.x) + 3, top + 10);
   }
   ctx.setLineDash([]);
+  return { left, top, width: W - left - right, height: H - top - bottom, x0, x1, y0, y1,
+           logX: Boolean(options.logX), logY: Boolean(options.logY) };
+}
+
+// A point of the canvas (its pixels) in the data units of the plot drawLines drew there.
+function frameToData(frame, xp, yp) {
+  const x = frame.x0 + (xp - frame.left) / frame.width * (frame.x1 - frame.x0);
+  const y = frame.y0 + (1 - (yp - frame.top) / frame.height) * (frame.y1 - frame.y0);
+  return [frame.logX ? 10 ** x : x, frame.logY ? 10 ** y : y];
 }
 
 // Tick positions on [a, b] of the drawn scale: whole decades on a log axis that spans two or

@@ -20,11 +20,12 @@ import streamlit as st
 from pages import _ui
 from pages.figures import circulant, compare, decomposition, fd_kernel, toeplitz
 from tnn_core.lab import compress as compress_lab
+from tnn_core.lab import lesson_sketch
 from tnn_core.lab.compare import SIDES
 from tnn_core.lab.inspect import ABLATION_BATCHES
 from tnn_core.lab.lesson import View
 
-__all__ = ["show"]
+__all__ = ["show", "sketch_curve"]
 
 METHODS = {"sample": "A sampled", "fit": "A fitted"}
 ABLATION_BAND = 9  # lags Inspect's band ablation keeps in a step (the atlas's default)
@@ -196,3 +197,28 @@ def _compare(settings: Mapping, locked: tuple[str, ...], key: str) -> None:
             compare.mount_side(side, source, n, causal, method, f"{key}:{side}", link=False,
                                settings=_sliders(settings, names), locked=locked,
                                compact=True)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def sketch_curve(view: View, name: str, seed: int) -> lesson_sketch.Curve:
+    """The curve a sketch question of a step with ``view`` is compared with (``name``, of
+    ``lesson_sketch.SKETCHES``), at the view's settings."""
+    settings = dict(view.params)
+    if name == "fit_error_against_r" and view.path == "decomposition":
+        causal = _switch(settings, "causal", False)
+        coeffs, _ = _decomposition_source(settings).kernel(
+            _whole(settings, "n", 512), _number(settings, "decay", decomposition.DECAY.default),
+            causal)
+        return lesson_sketch.fit_error_against_r(coeffs, _whole(settings, "band", 9), causal)
+    if name == "dense_cost_against_n":
+        return lesson_sketch.dense_cost_against_n()
+    if name == "decay_envelope" and view.path == "basics":
+        return lesson_sketch.decay_envelope(_number(settings, "decay", 0.9))
+    if name == "fd_kernel_decay" and view.path == "frequency":
+        return lesson_sketch.fd_kernel_decay(
+            settings.get("activation", fd_kernel.ACTIVATIONS[0]),
+            _whole(settings, "width", fd_kernel.WIDTH.default), _whole(settings, "depth", 1),
+            _whole(settings, "n", 512), seed,
+            "cosine" if _switch(settings, "smooth", False) else "omega",
+            _switch(settings, "causal", True))
+    raise ValueError(f"the sketch {name!r} needs a view of another page than {view.path!r}")

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tnn_core.files import FileRefused, read_bounded
+from tnn_core.lab.lesson_sketch import SKETCHES
 
 __all__ = ["LESSON_DIR", "VIEW_PAGES", "VIEW_FIGURES", "MEASUREMENTS", "DEFAULT_FIGURES",
            "MAX_STEPS", "LessonError", "View", "Question", "Step", "Lesson", "parse_lesson",
@@ -147,13 +148,15 @@ class View:
 
 @dataclass(frozen=True)
 class Question:
-    """Predict, then reveal: a choice among ``choices``, or a typed number."""
+    """Predict, then reveal: a choice among ``choices``, a typed number, or a curve drawn
+    by hand (``sketch``: one of ``lesson_sketch.SKETCHES``, compared, not marked)."""
 
     prompt: str
-    answer: str | float
+    answer: str | float | None  # None for a sketch
     explain: str
     choices: tuple[str, ...] = ()
     tolerance: float = 0.0  # typed numbers: |prediction - answer| <= tolerance is right
+    sketch: str = ""
 
     def is_right(self, prediction) -> bool:
         if self.choices:
@@ -235,8 +238,16 @@ def _question(data, where: str) -> Question:
     if not isinstance(data, dict):
         raise LessonError(f"{where} must be a table with prompt, answer and explain; got "
                           f"{_shown(data)}")
-    _known(data, {"prompt", "answer", "explain", "choices", "tolerance"}, where)
+    _known(data, {"prompt", "answer", "explain", "choices", "tolerance", "sketch"}, where)
     prompt, explain = _text(data, "prompt", where), _text(data, "explain", where)
+    if "sketch" in data:
+        if data["sketch"] not in SKETCHES:
+            raise LessonError(f"{where}: sketch must be one of {list(SKETCHES)}; got "
+                              f"{_shown(data['sketch'])}")
+        if any(field in data for field in ("answer", "choices", "tolerance")):
+            raise LessonError(f"{where}: a sketch question has no answer, choices or "
+                              f"tolerance: the lab's curve is its answer")
+        return Question(prompt, None, explain, sketch=data["sketch"])
     choices = data.get("choices", [])
     answer = data.get("answer")
     if choices:
