@@ -120,8 +120,19 @@ def test_the_functional_core_imports_torch_and_the_standard_library_only():
 
 @pytest.mark.parametrize("page", sorted((ROOT / "pages").glob("*.py")), ids=lambda p: p.name)
 def test_a_page_imports_no_other_page(page):
-    """A page imports the helper _ui and the figure library (pages/figures) only; _ui may
-    use the warm-up (its shared memo)."""
+    """A page imports the helper _ui and the figure library (pages/figures and its
+    modules) only; _ui may use the warm-up (its shared memo)."""
     pages = {m for m in _imports(page) if m.startswith("pages.")}
-    allowed = {"pages._warmup"} if page.name == "_ui.py" else {"pages._ui", "pages.figures"}
-    assert pages <= allowed, pages
+    if page.name == "_ui.py":
+        assert pages <= {"pages._warmup"}, pages
+    else:
+        assert {m for m in pages if not m.startswith("pages.figures")} <= {"pages._ui"}, pages
+
+
+@pytest.mark.parametrize("module", sorted((ROOT / "pages" / "figures").glob("*.py")),
+                         ids=lambda p: p.name)
+def test_a_figure_module_imports_no_page(module):
+    """The figure library (pages/figures) serves the pages and the lessons' steps: it uses
+    _ui and itself, never a page."""
+    pages = {m for m in _imports(module) if m.startswith("pages.")}
+    assert {m for m in pages if not m.startswith("pages.figures")} <= {"pages._ui"}, pages

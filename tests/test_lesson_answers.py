@@ -23,6 +23,7 @@ from tnn_core.analysis.dense import dense_toeplitz
 from tnn_core.analysis.fd_response import fd_response
 from tnn_core.analysis.gram import band_lags
 from tnn_core.analysis.presets import synthetic_kernel
+from tnn_core.analysis.profiles import channel_kernel
 from tnn_core.bench.flops import dense_flops
 from tnn_core.compress.convert import convert
 from tnn_core.compress.measure import task_metric
@@ -267,6 +268,20 @@ def _band_ablation(step, view):
     assert step.question.answer == "it falls far, towards chance"
     says(step.notice, f"about {100 * ablation.full:.0f} %")
     says(step.question.explain, f"chance rate of {100 * task.chance:.0f} %")
+
+
+@check("5-reading-a-trained-model:3")
+def _learned_error_against_r(step, view):
+    model, _ = load(CHECKPOINTS / "digits-tno.safetensors")  # float32, as the app has it
+    n, band = int(view["n"]), int(view["band"])
+    assert view["source"] == "Learned kernel from a checkpoint" and "checkpoint" not in view
+    kernel = channel_kernel(model.operators()[0], n, 0).numpy()  # the first checkpoint's
+    fitted = {r: decompose(kernel, band, r, method="fit").errors.relative_frobenius
+              for r in (2, 16, 48, n)}
+    assert step.question.sketch == "fit_error_against_r"
+    assert fitted[n] < 1e-7  # r = n: every position an inducing point, exact
+    says(step.question.explain, f"{fitted[2]:.2f} at r = 2", f"{fitted[16]:.3f} at r = 16",
+         f"{fitted[48]:.4f} at r = 48", f"r = {n} = n")
 
 
 @check("5-reading-a-trained-model:4")
