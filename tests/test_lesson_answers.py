@@ -27,11 +27,12 @@ from tnn_core.analysis.profiles import channel_kernel
 from tnn_core.bench.flops import dense_flops
 from tnn_core.compress.convert import convert
 from tnn_core.compress.measure import task_metric
-from tnn_core.compress.plan import CompressionPlan
+from tnn_core.compress.plan import CompressionPlan, LayerPlan
 from tnn_core.core.interpolation import inducing_points
 from tnn_core.core.toeplitz import fft_size, matvec
 from tnn_core.lab import lesson as lesson_lab
 from tnn_core.lab.basics import circulant_embedding
+from tnn_core.lab.compress import quick_conversion
 from tnn_core.lab.frequency import (
     FIT_START,
     decay_curve,
@@ -40,7 +41,14 @@ from tnn_core.lab.frequency import (
     frequency_view,
     kernel_fit,
 )
-from tnn_core.lab.inspect import band_ablation
+from tnn_core.lab.inspect import (
+    ATLAS_CHANNELS,
+    ATLAS_RANK,
+    atlas_view,
+    band_ablation,
+    opening_atlas,
+    summary,
+)
 from tnn_core.lab.lesson_sketch import (
     decay_envelope,
     dense_cost_against_n,
@@ -292,8 +300,41 @@ def _compression_cost(step, view):
                                 task.seq_len)
     source, after = task_metric(model, task), task_metric(converted, task)
     assert abs(after - source) < 0.01 and step.question.answer == "less than a point"
+    quick = quick_conversion(model, task, band, rank, view["method"])  # what the step shows
+    assert (quick.source, quick.converted) == pytest.approx((source, after))
+    assert quick.errors == pytest.approx(errors)
+    for layer in range(2):  # each layer alone: the other kept
+        plan = CompressionPlan(tuple(LayerPlan(band, rank, view["method"] if i == layer
+                                               else "keep") for i in range(2)))
+        alone = task_metric(convert(model, plan, task.seq_len)[0], task)
+        assert quick.alone[layer] == pytest.approx(alone)
     says(step.question.explain, f"{100 * after:.1f} %", f"{errors[0]:.2f} for layer 0",
          f"{errors[1]:.2f} for layer 1")
+
+
+def test_each_layer_alone_is_that_layer_converted():
+    """quick_conversion's per-layer scores, where converting a layer costs a lot (m = 1,
+    r = 2): each is the model with that layer converted and the other kept."""
+    model, task = trained("digits-tno")
+    quick = quick_conversion(model, task, 1, 2, "sample")
+    for layer in range(2):
+        plan = CompressionPlan(tuple(LayerPlan(1, 2, "sample" if i == layer else "keep")
+                                     for i in range(2)))
+        assert quick.alone[layer] == pytest.approx(
+            task_metric(convert(model, plan, task.seq_len)[0], task))
+    assert abs(quick.alone[0] - quick.alone[1]) > 0.1  # the layers differ: a swap shows
+
+
+def test_the_atlas_step_quotes_the_atlas():
+    """Step 5.1 has no question; its notice quotes the atlas's medians per layer."""
+    step = LESSONS["5-reading-a-trained-model"].steps[0]
+    assert step.figures == ("atlas",)
+    model, info = load(CHECKPOINTS / "digits-tno.safetensors")
+    n = summary(info).train_n
+    atlas = atlas_view(model, n, opening_atlas(model.config, n)[1], min(ATLAS_RANK, n),
+                       ATLAS_CHANNELS)
+    says(step.notice, *(f"{100 * v:.0f} %" for v in atlas.layers.locality),
+         *(f"{100 * v:.1f} %" for v in atlas.layers.low_rank))
 
 
 # -- the contract ------------------------------------------------------------------------

@@ -22,7 +22,14 @@ from pages.figures import circulant, compare, decomposition, fd_kernel, toeplitz
 from tnn_core.lab import compress as compress_lab
 from tnn_core.lab import lesson_sketch
 from tnn_core.lab.compare import SIDES
-from tnn_core.lab.inspect import ABLATION_BATCHES
+from tnn_core.lab.inspect import (
+    ABLATION_BATCHES,
+    ATLAS_CHANNELS,
+    ATLAS_RANK,
+    atlas_view,
+    opening_atlas,
+    summary,
+)
 from tnn_core.lab.lesson import View
 
 __all__ = ["show", "sketch_curve"]
@@ -111,6 +118,8 @@ def show(view: View, wanted: tuple[str, ...], key: str) -> None:
                                    _whole(settings, "channel", 0), f"{key}:channel")
         if "ablation" in wanted:
             _ablation(checkpoint)
+        if "atlas" in wanted:
+            _atlas_medians(checkpoint)
     elif view.path == "compress":
         _conversion(_checkpoint(settings), _whole(settings, "band", 9),
                     _whole(settings, "rank", 16), settings.get("method", "fit"))
@@ -123,6 +132,31 @@ def _checkpoint(settings: Mapping) -> str:
     choices = _ui.checkpoint_choices()
     return _key_of(choices, settings.get("checkpoint", next(iter(choices.values()))),
                    "checkpoint")
+
+
+def _atlas_medians(checkpoint: str) -> None:
+    """Inspect's kernel atlas at its opening setting (its n, band, rank and channels), as
+    its per-layer medians: where each layer's mass sits and how well band + W A Wᵀ takes
+    the rest."""
+    model, info = _ui.load_checkpoint(checkpoint)
+    n = summary(info).train_n
+    band = opening_atlas(model.config, n)[1]
+    rank = min(ATLAS_RANK, n)
+    atlas = atlas_view(model, n, band, rank, ATLAS_CHANNELS)
+    medians = atlas.layers
+    with st.container(key="lesson-numbers", border=True):
+        st.markdown(f"**{checkpoint}: the atlas's medians per layer** (n = {n}, band m = "
+                    f"{band}, r = {rank}; the first {ATLAS_CHANNELS} channels of each layer)")
+        st.dataframe({
+            "layer": medians.layer.tolist(),
+            "mass in the band": [f"{v:.0%}" for v in medians.locality],
+            "fitted decay λ": [_ui.fmt(v, ".3f") for v in medians.decay],
+            "SKI error / off-band": [_ui.fmt(v, ".3f") for v in medians.low_rank],
+            "SVD optimum / off-band": [_ui.fmt(v, ".3f") for v in medians.optimal]},
+            hide_index=True)
+        st.caption("Mass in the band: Σ|t_k| on the band's lags over Σ|t_k|. SKI error: "
+                   "‖T − band − W A Wᵀ‖_F / ‖T − band‖_F, beside the rank-r optimum. "
+                   "Inspect draws every channel as a tile.")
 
 
 def _ablation(checkpoint: str) -> None:
@@ -160,10 +194,12 @@ def _conversion(checkpoint: str, band: int, rank: int, method: str) -> None:
     with st.container(key="lesson-numbers", border=True):
         st.markdown(f"**{checkpoint}, every layer as band m = {band} + rank r = {rank} "
                     f"({method})**")
-        row = st.columns(3)
+        row = st.columns(3 + len(result.alone))
         row[0].metric("Source", _ui.metric_text(result.source, name))
-        row[1].metric("Converted", _ui.metric_text(result.converted, name))
-        row[2].metric("Chance", _ui.metric_text(result.chance, name))
+        row[1].metric("Every layer converted", _ui.metric_text(result.converted, name))
+        for layer, value in enumerate(result.alone):
+            row[2 + layer].metric(f"Layer {layer} alone", _ui.metric_text(value, name))
+        row[-1].metric("Chance", _ui.metric_text(result.chance, name))
         misses = ", ".join(f"layer {i} {e:.2f}" for i, e in enumerate(result.errors))
         st.caption(f"Validation {name} at the training length, on the same validation "
                    f"windows for both. What band + W A Wᵀ misses of each layer's off-band "

@@ -148,24 +148,31 @@ def conversion_job(model: nn.Module, task: Task, plan: CompressionPlan, finetune
 
 @dataclass(frozen=True)
 class QuickConversion:
-    """Every layer converted with one (m, r, method), scored on the task at its training
-    length and nothing else (no timing, no fine-tuning): a lesson step's numbers."""
+    """Every layer converted with one (m, r, method), and each layer alone, scored on the
+    task at its training length and nothing else (no timing, no fine-tuning): a lesson
+    step's numbers."""
 
     metric_name: str
     chance: float
     source: float  # the task metric, source and converted, on the same validation windows
     converted: float
+    alone: tuple[float, ...]  # per layer: the metric with only that layer converted
     errors: tuple[float, ...]  # per layer, ‖error‖_F / ‖off-band part‖_F (convert.fit_layer)
 
 
 def quick_conversion(model: nn.Module, task: Task, band: int, rank: int,
                      method: str) -> QuickConversion:
-    """``model`` with every layer as band m + rank r (``method``), scored like its source;
-    ValueError naming the field when the plan does not fit the model."""
-    plan = CompressionPlan.uniform(len(model.operators()), band, rank, method)
+    """``model`` with every layer, then each layer alone, as band m + rank r (``method``),
+    scored like its source; ValueError naming the field when the plan does not fit."""
+    layers = len(model.operators())
+    plan = CompressionPlan.uniform(layers, band, rank, method)
     converted, errors = convert(model, plan, task.seq_len)
+    kept = LayerPlan(band, rank, "keep")
+    alone = tuple(task_metric(convert(model, CompressionPlan(tuple(
+        plan.layers[i] if i == j else kept for i in range(layers))), task.seq_len)[0], task)
+        for j in range(layers))
     return QuickConversion(task.metric_name, float(task.chance), task_metric(model, task),
-                           task_metric(converted, task), tuple(errors))
+                           task_metric(converted, task), alone, tuple(errors))
 
 
 def search_points(n0: int, bands: list[int], ranks: list[int]) -> list[tuple[int, int]]:
