@@ -599,6 +599,25 @@ def decay_pair(keys: tuple[str, str]) -> inspect_lab.DecayPair:
                        _models=tuple(f.model for f in found), _task=checkpoint_task(keys[0]))
 
 
+def decay_pair_chart(pair: inspect_lab.DecayPair, height: int = 360) -> go.Figure:
+    """The Table 10 pair's metric against × training length (Inspect and a lesson step):
+    the last n positions of each window solid, all positions dotted, chance dashed."""
+    fig = go.Figure()
+    for i, (name, lam) in enumerate(zip(pair.names, pair.decays, strict=True)):
+        fig.add_scatter(x=pair.factor, y=pair.metric_last[i], mode="lines+markers",
+                        name=f"{name} (λ = {lam:g}), last {pair.train_n} positions")
+        fig.add_scatter(x=pair.factor, y=pair.metric_all[i], mode="lines+markers",
+                        line=dict(dash="dot"), name=f"{name} (λ = {lam:g}), all positions")
+    fig.add_hline(y=pair.chance, line_dash="dash", line_color="grey",
+                  annotation_text=f"chance {pair.chance:.3g} {pair.metric_name}")
+    fig.update_xaxes(type="log", tickvals=pair.factor.tolist(),
+                     title=f"× training length n = {pair.train_n}")
+    fig.update_layout(height=height, yaxis_title=pair.metric_name,
+                      title=f"Validation {pair.metric_name} on the same windows",
+                      margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
 @st.cache_data(max_entries=2, show_spinner="Scoring both models on the same windows…")
 def _decay_pair(keys: tuple[str, str], digests: tuple[str, str], _models,
                 _task) -> inspect_lab.DecayPair:

@@ -415,21 +415,7 @@ if all(name in _ui.checkpoint_choices() for name in inspect_lab.DECAY_PAIR):
         except (CheckpointError, ValueError) as err:
             _ui.show_error(err)
         else:
-            pfig = go.Figure()
-            for i, (name, lam) in enumerate(zip(pair.names, pair.decays, strict=True)):
-                pfig.add_scatter(x=pair.factor, y=pair.metric_last[i], mode="lines+markers",
-                                 name=f"{name} (λ = {lam:g}), last {pair.train_n} positions")
-                pfig.add_scatter(x=pair.factor, y=pair.metric_all[i], mode="lines+markers",
-                                 line=dict(dash="dot"),
-                                 name=f"{name} (λ = {lam:g}), all positions")
-            pfig.add_hline(y=pair.chance, line_dash="dash", line_color="grey",
-                           annotation_text=f"chance {pair.chance:.3g} {pair.metric_name}")
-            pfig.update_xaxes(type="log", tickvals=pair.factor.tolist(),
-                              title=f"× training length n = {pair.train_n}")
-            pfig.update_layout(height=360, yaxis_title=pair.metric_name,
-                               title=f"Validation {pair.metric_name} on the same windows",
-                               margin=dict(l=10, r=10, t=40, b=10))
-            st.plotly_chart(pfig, key="chart-decay-pair")
+            st.plotly_chart(_ui.decay_pair_chart(pair), key="chart-decay-pair")
             st.markdown(pair.sentence())
 
 _ui.page_activity()  # the page script ends: the quiet that timings wait for starts now

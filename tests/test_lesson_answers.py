@@ -44,8 +44,10 @@ from tnn_core.lab.frequency import (
 from tnn_core.lab.inspect import (
     ATLAS_CHANNELS,
     ATLAS_RANK,
+    DECAY_PAIR,
     atlas_view,
     band_ablation,
+    decay_pair,
     opening_atlas,
     summary,
 )
@@ -323,6 +325,22 @@ def test_each_layer_alone_is_that_layer_converted():
         assert quick.alone[layer] == pytest.approx(
             task_metric(convert(model, plan, task.seq_len)[0], task))
     assert abs(quick.alone[0] - quick.alone[1]) > 0.1  # the layers differ: a swap shows
+
+
+def test_the_table10_step_quotes_the_pair():
+    """Step 2.4 has no question; its notice and text quote TNN's Table 10 pair."""
+    step = LESSONS["2-tnn-rpe-and-decay"].steps[3]
+    assert step.figures == ("table10",)
+    (first, first_info), (second, _) = (load(CHECKPOINTS / f"{name}.safetensors")
+                                        for name in DECAY_PAIR)
+    task = task_from_info(first_info.task)
+    pair = decay_pair((first, second), DECAY_PAIR, task)
+    last = pair.metric_last  # [2, factors]: λ = 0.99, then λ = 1
+    assert list(pair.decays) == [0.99, 1.0] and pair.factor[-1] == 16
+    says(step.text, f"trained at {task.seq_len}", "16×")
+    says(step.notice, f"last {task.seq_len} positions", f"near {last[0, 0]:.2f} bpc",
+         f"from {last[1, 0]:.2f} to {last[1, -1]:.2f} bpc", f"chance ({pair.chance:.2f})")
+    assert abs(last[0, -1] - last[0, 0]) < 0.05  # "stays near"
 
 
 def test_the_atlas_step_quotes_the_atlas():

@@ -26,6 +26,7 @@ from tnn_core.lab.inspect import (
     ABLATION_BATCHES,
     ATLAS_CHANNELS,
     ATLAS_RANK,
+    DECAY_PAIR,
     atlas_view,
     opening_atlas,
     summary,
@@ -120,6 +121,8 @@ def show(view: View, wanted: tuple[str, ...], key: str) -> None:
             _ablation(checkpoint)
         if "atlas" in wanted:
             _atlas_medians(checkpoint)
+        if "table10" in wanted:
+            _table10()
     elif view.path == "compress":
         _conversion(_checkpoint(settings), _whole(settings, "band", 9),
                     _whole(settings, "rank", 16), settings.get("method", "fit"))
@@ -157,6 +160,15 @@ def _atlas_medians(checkpoint: str) -> None:
         st.caption("Mass in the band: Σ|t_k| on the band's lags over Σ|t_k|. SKI error: "
                    "‖T − band − W A Wᵀ‖_F / ‖T − band‖_F, beside the rank-r optimum. "
                    "Inspect draws every channel as a tile.")
+
+
+def _table10() -> None:
+    """TNN's Table 10 with the shipped pair: the same language model with and without
+    decay, on the same windows from 1× to 16× its training length."""
+    pair = _ui.decay_pair(DECAY_PAIR)
+    with st.container(key="lesson-numbers", border=True):
+        st.plotly_chart(_ui.decay_pair_chart(pair, height=330), key="lesson-decay-pair")
+        st.caption(pair.sentence())
 
 
 def _ablation(checkpoint: str) -> None:

@@ -91,8 +91,9 @@ VIEW_FIGURES: dict[str, tuple[str, ...]] = {
     "decomposition": ("decomposition", "factors", "error_curve"),  # factors: W · A · Wᵀ open
     "frequency": ("fd_kernel", "decay"),
     "compare": ("compare",),
-    "inspect": ("channel", "ablation", "atlas"),  # a layer's channel on the Toeplitz
-    # figure; the band ablation's numbers; the atlas's medians per layer
+    "inspect": ("channel", "ablation", "atlas", "table10"),  # a layer's channel on the
+    # Toeplitz figure; the band ablation's numbers; the atlas's medians per layer; TNN's
+    # Table 10 with the shipped pair
     "compress": ("conversion",),  # every layer converted, the metric before and after
 }
 MEASUREMENTS = ("ablation", "conversion")  # figures that are a question's answer: shown with it
