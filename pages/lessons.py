@@ -148,7 +148,8 @@ def show_sketch(question: lesson_lab.Question, view: lesson_lab.View, key: str) 
     return True
 
 
-def show_question(question: lesson_lab.Question, key: str, number: int) -> bool:
+def show_question(question: lesson_lab.Question, view: lesson_lab.View | None, key: str,
+                  number: int) -> bool:
     """Predict, then reveal. Returns whether the answer is revealed. The prediction and the
     reveal are kept per step, so Back and Next return to them as they were, and the
     current step's are in the address, so a reload or a shared link keeps them."""
@@ -173,13 +174,19 @@ def show_question(question: lesson_lab.Question, key: str, number: int) -> bool:
     if not st.session_state.get(revealed_key, False):
         st.caption("The answer appears once you have made a prediction and pressed Reveal.")
         return False
-    answer = question.answer if question.choices else f"{question.answer:g}"
-    if prediction is None:  # cleared after the reveal: nothing to judge
-        st.info(f"The answer is **{answer}**. {question.explain}", icon=":material/info:")
+    try:  # a computed question: the data at the step's settings decide
+        answer = (steps.computed_answer(view, question.computed, question.choices, _ui.seed())
+                  if question.computed else question.answer)
+    except ValueError as err:
+        _ui.show_error(err)
         return True
-    right = question.is_right(prediction)
+    shown = answer if question.choices else f"{answer:g}"
+    if prediction is None:  # cleared after the reveal: nothing to judge
+        st.info(f"The answer is **{shown}**. {question.explain}", icon=":material/info:")
+        return True
+    right = question.is_right(prediction, answer)
     (st.success if right else st.warning)(
-        f"{'Right' if right else 'Not quite'}: the answer is **{answer}**. {question.explain}",
+        f"{'Right' if right else 'Not quite'}: the answer is **{shown}**. {question.explain}",
         icon=":material/check_circle:" if right else ":material/info:")
     return True
 
@@ -232,7 +239,7 @@ with text:
     elif step.question.sketch:
         revealed = show_sketch(step.question, step.view, f"{lesson.slug}:{number}")
     else:
-        revealed = show_question(step.question, f"{lesson.slug}:{number}", number)
+        revealed = show_question(step.question, step.view, f"{lesson.slug}:{number}", number)
     if revealed and step.notice:
         st.info(f"**What to notice.** {step.notice}", icon=":material/lightbulb:")
 if view is not None:

@@ -51,6 +51,7 @@ from tnn_core.lab.inspect import (
     opening_atlas,
     summary,
 )
+from tnn_core.lab.lesson_answers import first_to_roundoff, smaller_frobenius
 from tnn_core.lab.lesson_sketch import (
     decay_envelope,
     dense_cost_against_n,
@@ -186,7 +187,10 @@ def _fit_against_sample(step, view):
     errors = {method: decompose(t, 9, int(view[f"{side}_rank"]), method=method
                                 ).errors.relative_frobenius
               for side, method in (("a", view["a_method"]), ("b", view["b_method"]))}
-    assert errors["fit"] < errors["sample"] and step.question.answer == "fit"
+    assert errors["fit"] < errors["sample"]
+    assert step.question.computed == "smaller_frobenius" and step.question.answer is None
+    sides = [(9, int(view[f"{side}_rank"]), view[f"{side}_method"]) for side in "ab"]
+    assert smaller_frobenius(step.question.choices, t, sides, False) == "fit"
 
 
 @check("3-ski-sparse-plus-low-rank:5")
@@ -252,7 +256,8 @@ def _first_to_round_off(step, view):
     reaches = {a: decay_curve(decay_magnitude(fd_response(a, **s).kernel)).roundoff_from
                for a in step.question.choices}
     below = {a: lag for a, lag in reaches.items() if lag is not None}
-    assert step.question.answer == min(below, key=below.get)
+    assert step.question.computed == "first_to_roundoff" and step.question.answer is None
+    assert first_to_roundoff(step.question.choices, seed=0, **s) == min(below, key=below.get)
     assert reaches["relu"] is None  # its 1/t² tail never gets there
     says(step.question.explain, *(f"lag {lag}" for lag in below.values()))
 

@@ -38,7 +38,8 @@ def test_the_shipped_lessons_load_with_five_to_ten_steps_each():
         assert 5 <= len(lesson.steps) <= 10, lesson.slug
         for step in lesson.steps:
             if step.question is not None and step.question.choices:
-                assert step.question.answer in step.question.choices
+                assert (step.question.answer in step.question.choices) != bool(
+                    step.question.computed)  # typed among the choices, or computed
 
 
 def _query_param_keys(node: ast.Assign) -> set[str]:
@@ -241,6 +242,7 @@ def test_a_prediction_and_its_reveal_survive_next_and_back(lessons_page, kind):
     lesson, number = next((lesson, i) for lesson in SHIPPED
                           for i, step in enumerate(lesson.steps, start=1)
                           if step.question is not None and not step.question.sketch
+                          and not step.question.computed
                           and bool(step.question.choices) == (kind == "choices")
                           and i < len(lesson.steps))
     at.selectbox(key="lesson").set_value(lesson.title).run()
@@ -266,6 +268,7 @@ def test_a_reload_keeps_the_steps_prediction_and_reveal(kind):
     lesson, number = next((lesson, i) for lesson in SHIPPED
                           for i, step in enumerate(lesson.steps, start=1)
                           if step.question is not None and not step.question.sketch
+                          and not step.question.computed
                           and bool(step.question.choices) == (kind == "choices"))
     question = lesson.steps[number - 1].question
     first = AppTest.from_file(APP, default_timeout=120)
@@ -335,3 +338,17 @@ def test_a_malformed_lesson_file_is_an_error_and_the_rest_works(monkeypatch, tmp
     assert len(at.selectbox(key="lesson").options) == len(SHIPPED)
     at.button(key="next").click().run()
     assert not at.exception and at.number_input(key="step").value == 2
+
+
+@pytest.mark.parametrize("question, message", [
+    ('computed = "nope"\nchoices = ["a", "b"]', "computed must be one of"),
+    ('computed = "first_to_roundoff"\nanswer = "a"\nchoices = ["a", "b"]',
+     "then no answer is typed"),
+    ('sketch = "nope"', "sketch must be one of"),
+    ('sketch = "decay_envelope"\nanswer = 1', "a sketch question has no answer"),
+])
+def test_a_computed_or_sketched_question_is_checked_on_load(question, message):
+    text = ('title = "Q"\nsummary = "s"\n[[steps]]\ntitle = "t"\ntext = "x"\n'
+            '[steps.question]\nprompt = "p"\nexplain = "e"\n' + question + "\n")
+    with pytest.raises(LessonError, match=message):
+        parse_lesson(text, "q.toml")

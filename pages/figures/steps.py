@@ -20,7 +20,7 @@ import streamlit as st
 from pages import _ui
 from pages.figures import circulant, compare, decomposition, fd_kernel, toeplitz
 from tnn_core.lab import compress as compress_lab
-from tnn_core.lab import lesson_sketch
+from tnn_core.lab import lesson_answers, lesson_sketch
 from tnn_core.lab.compare import SIDES
 from tnn_core.lab.inspect import (
     ABLATION_BATCHES,
@@ -33,7 +33,7 @@ from tnn_core.lab.inspect import (
 )
 from tnn_core.lab.lesson import View
 
-__all__ = ["show", "sketch_curve"]
+__all__ = ["show", "sketch_curve", "computed_answer"]
 
 METHODS = {"sample": "A sampled", "fit": "A fitted"}
 ABLATION_BAND = 9  # lags Inspect's band ablation keeps in a step (the atlas's default)
@@ -270,3 +270,30 @@ def sketch_curve(view: View, name: str, seed: int) -> lesson_sketch.Curve:
             "cosine" if _switch(settings, "smooth", False) else "omega",
             _switch(settings, "causal", True))
     raise ValueError(f"the sketch {name!r} needs a view of another page than {view.path!r}")
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def computed_answer(view: View, name: str, choices: tuple[str, ...], seed: int) -> str:
+    """Which of ``choices`` is right for a computed question (``name``, of
+    ``lesson_answers.COMPUTED``) of a step with ``view``, at the view's settings."""
+    settings = dict(view.params)
+    if name == "first_to_roundoff" and view.path == "frequency":
+        return lesson_answers.first_to_roundoff(
+            choices, _whole(settings, "width", fd_kernel.WIDTH.default),
+            _whole(settings, "depth", 1), _whole(settings, "n", 512), seed,
+            "cosine" if _switch(settings, "smooth", False) else "omega",
+            _switch(settings, "causal", True))
+    if name == "smaller_frobenius" and view.path == "compare":
+        source = _key_of(_ui.SOURCE_LABELS, settings.get("source", _ui.SOURCE_LABELS[
+            "spike_smooth"]), "source")
+        n, causal = _whole(settings, "n", 256), _switch(settings, "causal", False)
+        sides = [(_whole(settings, f"{side}_band", 9), _whole(settings, f"{side}_rank", 32),
+                  settings.get(f"{side}_method", "sample")) for side in SIDES]
+        decay = {_number(settings, f"{side}_decay", compare.DEFAULT_DECAY) for side in SIDES}
+        if len(decay) != 1:
+            raise ValueError("the two settings' kernels differ (their λ): compare methods "
+                             "on one kernel")
+        coeffs = _ui.preset_kernel(source, n, decay.pop(), causal, seed, 0)
+        return lesson_answers.smaller_frobenius(choices, coeffs, sides, causal)
+    raise ValueError(f"the computed answer {name!r} needs a view of another page than "
+                     f"{view.path!r}")

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tnn_core.files import FileRefused, read_bounded
+from tnn_core.lab.lesson_answers import COMPUTED
 from tnn_core.lab.lesson_sketch import SKETCHES
 
 __all__ = ["LESSON_DIR", "VIEW_PAGES", "VIEW_FIGURES", "MEASUREMENTS", "DEFAULT_FIGURES",
@@ -158,11 +159,14 @@ class Question:
     choices: tuple[str, ...] = ()
     tolerance: float = 0.0  # typed numbers: |prediction - answer| <= tolerance is right
     sketch: str = ""
+    computed: str = ""  # one of ``lesson_answers.COMPUTED``: the right choice is computed
 
-    def is_right(self, prediction) -> bool:
+    def is_right(self, prediction, answer=None) -> bool:
+        """Whether ``prediction`` is right: against ``answer`` for a computed question."""
+        answer = self.answer if answer is None else answer
         if self.choices:
-            return prediction == self.answer
-        return abs(float(prediction) - float(self.answer)) <= self.tolerance
+            return prediction == answer
+        return abs(float(prediction) - float(answer)) <= self.tolerance
 
 
 @dataclass(frozen=True)
@@ -239,7 +243,8 @@ def _question(data, where: str) -> Question:
     if not isinstance(data, dict):
         raise LessonError(f"{where} must be a table with prompt, answer and explain; got "
                           f"{_shown(data)}")
-    _known(data, {"prompt", "answer", "explain", "choices", "tolerance", "sketch"}, where)
+    _known(data, {"prompt", "answer", "explain", "choices", "tolerance", "sketch",
+                  "computed"}, where)
     prompt, explain = _text(data, "prompt", where), _text(data, "explain", where)
     if "sketch" in data:
         if data["sketch"] not in SKETCHES:
@@ -256,6 +261,11 @@ def _question(data, where: str) -> Question:
                 not all(isinstance(c, str) and c for c in choices):
             raise LessonError(f"{where}: choices must be a list of at least 2 strings; got "
                               f"{_shown(choices)}")
+        if "computed" in data:
+            if data["computed"] not in COMPUTED or "answer" in data:
+                raise LessonError(f"{where}: computed must be one of {list(COMPUTED)}, and "
+                                  f"then no answer is typed; got {_shown(data['computed'])}")
+            return Question(prompt, None, explain, tuple(choices), computed=data["computed"])
         if answer not in choices:
             raise LessonError(f"{where}: answer must be one of the choices {_shown(choices)}; got "
                               f"{_shown(answer)}")
