@@ -45,6 +45,7 @@ if (!window.toeplitzLessonKeys) {
 }
 </script>"""
 VIEW_HEIGHT = 1100  # px of the embedded page
+MAX_SKETCH_POINTS = 200  # points of a sketch the address keeps (a stroke has one a pixel)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -57,8 +58,13 @@ def lessons(folder: str, listing: tuple) -> tuple[dict[str, lesson_lab.Lesson], 
 
 
 def move(by: int, count: int) -> None:
-    st.session_state["step"] = min(max(1, st.session_state.get("step", 1) + by), count)
-    for name in ("guess", "revealed"):  # the step they were for is left
+    go_to(min(max(1, st.session_state.get("step", 1) + by), count))
+
+
+def go_to(number: int) -> None:
+    """on_click / on_change: step ``number``; the address's prediction was another step's."""
+    st.session_state["step"] = number
+    for name in ("guess", "sketch", "revealed"):
         st.query_params.pop(name, None)
 
 
@@ -118,14 +124,42 @@ def to_address(number: int, prediction, revealed: bool) -> None:
         st.query_params.pop("revealed", None)
 
 
-def show_sketch(question: lesson_lab.Question, view: lesson_lab.View, key: str) -> bool:
+def sketch_from_address(number: int) -> list[list[float]]:
+    """The step's sketch from the address (``sketch=STEP:x,y;x,y;...``), or []."""
+    step, _, text = st.query_params.get("sketch", "").partition(":")
+    if step != str(number):
+        return []
+    points = []
+    for pair in text.split(";")[:MAX_SKETCH_POINTS]:
+        try:
+            x, y = (float(v) for v in pair.split(","))
+        except ValueError:
+            return []
+        if not (math.isfinite(x) and math.isfinite(y)):
+            return []
+        points.append([x, y])
+    return points
+
+
+def show_sketch(question: lesson_lab.Question, view: lesson_lab.View, key: str,
+                number: int) -> bool:
     """Sketch, then reveal: the lab's curve drawn over the sketch, and how far apart they
-    are. Returns whether the curve is revealed. The sketch is kept for the step."""
+    are. Returns whether the curve is revealed. The sketch and its reveal are kept for the
+    step, and in the address (three significant digits a point), so a reload keeps them."""
     st.markdown(f"**Predict first.** {question.prompt}")
     figure_key, stored_key, revealed_key = f"sketch:{key}", f"prediction:{key}", f"revealed:{key}"
-    points = sketch.guess(figure_key) or st.session_state.get(stored_key, [])
+    if stored_key not in st.session_state:  # a reload, a link
+        st.session_state[stored_key] = sketch_from_address(number)
+        if st.session_state[stored_key] and st.query_params.get("revealed") == str(number):
+            st.session_state[revealed_key] = True
+    points = sketch.guess(figure_key) or st.session_state[stored_key]
     st.session_state[stored_key] = points
+    if points:
+        st.query_params["sketch"] = f"{number}:" + ";".join(
+            f"{x:.3g},{y:.3g}" for x, y in points[:MAX_SKETCH_POINTS])
     revealed = st.session_state.get(revealed_key, False)
+    if revealed:
+        st.query_params["revealed"] = str(number)
     try:
         curve = steps.sketch_curve(view, question.sketch, _ui.seed())
     except ValueError as err:
@@ -207,8 +241,8 @@ if not found:
 top = (st.expander("Lesson, step and presenter mode") if presenting else st.container()
        ).columns([3, 1, 1])
 title = _ui.from_link(top[0].selectbox, "Lesson", list(found), key="lesson",
-                      bind="query-params", on_change=st.session_state.__setitem__,
-                      args=("step", 1))  # another lesson starts at its first step
+                      bind="query-params", on_change=go_to,
+                      args=(1,))  # another lesson starts at its first step
 lesson = found[title]
 count = len(lesson.steps)
 if not 1 <= st.session_state.get("step", 1) <= count:
@@ -237,7 +271,7 @@ with text:
     if step.question is None:
         revealed = True
     elif step.question.sketch:
-        revealed = show_sketch(step.question, step.view, f"{lesson.slug}:{number}")
+        revealed = show_sketch(step.question, step.view, f"{lesson.slug}:{number}", number)
     else:
         revealed = show_question(step.question, step.view, f"{lesson.slug}:{number}", number)
     if revealed and step.notice:

@@ -296,6 +296,31 @@ def test_a_reload_keeps_the_steps_prediction_and_reveal(kind):
     assert kept == (question.choices[0] if question.choices else question.answer)
 
 
+def test_a_reload_keeps_a_sketch_and_its_reveal():
+    """A sketch question's drawing and reveal, from the address a revealed step left."""
+    lesson, number = next((lesson, i) for lesson in SHIPPED
+                          for i, step in enumerate(lesson.steps, start=1)
+                          if step.question is not None and step.question.sketch)
+    first = AppTest.from_file(APP, default_timeout=120)
+    first.run()
+    first.switch_page("pages/lessons.py").run()
+    first.selectbox(key="lesson").set_value(lesson.title).run()
+    first.number_input(key="step").set_value(number).run()
+    _reveal(first, lesson, number)
+    address = {name: value if isinstance(value, str) else value[-1]
+               for name, value in first.query_params.items()}
+    assert address["sketch"] == f"{number}:" + ";".join(f"{x:.3g},{y:.3g}" for x, y in SKETCH)
+    again = AppTest.from_file(APP, default_timeout=120)
+    again.run()
+    again.switch_page("pages/lessons.py")
+    for name, value in {"lesson": lesson.title, "step": str(number), **address}.items():
+        again.query_params[name] = value
+    again.run()
+    assert not again.exception, again.exception
+    assert again.session_state[f"prediction:{lesson.slug}:{number}"] == SKETCH
+    assert any(lesson.steps[number - 1].question.explain in m.value for m in again.info)
+
+
 def test_another_lesson_starts_at_its_first_step(lessons_page):
     at = lessons_page
     at.number_input(key="step").set_value(4).run()
