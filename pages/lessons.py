@@ -62,8 +62,13 @@ def move(by: int, count: int) -> None:
 
 
 def go_to(number: int) -> None:
-    """on_click / on_change: step ``number``; the address's prediction was another step's."""
+    """on_click / on_change: step ``number``."""
     st.session_state["step"] = number
+    forget_prediction()
+
+
+def forget_prediction() -> None:
+    """The address's prediction and reveal were the step left's."""
     for name in ("guess", "sketch", "revealed"):
         st.query_params.pop(name, None)
 
@@ -248,7 +253,7 @@ count = len(lesson.steps)
 if not 1 <= st.session_state.get("step", 1) <= count:
     st.session_state["step"] = 1
 number = int(_ui.from_link(top[1].number_input, "Step", 1, count, key="step",
-                           bind="query-params",
+                           bind="query-params", on_change=forget_prediction,
                            help=f"{count} steps; the address bar links to this step."))
 present = _ui.from_link(top[2].toggle, "Presenter mode", key="present",
                         bind="query-params",
