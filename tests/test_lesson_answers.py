@@ -51,7 +51,14 @@ from tnn_core.lab.inspect import (
     opening_atlas,
     summary,
 )
-from tnn_core.lab.lesson_answers import first_to_roundoff, smaller_frobenius
+from tnn_core.lab.lesson_answers import (
+    band_only,
+    conversion_loss,
+    fft_against_dense,
+    first_to_roundoff,
+    negative_lags,
+    smaller_frobenius,
+)
 from tnn_core.lab.lesson_sketch import (
     decay_envelope,
     dense_cost_against_n,
@@ -128,7 +135,9 @@ def _fft_product_error(step, view):
     fast = matvec(t[None], x)[..., 0].numpy().T  # (n, 4)
     difference = np.abs(fast - exact).max() / np.abs(exact).max()
     assert 0 < difference < 1e-12  # round-off: neither 10 % nor exactly zero
-    assert step.question.answer.startswith("floating-point round-off")
+    assert step.question.computed == "fft_against_dense"
+    assert fft_against_dense(step.question.choices, t.numpy(), 0).startswith(
+        "floating-point round-off")
 
 
 @check("1-toeplitz-fft:5")
@@ -247,7 +256,10 @@ def _causal_negative_lags(step, view):
     s = fd_settings(view)
     kernel = fd_response(view["activation"], **s).kernel
     assert s["causal"] and (kernel[: s["n"] - 1] == 0).all()
-    assert step.question.answer == "zero up to round-off"
+    assert step.question.computed == "negative_lags"
+    assert negative_lags(step.question.choices, kernel) == "zero up to round-off"
+    bidirectional = fd_response(view["activation"], **{**s, "causal": False}).kernel
+    assert negative_lags(step.question.choices, bidirectional) == "small but clearly non-zero"
 
 
 @check("4-fd-causality-by-hilbert:3")
@@ -280,7 +292,8 @@ def _band_ablation(step, view):
     model, task = trained("digits-tno")
     ablation = band_ablation(model, task, 9)
     assert ablation.restricted - task.chance < 0.1 < ablation.full - ablation.restricted
-    assert step.question.answer == "it falls far, towards chance"
+    assert step.question.computed == "band_only"
+    assert band_only(step.question.choices, ablation) == "it falls far, towards chance"
     says(step.notice, f"about {100 * ablation.full:.0f} %")
     says(step.question.explain, f"chance rate of {100 * task.chance:.0f} %")
 
@@ -306,8 +319,11 @@ def _compression_cost(step, view):
     converted, errors = convert(model, CompressionPlan.uniform(2, band, rank, view["method"]),
                                 task.seq_len)
     source, after = task_metric(model, task), task_metric(converted, task)
-    assert abs(after - source) < 0.01 and step.question.answer == "less than a point"
+    assert abs(after - source) < 0.01 and step.question.computed == "conversion_loss"
     quick = quick_conversion(model, task, band, rank, view["method"])  # what the step shows
+    assert conversion_loss(step.question.choices, quick) == "less than a point"
+    with pytest.raises(ValueError, match="none of the choices"):  # m = 1, r = 2: 78 → 24 %
+        conversion_loss(step.question.choices, quick_conversion(model, task, 1, 2, "sample"))
     assert (quick.source, quick.converted) == pytest.approx((source, after))
     assert quick.errors == pytest.approx(errors)
     for layer in range(2):  # each layer alone: the other kept

@@ -19,6 +19,7 @@ import streamlit as st
 
 from pages import _ui
 from pages.figures import circulant, compare, decomposition, fd_kernel, toeplitz
+from tnn_core.analysis.fd_response import fd_response
 from tnn_core.lab import compress as compress_lab
 from tnn_core.lab import lesson_answers, lesson_sketch
 from tnn_core.lab.compare import SIDES
@@ -196,12 +197,17 @@ def _quick_conversion(digest: str, band: int, rank: int, method: str, _model,
     return compress_lab.quick_conversion(_model, _task, band, rank, method)
 
 
+def _conversion_result(checkpoint: str, band: int, rank: int,
+                       method: str) -> compress_lab.QuickConversion:
+    found = _ui.opened(checkpoint)
+    return _quick_conversion(found.digest, band, rank, method, _model=found.model,
+                             _task=_ui.checkpoint_task(checkpoint))
+
+
 def _conversion(checkpoint: str, band: int, rank: int, method: str) -> None:
     """Every layer of the checkpoint as band m + rank r, scored like its source (the
     Compress page times it and fine-tunes it too)."""
-    found = _ui.opened(checkpoint)
-    result = _quick_conversion(found.digest, band, rank, method, _model=found.model,
-                               _task=_ui.checkpoint_task(checkpoint))
+    result = _conversion_result(checkpoint, band, rank, method)
     name = result.metric_name
     with st.container(key="lesson-numbers", border=True):
         st.markdown(f"**{checkpoint}, every layer as band m = {band} + rank r = {rank} "
@@ -295,5 +301,27 @@ def computed_answer(view: View, name: str, choices: tuple[str, ...], seed: int) 
                              "on one kernel")
         coeffs = _ui.preset_kernel(source, n, decay.pop(), causal, seed, 0)
         return lesson_answers.smaller_frobenius(choices, coeffs, sides, causal)
+    if name == "fft_against_dense" and view.path == "basics":
+        preset = _key_of(toeplitz.LABELS, settings.get("preset", toeplitz.LABELS[
+            "exponential"]), "kernel")
+        kernel = toeplitz.figure_kernel(preset, _whole(settings, "n", 64),
+                                        _number(settings, "decay", 0.9),
+                                        _switch(settings, "causal", False), seed,
+                                        _whole(settings, "channel", 0), "")
+        return lesson_answers.fft_against_dense(choices, kernel.coeffs, seed)
+    if name == "negative_lags" and view.path == "frequency":
+        kernel = fd_response(settings.get("activation", fd_kernel.ACTIVATIONS[0]),
+                             _whole(settings, "width", fd_kernel.WIDTH.default),
+                             _whole(settings, "depth", 1), _whole(settings, "n", 512), seed,
+                             "cosine" if _switch(settings, "smooth", False) else "omega",
+                             _switch(settings, "causal", True)).kernel
+        return lesson_answers.negative_lags(choices, kernel)
+    if name == "band_only" and view.path == "inspect":  # the step's panel's measurement
+        return lesson_answers.band_only(
+            choices, _ui.band_ablation(_checkpoint(settings), ABLATION_BAND))
+    if name == "conversion_loss" and view.path == "compress":
+        return lesson_answers.conversion_loss(choices, _conversion_result(
+            _checkpoint(settings), _whole(settings, "band", 9), _whole(settings, "rank", 16),
+            settings.get("method", "fit")))
     raise ValueError(f"the computed answer {name!r} needs a view of another page than "
                      f"{view.path!r}")

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tnn_core.files import FileRefused, read_bounded
-from tnn_core.lab.lesson_answers import COMPUTED
+from tnn_core.lab.lesson_answers import COMPUTED, OUTCOMES
 from tnn_core.lab.lesson_sketch import SKETCHES
 
 __all__ = ["LESSON_DIR", "VIEW_PAGES", "VIEW_FIGURES", "MEASUREMENTS", "DEFAULT_FIGURES",
@@ -262,10 +262,15 @@ def _question(data, where: str) -> Question:
             raise LessonError(f"{where}: choices must be a list of at least 2 strings; got "
                               f"{_shown(choices)}")
         if "computed" in data:
-            if data["computed"] not in COMPUTED or "answer" in data:
+            name = data["computed"]
+            if name not in COMPUTED or "answer" in data:
                 raise LessonError(f"{where}: computed must be one of {list(COMPUTED)}, and "
-                                  f"then no answer is typed; got {_shown(data['computed'])}")
-            return Question(prompt, None, explain, tuple(choices), computed=data["computed"])
+                                  f"then no answer is typed; got {_shown(name)}")
+            if OUTCOMES[name] is not None and len(OUTCOMES[name]) != len(choices):
+                raise LessonError(f"{where}: computed {name!r} concludes one of "
+                                  f"{list(OUTCOMES[name])}: give one choice for each, in "
+                                  f"that order; got {len(choices)} choices")
+            return Question(prompt, None, explain, tuple(choices), computed=name)
         if answer not in choices:
             raise LessonError(f"{where}: answer must be one of the choices {_shown(choices)}; got "
                               f"{_shown(answer)}")

@@ -3,7 +3,10 @@ names one of ``COMPUTED``, and the lesson page asks the function of that name, a
 step's settings, which of the question's choices is right.
 
 Each function takes plain values (what the step's view sets, resolved by the screen) and
-returns one of ``choices``; ValueError when the data cannot decide among them.
+the question's choices, and returns one of them. Where the choices are the data's own
+names (activations, methods), the function picks among them; otherwise ``OUTCOMES[NAME]``
+lists what the function can conclude, and the question's i-th choice words the i-th
+outcome (the loader checks their number). ValueError when the data decide none of them.
 """
 
 from __future__ import annotations
@@ -11,14 +14,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import torch
 
 from tnn_core.analysis.decompose import decompose
+from tnn_core.analysis.dense import dense_toeplitz
 from tnn_core.analysis.fd_response import fd_response
+from tnn_core.core.toeplitz import matvec
+from tnn_core.lab.compress import QuickConversion
 from tnn_core.lab.frequency import decay_curve, decay_magnitude
+from tnn_core.lab.inspect import BandAblation
 
-__all__ = ["COMPUTED", "first_to_roundoff", "smaller_frobenius"]
+__all__ = ["COMPUTED", "OUTCOMES", "first_to_roundoff", "smaller_frobenius",
+           "fft_against_dense", "negative_lags", "band_only", "conversion_loss"]
 
-COMPUTED = ("first_to_roundoff", "smaller_frobenius")  # names a question may give
+# what each function concludes, in the order of its question's choices (None: the choices
+# are the data's own names, and it picks one)
+OUTCOMES: dict[str, tuple[str, ...] | None] = {
+    "first_to_roundoff": None,
+    "smaller_frobenius": None,
+    "fft_against_dense": ("approximate", "round-off", "exact"),
+    "negative_lags": ("zero", "small", "mirror"),
+    "band_only": ("holds", "towards chance"),
+    "conversion_loss": ("under a point", "about ten points", "chance"),
+}
+COMPUTED = tuple(OUTCOMES)  # the names a question may give
+ROUNDOFF = 1e-12  # relative to the largest value: float64 round-off, and no more
+
+
+def _choice(name: str, outcome: str, choices: Sequence[str]) -> str:
+    return choices[OUTCOMES[name].index(outcome)]
 
 
 def first_to_roundoff(choices: Sequence[str], width: int, depth: int, n: int, seed: int,
@@ -47,3 +71,62 @@ def smaller_frobenius(choices: Sequence[str], coeffs: np.ndarray,
     if best not in choices:
         raise ValueError(f"the smaller error is {best}'s, which is not a choice")
     return best
+
+
+def fft_against_dense(choices: Sequence[str], coeffs: np.ndarray, seed: int) -> str:
+    """How far the FFT product is from the dense one for kernel coeffs [2n-1], on four
+    seeded random inputs: exactly equal, round-off (≤ ROUNDOFF of the output's largest
+    entry), or an approximation."""
+    n = (len(coeffs) + 1) // 2
+    t = torch.as_tensor(np.asarray(coeffs, dtype=np.float64))
+    x = torch.randn(4, n, 1, generator=torch.Generator().manual_seed(seed),
+                    dtype=torch.float64)  # (B, n, 1)
+    exact = dense_toeplitz(t.numpy()) @ x[..., 0].numpy().T  # (n, B)
+    fast = matvec(t[None], x)[..., 0].numpy().T  # (n, B)
+    gap = float(np.abs(fast - exact).max()) / (float(np.abs(exact).max()) or 1.0)
+    outcome = "exact" if gap == 0 else "round-off" if gap <= ROUNDOFF else "approximate"
+    return _choice("fft_against_dense", outcome, choices)
+
+
+def negative_lags(choices: Sequence[str], kernel: np.ndarray) -> str:
+    """What kernel [2n-1] holds at its negative lags: zero up to round-off, the mirror of
+    its positive lags (t_{-k} = t_k), or something small but clearly non-zero."""
+    n = (len(kernel) + 1) // 2
+    scale = float(np.abs(kernel).max()) or 1.0
+    negative, positive = kernel[: n - 1][::-1], kernel[n:]  # (n-1,) lags -1..-(n-1), 1..n-1
+    if np.abs(negative).max(initial=0.0) <= ROUNDOFF * scale:
+        outcome = "zero"
+    elif np.allclose(negative, positive, rtol=0, atol=ROUNDOFF * scale):
+        outcome = "mirror"
+    else:
+        outcome = "small"
+    return _choice("negative_lags", outcome, choices)
+
+
+def band_only(choices: Sequence[str], ablation: BandAblation) -> str:
+    """Whether the task metric holds (within a point) with every layer kept to its band
+    (``inspect.band_ablation``), or falls most of the way towards chance."""
+    if abs(ablation.full - ablation.restricted) <= 0.01:
+        outcome = "holds"
+    elif ablation.margin_lost > 0.5:
+        outcome = "towards chance"
+    else:
+        raise ValueError(f"the band alone loses {ablation.margin_lost:.0%} of the margin "
+                         f"over chance: neither holds nor falls to chance")
+    return _choice("band_only", outcome, choices)
+
+
+def conversion_loss(choices: Sequence[str], result: QuickConversion) -> str:
+    """What converting every layer to band + low rank costs the task metric
+    (``compress.quick_conversion``): under a point, about ten points (5 to 15), or down
+    to chance (within 5 points of it)."""
+    loss = abs(result.source - result.converted)
+    if loss < 0.01:
+        outcome = "under a point"
+    elif abs(result.converted - result.chance) <= 0.05:
+        outcome = "chance"
+    elif 0.05 <= loss <= 0.15:
+        outcome = "about ten points"
+    else:
+        raise ValueError(f"the conversion loses {100 * loss:.1f} points: none of the choices")
+    return _choice("conversion_loss", outcome, choices)
