@@ -146,6 +146,12 @@ def sketch_from_address(number: int) -> list[list[float]]:
     return points
 
 
+def factor_text(factor: float) -> str:
+    """A ratio in words: two significant figures, written out from 100 on ("1.3", "240",
+    "12,000")."""
+    return f"{factor:.2g}" if factor < 100 else f"{float(f'{factor:.2g}'):,.0f}"
+
+
 def show_sketch(question: lesson_lab.Question, view: lesson_lab.View, key: str,
                 number: int) -> bool:
     """Sketch, then reveal: the lab's curve drawn over the sketch, and how far apart they
@@ -180,8 +186,9 @@ def show_sketch(question: lesson_lab.Question, view: lesson_lab.View, key: str,
         return False
     apart = sketch_lab.distance(points, curve)
     how = ("none of your sketch lies inside the curve's range" if not math.isfinite(apart)
-           else f"your sketch is a factor {10 ** apart:.2g} from it, at the median of its "
-                f"points" if curve.log_y else f"your sketch is {apart:.0%} of the axis from it")
+           else f"your sketch is a factor {factor_text(10 ** apart)} from it, at the median "
+                f"of its points" if curve.log_y
+           else f"your sketch is {apart:.0%} of the axis from it")
     st.info(f"The answer is the lab's curve, drawn over your sketch: {how}. "
             f"{question.explain}", icon=":material/insights:")
     return True

@@ -223,6 +223,7 @@ def _aliasing(step, view):
     first = next(r for r in range(2, n + 1) if (n - 1) / (r - 1) < period / 2)
     assert step.question.answer == first
     t = synthetic_kernel("oscillating", n, float(view["decay"])).numpy()
+    assert view["method"] == "fit"  # the figure shows the errors the notice quotes
     fitted = {r: decompose(t, int(view["band"]), r, method="fit").errors.relative_frobenius
               for r in (first - 1, first, first + 1, 256)}
     assert min(fitted[first - 1], fitted[first], fitted[first + 1]) > 0.5  # still poor
