@@ -377,3 +377,21 @@ def test_a_computed_or_sketched_question_is_checked_on_load(question, message):
             '[steps.question]\nprompt = "p"\nexplain = "e"\n' + question + "\n")
     with pytest.raises(LessonError, match=message):
         parse_lesson(text, "q.toml")
+
+
+def test_a_step_may_draw_several_panels_of_a_page(monkeypatch, tmp_path):
+    """Inspect's channel, atlas, ablation and Table 10 in one step: each drawn once."""
+    (tmp_path / "1-panels.toml").write_text(
+        'title = "1. Panels"\nsummary = "s"\n[[steps]]\ntitle = "All of Inspect"\n'
+        'text = "x"\nview = "inspect"\nfigures = ["channel", "atlas", "ablation", "table10"]\n',
+        encoding="utf-8")
+    monkeypatch.setattr(lesson_lab, "LESSON_DIR", tmp_path)
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.switch_page("pages/lessons.py").run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert len(at.get("bidi_component")) == 1  # the channel on the Toeplitz figure
+    assert len(at.get("plotly_chart")) == 1  # Table 10
+    assert any("every layer kept to its band" in m.value for m in at.markdown)
+    assert any("the atlas's medians per layer" in m.value for m in at.markdown)

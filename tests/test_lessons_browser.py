@@ -27,9 +27,9 @@ pytestmark = pytest.mark.browser
 
 LESSONS = load_lessons()[0]
 WIDTH, HEIGHT = 1400, 900
-PANELS = {"circulant": ".st-key-circulant-steps",  # a step's pictures drawn on the server
-          "ablation": ".st-key-lesson-numbers", "conversion": ".st-key-lesson-numbers",
-          "atlas": ".st-key-lesson-numbers", "table10": ".st-key-lesson-numbers"}
+PANELS = {name: f".st-key-lesson-{name}"  # a step's pictures or numbers drawn on the server
+          for name in ("ablation", "conversion", "atlas", "table10")}
+PANELS["circulant"] = ".st-key-circulant-steps"
 # every figure root of this step, inside the components' shadow roots too (those of the
 # step before, remembered in window.previousFigures, left out): [name, top, bottom, left,
 # right, data-drawn]

@@ -4,10 +4,14 @@
 A step's settings are its view's controls, as the page's link spells them (select boxes by
 their labels, switches as true/false); ``lock`` lists the controls drawn disabled. Each
 figure keeps its state under the step's own key and leaves the lesson's URL alone
-(``figures.show(..., link=False)``). Pages without figures (Inspect, Compress, Speed, Train)
-are not drawn here: ``lesson.VIEW_FIGURES`` lists the pages that are, and their figures
-(Inspect's: one learned channel on the Toeplitz figure, and the band ablation's numbers;
-Compress's: one conversion's numbers, without its timing).
+(``figures.show(..., link=False)``). ``lesson.VIEW_FIGURES`` lists the pages drawn here
+and their figures: Basics', Decomposition's, Frequency's and Compare's own; for Inspect,
+one learned channel on the Toeplitz figure, the atlas's medians, the band ablation and
+TNN's Table 10; for Compress, one conversion's scores without its timing. A view of
+another page (Speed, Train) opens that page embedded (pages/lessons.py).
+
+Also here, as they read a view's settings: the curve a sketch question is compared with
+(``sketch_curve``) and the choice a computed question's data decide (``computed_answer``).
 """
 
 from __future__ import annotations
@@ -148,7 +152,7 @@ def _atlas_medians(checkpoint: str) -> None:
     rank = min(ATLAS_RANK, n)
     atlas = atlas_view(model, n, band, rank, ATLAS_CHANNELS)
     medians = atlas.layers
-    with st.container(key="lesson-numbers", border=True):
+    with st.container(key="lesson-atlas", border=True):
         st.markdown(f"**{checkpoint}: the atlas's medians per layer** (n = {n}, band m = "
                     f"{band}, r = {rank}; the first {ATLAS_CHANNELS} channels of each layer)")
         st.dataframe({
@@ -167,7 +171,7 @@ def _table10() -> None:
     """TNN's Table 10 with the shipped pair: the same language model with and without
     decay, on the same windows from 1× to 16× its training length."""
     pair = _ui.decay_pair(DECAY_PAIR)
-    with st.container(key="lesson-numbers", border=True):
+    with st.container(key="lesson-table10", border=True):
         st.plotly_chart(_ui.decay_pair_chart(pair, height=330), key="lesson-decay-pair")
         st.caption(pair.sentence())
 
@@ -178,7 +182,7 @@ def _ablation(checkpoint: str) -> None:
     ablation = _ui.band_ablation(checkpoint, ABLATION_BAND)
     batches, size = ABLATION_BATCHES
     name = ablation.metric_name
-    with st.container(key="lesson-numbers", border=True):
+    with st.container(key="lesson-ablation", border=True):
         st.markdown(f"**{checkpoint}, every layer kept to its band ({ablation.band})**")
         row = st.columns(3 + len(ablation.per_layer))
         row[0].metric("Full kernels", _ui.metric_text(ablation.full, name))
@@ -209,7 +213,7 @@ def _conversion(checkpoint: str, band: int, rank: int, method: str) -> None:
     Compress page times it and fine-tunes it too)."""
     result = _conversion_result(checkpoint, band, rank, method)
     name = result.metric_name
-    with st.container(key="lesson-numbers", border=True):
+    with st.container(key="lesson-conversion", border=True):
         st.markdown(f"**{checkpoint}, every layer as band m = {band} + rank r = {rank} "
                     f"({method})**")
         row = st.columns(3 + len(result.alone))
