@@ -262,6 +262,28 @@ def test_a_prediction_and_its_reveal_survive_next_and_back(lessons_page, kind):
     assert at.button(key=f"reveal:{lesson.slug}:{number}").disabled  # revealed already
 
 
+def _revealed_then_reopened(lesson, number: int) -> tuple[dict[str, str], AppTest]:
+    """Predict and reveal step ``number`` in one session; open a fresh session (a reload,
+    a link) on the address it left. Returns (that address, the fresh session)."""
+    first = AppTest.from_file(APP, default_timeout=120)
+    first.run()
+    first.switch_page("pages/lessons.py").run()
+    first.selectbox(key="lesson").set_value(lesson.title).run()
+    first.number_input(key="step").set_value(number).run()
+    _reveal(first, lesson, number)
+    address = {name: value if isinstance(value, str) else value[-1]
+               for name, value in first.query_params.items()}
+    again = AppTest.from_file(APP, default_timeout=120)
+    again.run()
+    again.switch_page("pages/lessons.py")
+    # the lesson and step, which the browser's address holds (bound widgets), and the rest
+    for name, value in {"lesson": lesson.title, "step": str(number), **address}.items():
+        again.query_params[name] = value
+    again.run()
+    assert not again.exception, again.exception
+    return address, again
+
+
 @pytest.mark.parametrize("kind", ["choices", "number"])
 def test_a_reload_keeps_the_steps_prediction_and_reveal(kind):
     """A fresh session (a reload, a link) opened on the address a revealed step left."""
@@ -271,23 +293,8 @@ def test_a_reload_keeps_the_steps_prediction_and_reveal(kind):
                           and not step.question.computed
                           and bool(step.question.choices) == (kind == "choices"))
     question = lesson.steps[number - 1].question
-    first = AppTest.from_file(APP, default_timeout=120)
-    first.run()
-    first.switch_page("pages/lessons.py").run()
-    first.selectbox(key="lesson").set_value(lesson.title).run()
-    first.number_input(key="step").set_value(number).run()
-    _reveal(first, lesson, number)
-    address = {name: value if isinstance(value, str) else value[-1]
-               for name, value in first.query_params.items()}
+    address, again = _revealed_then_reopened(lesson, number)
     assert address["guess"].startswith(f"{number}:") and address["revealed"] == str(number)
-    again = AppTest.from_file(APP, default_timeout=120)
-    again.run()
-    again.switch_page("pages/lessons.py")
-    # the lesson and step, which the browser's address holds (bound widgets), and the rest
-    for name, value in {"lesson": lesson.title, "step": str(number), **address}.items():
-        again.query_params[name] = value
-    again.run()
-    assert not again.exception, again.exception
     assert again.number_input(key="step").value == number
     shown = [m.value for m in (*again.success, *again.warning)]
     assert len(shown) == 1 and question.explain in shown[0]
@@ -301,22 +308,8 @@ def test_a_reload_keeps_a_sketch_and_its_reveal():
     lesson, number = next((lesson, i) for lesson in SHIPPED
                           for i, step in enumerate(lesson.steps, start=1)
                           if step.question is not None and step.question.sketch)
-    first = AppTest.from_file(APP, default_timeout=120)
-    first.run()
-    first.switch_page("pages/lessons.py").run()
-    first.selectbox(key="lesson").set_value(lesson.title).run()
-    first.number_input(key="step").set_value(number).run()
-    _reveal(first, lesson, number)
-    address = {name: value if isinstance(value, str) else value[-1]
-               for name, value in first.query_params.items()}
+    address, again = _revealed_then_reopened(lesson, number)
     assert address["sketch"] == f"{number}:" + ";".join(f"{x:.3g},{y:.3g}" for x, y in SKETCH)
-    again = AppTest.from_file(APP, default_timeout=120)
-    again.run()
-    again.switch_page("pages/lessons.py")
-    for name, value in {"lesson": lesson.title, "step": str(number), **address}.items():
-        again.query_params[name] = value
-    again.run()
-    assert not again.exception, again.exception
     assert again.session_state[f"prediction:{lesson.slug}:{number}"] == SKETCH
     assert any(lesson.steps[number - 1].question.explain in m.value for m in again.info)
 
