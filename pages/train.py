@@ -8,11 +8,17 @@ import streamlit as st
 from pages import _ui
 from tnn_core.lab.train import (
     SIZES,
-    TRAINING_NICE,
-    TRAINING_THREADS,
+    Autosave,
+    LiveRuns,
     app_config,
     app_task,
+    autosave_path,
+    autosaves,
+    discard_autosave,
+    form_values,
+    new_run,
     progress_view,
+    resumed_run,
     snapshot_view,
 )
 from tnn_core.training.background import BackgroundRun
@@ -28,15 +34,67 @@ TASKS = {
 }
 
 
+@st.cache_resource
+def live_runs() -> LiveRuns:
+    """Every session's runs: a reloaded page finds its run here."""
+    return LiveRuns()
+
+
+def watch(run_id: str, run: BackgroundRun) -> None:
+    """Make ``run`` this session's: the address names it (a reload finds it again), the form
+    shows its settings, and the session's end stops it (saved) unless another session
+    watches it by then."""
+    run.stop_when_collected(_ui.session_token())
+    st.session_state["train_run"], st.session_state["train_run_id"] = run, run_id
+    st.session_state["train_form"] = form_values(run.config)
+    st.query_params["run"] = run_id
+
+
+def watch_from_list(run_id: str) -> None:
+    """The list's Watch button (a callback, so it may set the form's widgets)."""
+    run = live_runs().get(run_id)
+    if run is not None:
+        watch(run_id, run)
+        st.session_state.update(st.session_state["train_form"])
+
+
+def resume(run_id: str) -> None:
+    """The list's Resume and Open buttons: continue the autosave to its steps."""
+    try:
+        run = resumed_run(_ui.USER_CHECKPOINTS, run_id, _ui.device())
+    except ValueError as err:
+        st.session_state["train_resume_error"] = err
+        return
+    watch(run_id, live_runs().start(run_id, run))
+    st.session_state.update(st.session_state["train_form"])
+
+
+def address_run() -> tuple[str, BackgroundRun | None] | None:
+    """(the run id in the address, its run if the server still has it); None without one.
+    A reload keeps the address, so this is how the page finds its run again."""
+    run_id = st.query_params.get("run")
+    if not run_id:
+        return None
+    try:
+        autosave_path(_ui.USER_CHECKPOINTS, run_id)
+    except ValueError as err:
+        st.error(f"The address names no run of this page: {err}", icon=":material/error:")
+        return None
+    return run_id, live_runs().get(run_id)
+
+
 st.title("Train")
 st.markdown("Train a small model on a real task, on this machine, and watch the loss and the "
             "validation metric as it learns. The run goes on in the background: the other "
-            "pages keep working, and the run stops when you press Stop or close the tab.")
-
-FORM_KEYS = ("task", "operator", "size", "steps", "lr", "train_decay", "train_rank",
-             "train_band")
+            "pages keep working. It is autosaved every tenth of its steps, when you press "
+            "Stop and when it ends; reload the page and it is still here, running, or "
+            "listed below to resume if it stopped (closing the tab stops it, saved).")
 
 run: BackgroundRun | None = st.session_state.get("train_run")
+in_address = address_run() if run is None else None
+if in_address is not None and in_address[1] is not None:
+    watch(*in_address)
+    run = in_address[1]
 running = run is not None and not run.snapshot().finished
 # Streamlit forgets a widget's value when its page is left. While a run exists, the form
 # shows the settings it was started with, also after the person visits another page.
@@ -82,19 +140,65 @@ if start:
     except ValueError as err:
         _ui.show_error(err)
     else:
-        run = BackgroundRun(config, task, command=f"app: {config.to_dict()}",
-                            threads=TRAINING_THREADS, nice=TRAINING_NICE)
-        token = _ui.session_token()
-        run.stop_when_collected(token)
-        run.start()
-        st.session_state["train_run"] = run
-        st.session_state["train_form"] = {k: st.session_state[k] for k in FORM_KEYS}
+        text_data = text.getvalue() if text is not None else None
+        run_id, run = new_run(config, task, text_data, _ui.USER_CHECKPOINTS)
+        watch(run_id, live_runs().start(run_id, run))
         running = True
 
+
+def status_text(save: Autosave, live: set[str]) -> str:
+    if save.run_id in live:
+        return "running"
+    if not save.resumable:
+        return f"{save.status}, not resumable"
+    return {"checkpoint": "interrupted (the server stopped)"}.get(save.status, save.status)
+
+
+def autosave_list() -> None:
+    """The autosaved runs, each with what can be done with it (drawn while this session
+    runs none: one run at a time)."""
+    saves = autosaves(_ui.USER_CHECKPOINTS)
+    failed = st.session_state.pop("train_resume_error", None)
+    if failed is not None:
+        _ui.show_error(failed)
+    if not saves:
+        return
+    st.subheader("Autosaved runs")
+    st.caption("Shared by everyone on this server. Resume continues a run to its steps with "
+               "the updates it would have made without the interruption; Open brings back "
+               "a completed one to save it under a name.")
+    live = live_runs().running()
+    for save in saves:
+        saved = time.strftime("%Y-%m-%d %H:%M", time.localtime(save.saved_at))
+        text, act, drop = st.container(border=True).columns([4, 1, 1],
+                                                            vertical_alignment="center")
+        text.markdown(f"**{save.run_id}** · {save.description} · step {save.step} of "
+                      f"{save.steps} · {status_text(save, live)} · saved {saved}")
+        if save.run_id in live:
+            act.button("Watch", key=f"watch-{save.run_id}", on_click=watch_from_list,
+                       args=(save.run_id,), icon=":material/visibility:")
+            continue
+        if save.resumable:
+            label = "Open" if save.step == save.steps else "Resume"
+            act.button(label, key=f"resume-{save.run_id}", on_click=resume,
+                       args=(save.run_id,), icon=":material/play_arrow:")
+        with drop.popover("Discard", icon=":material/delete:"):
+            st.button(f"Delete {save.run_id} for good", key=f"discard-{save.run_id}",
+                      on_click=discard_autosave, args=(_ui.USER_CHECKPOINTS, save.run_id),
+                      type="primary")
+
+
 if run is None:
+    if in_address is not None:
+        st.info(f"The run of this address, {in_address[0]}, is no longer running on this "
+                "server. If it was autosaved, it is listed below: resume it from there.",
+                icon=":material/history:")
     st.info("Choose a task and press **Start**. A small model trains in a minute or two on "
             "a laptop CPU.", icon=":material/school:")
+    autosave_list()
     st.stop()
+run_id = st.session_state["train_run_id"]
+st.query_params["run"] = run_id  # kept after a visit to another page
 
 
 def draw(progress) -> None:
@@ -128,11 +232,21 @@ def draw(progress) -> None:
                           yaxis_title=run.task.metric_name, height=320,
                           margin=dict(l=10, r=10, t=40, b=10))
         right.plotly_chart(fig, key="chart-metric")
+    autosave_note(progress)
     view = (snapshot_view(progress.kernel_snapshots)
             if progress.kernel_snapshots is not None else None)
     if view is not None and view.steps.size:  # none kept yet (or none finite): nothing to replay
         st.markdown("**Kernels forming**")
         _ui.kernel_replay(view, "train_kernels", live=not progress.finished)
+
+
+def autosave_note(progress) -> None:
+    if progress.autosave_error is not None:
+        st.warning(f"The last autosave failed: {progress.autosave_error}. The run goes on; "
+                   "the previous autosave is kept.", icon=":material/warning:")
+    elif progress.saved_step is not None:
+        st.caption(f"Autosaved as {run_id} at step {progress.saved_step} (every "
+                   f"{run.config.checkpoint_every} steps, on Stop and at the end).")
 
 
 @st.fragment(run_every=0.5)
@@ -156,16 +270,18 @@ else:
         st.error(f"The run {progress.status}: {progress.message}", icon=":material/error:")
     if run.result is not None:
         with st.form("save-form"):
-            default = (f"{run.config.task}-{run.config.model.operator.kind}-"
-                       f"{time.strftime('%H%M%S')}")
-            name = st.text_input("Save as", default, key="save_name", max_chars=64,
-                                 help="1 to 64 letters, digits, _ and -. Saved under "
-                                      "checkpoints/user/, shared by everyone on this server: "
-                                      "a name already taken is refused, never overwritten.")
-            if st.form_submit_button("Save and inspect", icon=":material/save:"):
+            name = st.text_input("Save as", run_id, key="save_name",
+                                 help="1 to 64 letters, digits, _ and -, saved exactly as "
+                                      "typed (any other name is refused, never changed). "
+                                      "Saved under checkpoints/user/, shared by everyone on "
+                                      "this server: a name already taken is refused, never "
+                                      "overwritten. The run's autosave is then deleted.")
+            if st.form_submit_button("Save and inspect", key="save", icon=":material/save:"):
                 try:
                     key = _ui.save_run(run.result, name)
                 except ValueError as err:
                     _ui.show_error(err)
                 else:
+                    discard_autosave(_ui.USER_CHECKPOINTS, run_id)
                     _ui.open_page("pages/inspect.py", {"checkpoint": key})
+    autosave_list()

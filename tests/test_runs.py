@@ -141,7 +141,7 @@ def test_a_run_sets_torch_threads_and_niceness_on_its_own_thread_only(monkeypatc
 
     seen = []
 
-    def fake_train(config, task, callbacks, stop_event, command):
+    def fake_train(config, task, callbacks, stop_event, command, resume):
         seen.append(torch.get_num_threads())
         if sys.platform.startswith("linux"):  # niceness is per thread there
             seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))

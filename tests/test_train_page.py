@@ -59,7 +59,7 @@ def test_save_and_inspect_opens_the_saved_model(train_page, tmp_path):
     run.join(timeout=120)
     at.run()
     at.text_input(key="save_name").set_value("my-recall-run")
-    at.button[-1].click().run()
+    at.button(key="save").click().run()
     assert not at.exception, at.exception
     assert (tmp_path / "my-recall-run.safetensors").is_file()
     assert at.selectbox(key="checkpoint").value == "user/my-recall-run"

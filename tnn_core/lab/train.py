@@ -1,25 +1,46 @@
-"""Page "Train": the run its form describes, and what the progress charts draw.
+"""Page "Train": the run its form describes, its autosave, and what the progress charts draw.
+
+Nothing is lost: every run the page starts is autosaved under the user folder, in
+``autosave/RUN_ID.safetensors`` with the CLI's resume file beside it (``cli.save_run``),
+every ``checkpoint_every`` steps, when it stops (Stop, or its browser session ended) and
+at the end; a run on an uploaded text keeps that text beside them (``RUN_ID.text``), as a
+resumed run needs it. ``LiveRuns`` finds a run still running for a reloaded page;
+``autosaves`` lists the rest, and ``resumed_run`` continues one exactly as it would have
+gone on (``resume.load_resume``). Inspect's list of saved models does not look into the
+autosave folder.
 
 Letters: S snapshots, L layers, C channels, K lags.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-from dataclasses import dataclass
+import re
+import secrets
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
 from tnn_core.models import ModelConfig
 from tnn_core.operators import OperatorConfig
-from tnn_core.training.background import Progress
+from tnn_core.training.background import BackgroundRun, Progress
+from tnn_core.training.checkpoint import read_info
 from tnn_core.training.config import TrainConfig, model_for_task
+from tnn_core.training.resume import load_resume, read_state, resume_path
 from tnn_core.training.snapshots import KernelSnapshots
-from tnn_core.training.tasks import CharLMConfig, CharLMTask, Task, get_task
+from tnn_core.training.tasks import CharLMConfig, CharLMTask, Task, get_task, task_from_info
 
 __all__ = ["SIZES", "TASK_SETTINGS", "TRAINING_THREADS", "TRAINING_NICE",
-           "app_task", "app_config",
+           "app_task", "app_config", "form_values",
+           "AUTOSAVE_FOLDER", "autosave_path", "new_run", "resumed_run", "Autosave", "autosaves",
+           "discard_autosave", "LiveRuns",
            "ProgressView", "progress_view", "SnapshotView", "snapshot_view"]
+
+log = logging.getLogger(__name__)
 
 SIZES = {"tiny": (32, 1), "small": (64, 2), "medium": (128, 2)}  # name -> (dim d, layers)
 TASK_SETTINGS = {"charlm": {"seq_len": 128}, "listops": {"seq_len": 128, "max_depth": 2},
@@ -48,9 +69,146 @@ def app_config(task: Task, operator: str, size: str, steps: int, lr: float, deca
     op = OperatorConfig(kind=operator, causal=task.kind == "lm", decay=decay, rank=rank,
                         band=band)
     model = model_for_task(ModelConfig(dim=dim, layers=layers, operator=op), task)
+    every = max(10, steps // 10)
     return TrainConfig(task=task.name, steps=steps, lr=lr, warmup=max(1, steps // 10),
-                       eval_every=max(10, steps // 10), eval_batches=4, device=device,
-                       seed=seed, model=model)
+                       eval_every=every, eval_batches=4, checkpoint_every=every,
+                       device=device, seed=seed, model=model)
+
+
+def _size_name(model: ModelConfig) -> str | None:
+    """The name in SIZES of ``model``'s width and depth; None for another size."""
+    return next((name for name, shape in SIZES.items() if shape == (model.dim, model.layers)),
+                None)
+
+
+def form_values(config: TrainConfig) -> dict:
+    """The Train form's widget values (by key) that start ``config``: a reloaded or resumed
+    run shows its settings (a size the form does not offer is left out)."""
+    op, size = config.model.operator, _size_name(config.model)
+    return {"task": config.task, "operator": op.kind, "steps": config.steps, "lr": config.lr,
+            "train_decay": op.decay, "train_rank": op.rank, "train_band": op.band,
+            **({"size": size} if size is not None else {})}
+
+
+# -- autosaves -------------------------------------------------------------------------------
+AUTOSAVE_FOLDER = "autosave"  # under the user folder
+RUN_ID = re.compile(r"[a-z]+-[a-z]+-\d{8}-\d{6}-[0-9a-f]{4}")  # recall-fd-20250101-120000-1a2b
+
+
+def autosave_path(user_dir: Path, run_id: str) -> Path:
+    """The checkpoint that keeps run ``run_id`` resumable; ValueError for a malformed id."""
+    if not RUN_ID.fullmatch(run_id):
+        raise ValueError(f"run must be an id such as recall-fd-20250101-120000-1a2b; "
+                         f"got {run_id[:80]!r}")
+    return user_dir / AUTOSAVE_FOLDER / f"{run_id}.safetensors"
+
+
+def _text_path(autosave: Path) -> Path:
+    return autosave.with_suffix(".text")
+
+
+def _app_run(config: TrainConfig, task: Task, autosave: Path, resume=None) -> BackgroundRun:
+    return BackgroundRun(config, task, command=f"app: {config.to_dict()}",
+                         threads=TRAINING_THREADS, nice=TRAINING_NICE, autosave=autosave,
+                         resume=resume)
+
+
+def new_run(config: TrainConfig, task: Task, text: bytes | None,
+            user_dir: Path) -> tuple[str, BackgroundRun]:
+    """(a fresh run id, the run of ``config``, not started) autosaving under ``user_dir``;
+    ``text``: charlm's uploaded text, kept for a resume."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    run_id = f"{config.task}-{config.model.operator.kind}-{stamp}-{secrets.token_hex(2)}"
+    path = autosave_path(user_dir, run_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if text is not None:
+        _text_path(path).write_bytes(text)
+    return run_id, _app_run(config, task, path)
+
+
+def resumed_run(user_dir: Path, run_id: str, device: str) -> BackgroundRun:
+    """The run ``run_id`` continued from its autosave to its steps, on ``device``; not
+    started. ValueError says why it cannot (no resume file, a save cut off, ...)."""
+    path = autosave_path(user_dir, run_id)
+    state = read_state(resume_path(path))
+    config = replace(TrainConfig.from_dict(state.train_config), device=device)
+    text = _text_path(path).read_bytes() if _text_path(path).is_file() else None
+    task = task_from_info(state.task, text)
+    return _app_run(config, task, path, load_resume(path, config.to_dict(), task.info()))
+
+
+def discard_autosave(user_dir: Path, run_id: str) -> None:
+    """Delete run ``run_id``'s autosave: its checkpoint, resume file and text."""
+    path = autosave_path(user_dir, run_id)
+    for file in (path, resume_path(path), _text_path(path)):
+        file.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class Autosave:
+    """One autosaved run, as the Train page lists it."""
+
+    run_id: str
+    description: str  # task, operator and size, e.g. "recall, fd, tiny"
+    step: int  # updates done
+    steps: int  # updates asked for
+    status: str  # the save's: checkpoint (saved while running), stopped, completed, diverged
+    resumable: bool  # its resume file is there (a diverged run has none)
+    saved_at: float  # the checkpoint's modification time (seconds since the epoch)
+
+
+def autosaves(user_dir: Path) -> list[Autosave]:
+    """The autosaved runs under ``user_dir``, newest first; an unreadable file is skipped."""
+    found = []
+    for path in (user_dir / AUTOSAVE_FOLDER).glob("*.safetensors"):
+        if path.name.endswith(".resume.safetensors") or not RUN_ID.fullmatch(path.stem):
+            continue
+        try:
+            history = read_info(path).history
+            config = TrainConfig.from_dict(history["train_config"])
+            saved_at = path.stat().st_mtime
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            log.warning("autosave %s is unreadable: %s", path, err)
+            continue
+        model = config.model
+        size = _size_name(model) or f"d = {model.dim}, {model.layers} layers"
+        found.append(Autosave(
+            path.stem, f"{config.task}, {model.operator.kind}, {size}",
+            history["steps"], config.steps, history["status"],
+            resume_path(path).is_file(), saved_at))
+    return sorted(found, key=lambda save: save.saved_at, reverse=True)
+
+
+class LiveRuns:
+    """The page's runs by id, shared by every session of the server, so a reloaded page
+    finds its run still running. Holds the unfinished runs and those finished since the
+    last start; the autosave folder holds the rest."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: dict[str, BackgroundRun] = {}
+
+    def start(self, run_id: str, run: BackgroundRun) -> BackgroundRun:
+        """Start ``run`` as ``run_id``, unless a run of that id is still running (a second
+        Resume of one autosave): that one is returned, and ``run`` is never started."""
+        with self._lock:
+            running = self._runs.get(run_id)
+            if running is not None and not running.snapshot().finished:
+                return running
+            self._runs = {key: kept for key, kept in self._runs.items()
+                          if not kept.snapshot().finished}
+            self._runs[run_id] = run
+            run.start()
+            return run
+
+    def get(self, run_id: str) -> BackgroundRun | None:
+        with self._lock:
+            return self._runs.get(run_id)
+
+    def running(self) -> set[str]:
+        """The ids of the runs not finished yet."""
+        with self._lock:
+            return {key for key, run in self._runs.items() if not run.snapshot().finished}
 
 
 @dataclass(frozen=True)

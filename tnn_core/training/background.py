@@ -1,6 +1,7 @@
 """Long work on a background thread, watched from outside (the app's Train and Speed pages).
 
     run = BackgroundRun(config, task)       # a training run (training.train)
+    run = BackgroundRun(config, task, autosave=path)   # ... kept resumable, as the CLI's --out
     job = BackgroundJob(fn)                 # any fn(on_progress, stop_event) -> result
     run.start()
     run.snapshot()        # a consistent copy of the progress, safe from any thread
@@ -10,7 +11,13 @@
 Both are a ``BackgroundThread``: the thread only does the work and writes progress under
 a lock; it never touches the UI. ``stop_when_collected(owner)`` ties the work's life to
 an object (the app passes one kept in the browser session's state): when that object is
-garbage collected, the session has ended, and the work is stopped.
+garbage collected, the session has ended, and the work is stopped. A later owner replaces
+the earlier one (a reloaded page that adopts a run).
+
+A run with ``autosave`` writes its checkpoint and resume file there as the CLI writes
+``--out`` (``cli.save_run``): every ``config.checkpoint_every`` steps, when it stops and at
+the end; ``resume=`` (``resume.load_resume``) continues such a save, exactly as the run
+would have gone on.
 """
 
 from __future__ import annotations
@@ -23,12 +30,16 @@ import time
 import traceback
 import weakref
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
+from torch import nn
 
 from tnn_core.checks import check_int
+from tnn_core.training.cli import save_run
 from tnn_core.training.config import TrainConfig
 from tnn_core.training.loop import Callbacks, TrainResult, train
+from tnn_core.training.resume import Resume, TrainState
 from tnn_core.training.tasks import Task
 
 __all__ = ["BackgroundThread", "BackgroundJob", "Progress", "BackgroundRun"]
@@ -47,6 +58,7 @@ class BackgroundThread:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._owner: weakref.finalize | None = None
         self.result = None
 
     def start(self) -> None:
@@ -64,8 +76,11 @@ class BackgroundThread:
         self._thread.join(timeout)
 
     def stop_when_collected(self, owner: object) -> None:
-        """Stop the work when ``owner`` is garbage collected (its session ended)."""
-        weakref.finalize(owner, self._stop.set)
+        """Stop the work when ``owner`` is garbage collected (its session ended); a new
+        owner replaces the previous one, whose end no longer stops the work."""
+        if self._owner is not None:
+            self._owner.detach()
+        self._owner = weakref.finalize(owner, self._stop.set)
 
     def _work(self):
         raise NotImplementedError
@@ -131,6 +146,8 @@ class Progress:
     # the kernel snapshots' record (training/snapshots.py); None before the first or for a
     # model without kernels. Each is a fresh dict, never changed once made
     kernel_snapshots: dict | None = None
+    saved_step: int | None = None  # the step of the newest autosave; None before the first
+    autosave_error: str | None = None  # why the newest autosave failed; None if it did not
 
     @property
     def finished(self) -> bool:
@@ -141,22 +158,30 @@ class BackgroundRun(BackgroundThread):
     """One training run on a daemon thread, with a thread-safe progress record."""
 
     def __init__(self, config: TrainConfig, task: Task | None = None, command: str = "app",
-                 threads: int | None = None, nice: int = 0):
+                 threads: int | None = None, nice: int = 0, autosave: Path | None = None,
+                 resume: Resume | None = None):
         """threads: torch CPU threads for this run (``torch.set_num_threads`` on its own
         thread, which leaves other threads' setting alone); None keeps torch's default.
         nice: added to the run thread's scheduling niceness (Linux, where niceness is per
         thread; ignored elsewhere), so it yields the CPU to the page scripts when both want
-        it and takes all it is given otherwise."""
+        it and takes all it is given otherwise.
+        autosave: the checkpoint to keep resumable (it needs ``task``); a failed save is
+        reported in ``Progress.autosave_error`` and the run goes on.
+        resume: continue this save; the progress starts with its history."""
         super().__init__("tnn-train")
         if threads is not None:
             check_int("threads", threads, 1)
+        if autosave is not None and task is None:
+            raise ValueError("autosave needs the task, to write it into the checkpoint")
         self.threads = threads
         self.nice = check_int("nice", nice, 0, 19)
         self.config = config
         self.task = task
         self.command = command
+        self.autosave = autosave
+        self.resume = resume
         self.result: TrainResult | None = None
-        self._progress = Progress(steps=config.steps)
+        self._progress = _progress_before(config.steps, resume)
         self._started = 0.0
 
     def start(self) -> None:
@@ -172,7 +197,7 @@ class BackgroundRun(BackgroundThread):
                 else p.elapsed_s
             return Progress(p.status, p.message, p.step, p.steps, list(p.losses),
                             [dict(e) for e in p.evals], p.tokens_per_s, elapsed,
-                            p.kernel_snapshots)
+                            p.kernel_snapshots, p.saved_step, p.autosave_error)
 
     def _on_step(self, step: int, loss: float, rate: float, lr: float) -> None:
         with self._lock:
@@ -188,6 +213,19 @@ class BackgroundRun(BackgroundThread):
         with self._lock:
             self._progress.kernel_snapshots = record
 
+    def _save(self, model: nn.Module, history: dict, state: TrainState | None) -> None:
+        """The autosave (``cli.save_run``); a full or unwritable disk is reported, and the
+        previous save stays whole."""
+        try:
+            save_run(self.autosave, model, self.task, history, state)
+        except OSError as err:
+            log.error("autosave to %s failed: %s", self.autosave, err)
+            with self._lock:
+                self._progress.autosave_error = f"{err.strerror or err} ({self.autosave})"
+            return
+        with self._lock:
+            self._progress.saved_step, self._progress.autosave_error = history["steps"], None
+
     def _work(self) -> TrainResult:
         if self.threads is not None:
             torch.set_num_threads(self.threads)
@@ -196,8 +234,13 @@ class BackgroundRun(BackgroundThread):
             niceness = min(19, os.getpriority(os.PRIO_PROCESS, tid) + self.nice)
             os.setpriority(os.PRIO_PROCESS, tid, niceness)
         callbacks = Callbacks(self._on_step, self._on_eval, on_snapshot=self._on_snapshot)
-        return train(self.config, self.task, callbacks,
-                     stop_event=self._stop, command=self.command)
+        if self.autosave is not None:
+            callbacks.on_checkpoint = self._save
+        result = train(self.config, self.task, callbacks, stop_event=self._stop,
+                       command=self.command, resume=self.resume)
+        if self.autosave is not None:
+            self._save(result.model, result.history, result.state)
+        return result
 
     def _finish(self, result: TrainResult | None, error: str | None) -> None:
         p = self._progress
@@ -206,3 +249,14 @@ class BackgroundRun(BackgroundThread):
         p.elapsed_s = time.perf_counter() - self._started
         if result is not None and result.history.get("tokens_per_s"):
             p.tokens_per_s = result.history["tokens_per_s"]
+
+
+def _progress_before(steps: int, resume: Resume | None) -> Progress:
+    """The progress before the first update: empty, or what ``resume`` holds so far."""
+    if resume is None:
+        return Progress(steps=steps)
+    step, history = resume.state.step, resume.history
+    losses = list(enumerate(history.get("train_loss", [])[:step], start=1))  # (step, loss)
+    evals = [dict(e) for e in history.get("evals", []) if e["step"] <= step]
+    return Progress(step=step, steps=steps, losses=losses, evals=evals,
+                    kernel_snapshots=history.get("kernel_snapshots"), saved_step=step)
