@@ -1,0 +1,339 @@
+"""The per-layer report and model card (tnn_core/report.py) and its per-channel maths
+(tnn_core/analysis/spectral_summary.py), checked against numpy and scipy in float64."""
+
+import csv
+import io
+import json
+import math
+import re
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.stats
+import torch
+
+from tnn_core.analysis.decompose import decompose
+from tnn_core.analysis.spectral_summary import (
+    MAX_N,
+    STATISTICS,
+    band_mass,
+    channel_spectrum,
+    effective_rank,
+    layer_spectra,
+    power_law_fit,
+    stable_rank,
+)
+from tnn_core.models import ModelConfig, build_model
+from tnn_core.operators.config import OperatorConfig
+from tnn_core.report import (
+    DEFAULT_BAND,
+    DEFAULT_RANK,
+    main,
+    report_for,
+    to_csv,
+    to_json,
+    to_markdown,
+)
+from tnn_core.training.checkpoint import load
+from tnn_core.training.evaluate import layer_kernels
+from tnn_core.training.tasks import task_from_info
+
+ROOT = Path(__file__).resolve().parents[1]
+SIZES = (1, 2, 7, 13, 64)  # awkward: one, two, odd, prime, a power of two
+
+
+def _kernel(n: int, seed: int, causal: bool = False) -> np.ndarray:
+    """A decaying random kernel [2n-1] (zero negative lags when causal)."""
+    rng = np.random.default_rng(seed)
+    lags = np.arange(-(n - 1), n)
+    t = rng.standard_normal(2 * n - 1) * 0.9 ** np.abs(lags)
+    return np.where(lags < 0, 0.0, t) if causal else t
+
+
+def _dense(t: np.ndarray) -> np.ndarray:
+    """T[i, j] = t_{i-j}, written out entry by entry: the test's own reference."""
+    n = (len(t) + 1) // 2
+    return np.array([[t[n - 1 + i - j] for j in range(n)] for i in range(n)])
+
+
+# -- ranks ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n", SIZES)
+def test_stable_rank_is_numpys_frobenius_over_spectral_norm(n):
+    T = _dense(_kernel(n, n))
+    expected = np.linalg.norm(T, "fro") ** 2 / np.linalg.norm(T, 2) ** 2
+    assert stable_rank(np.linalg.svd(T, compute_uv=False)) == pytest.approx(expected, rel=1e-12)
+    if n >= 2:
+        spectrum = channel_spectrum(_kernel(n, n), band=1, rank=2, causal=False)
+        assert spectrum.stable_rank == pytest.approx(expected, rel=1e-10)
+
+
+def test_stable_rank_of_zero_is_nan_and_of_rank_one_is_one():
+    assert math.isnan(stable_rank(np.zeros(5)))
+    assert stable_rank(np.array([3.0, 0.0, 0.0])) == 1.0
+
+
+def _direct_effective_rank(sigma: np.ndarray, energy: float = 0.99) -> int:
+    total = float(np.sum(sigma**2))
+    running = 0.0
+    for k, s in enumerate(sigma, start=1):
+        running += s * s
+        if running >= energy * total:
+            return k
+    return 0
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("seed", range(3))
+def test_effective_rank_matches_a_direct_cumulative_sum(n, seed):
+    sigma = np.linalg.svd(_dense(_kernel(n, seed)), compute_uv=False)
+    assert effective_rank(sigma) == _direct_effective_rank(sigma)
+
+
+def test_effective_rank_at_exact_shares_and_for_zero():
+    # 99 of 100 in the first value: exactly 99 % is enough, k = 1
+    assert effective_rank(np.sqrt(np.array([99.0, 1.0]))) == 1
+    assert effective_rank(np.ones(100)) == 99  # equal values: 99 of 100
+    assert effective_rank(np.zeros(4)) == 0
+
+
+# -- the power-law tail -----------------------------------------------------------------------
+def _pareto_quantiles(alpha: float, count: int, xmin: float = 1.0) -> np.ndarray:
+    """Exact quantiles of the density ∝ x^-α on [xmin, ∞): a sample without noise."""
+    u = (np.arange(count) + 0.5) / count
+    return xmin * (1 - u) ** (-1 / (alpha - 1))
+
+
+@pytest.mark.parametrize("alpha", [1.5, 2.5, 4.0])
+def test_power_law_recovers_a_known_exponent(alpha):
+    fit = power_law_fit(_pareto_quantiles(alpha, 2000))
+    assert fit.alpha == pytest.approx(alpha, abs=0.05)
+    assert fit.ks < 0.02
+
+
+def test_power_law_alpha_and_ks_are_scipys_on_the_chosen_tail():
+    rng = np.random.default_rng(0)
+    values = np.concatenate([rng.uniform(0.1, 1.0, 300), 1 + rng.pareto(1.7, 200)])
+    fit = power_law_fit(values)
+    tail = np.sort(values)[::-1][: fit.tail]
+    assert tail.min() == fit.xmin
+    b, _, _ = scipy.stats.pareto.fit(tail, floc=0, fscale=fit.xmin)  # MLE of b = α - 1
+    assert fit.alpha == pytest.approx(1 + b, rel=1e-6)
+    law = scipy.stats.pareto(b=fit.alpha - 1, scale=fit.xmin)
+    assert fit.ks == pytest.approx(scipy.stats.kstest(tail, law.cdf).statistic, abs=1e-12)
+
+
+def test_power_law_tail_is_the_smallest_ks_over_every_candidate():
+    rng = np.random.default_rng(1)
+    values = np.concatenate([rng.uniform(0.5, 2.0, 60), 2 + rng.pareto(2.0, 40)])
+    x = np.sort(values)[::-1]
+    best = math.inf
+    for k in range(10, len(x) + 1):  # brute force, scipy's KS for each xmin
+        a = 1 + k / np.sum(np.log(x[:k] / x[k - 1]))
+        law = scipy.stats.pareto(b=a - 1, scale=x[k - 1])
+        best = min(best, scipy.stats.kstest(x[:k], law.cdf).statistic)
+    assert power_law_fit(values).ks == pytest.approx(best, abs=1e-12)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_channels_tail_is_fitted_to_the_eigenvalues_sigma_squared(causal):
+    t = _kernel(64, 5, causal)
+    sigma = np.linalg.svd(_dense(t), compute_uv=False)
+    expected = power_law_fit(sigma**2)
+    spectrum = channel_spectrum(t, 9, 16, causal)
+    assert spectrum.alpha == pytest.approx(expected.alpha, rel=1e-9)
+    assert spectrum.alpha_tail == expected.tail
+
+
+def test_round_off_singular_values_are_left_out_and_zero_is_nan():
+    ones = channel_spectrum(np.ones(127), 9, 16, False)  # T = 1 1ᵀ: σ = (64, 0, ..., 0)
+    assert ones.stable_rank == pytest.approx(1.0) and ones.effective_rank == 1
+    assert math.isnan(ones.alpha) and ones.alpha_tail == 0
+    zero = channel_spectrum(np.zeros(127), 9, 16, False)
+    assert zero.effective_rank == 0
+    assert all(math.isnan(getattr(zero, s)) for s in ("stable_rank", "alpha", "band_mass",
+                                                      "sample_error", "optimal_error"))
+
+
+def test_power_law_without_a_tail_is_nan():
+    assert math.isnan(power_law_fit(np.ones(50)).alpha)  # equal values: no power law
+    short = power_law_fit(_pareto_quantiles(2.0, 9))  # fewer than MIN_TAIL
+    assert math.isnan(short.alpha) and short.tail == 0
+    with pytest.raises(ValueError, match="positive"):
+        power_law_fit(np.array([1.0, 0.0, 2.0]))
+
+
+# -- band mass and the SKI errors -------------------------------------------------------------
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("band", [1, 2, 5, 9])
+def test_band_mass_is_the_dense_masked_share(n, causal, band):
+    t = _kernel(n, 7, causal)
+    T = _dense(t)
+    lag = np.arange(n)[:, None] - np.arange(n)[None, :]  # (n, n) i - j
+    mask = (lag >= 0) & (lag < band) if causal else np.abs(lag) <= band // 2
+    assert band_mass(t, band, causal) == pytest.approx(np.sum(T[mask] ** 2) / np.sum(T**2),
+                                                       rel=1e-12)
+
+
+def test_band_mass_of_zero_is_nan():
+    assert math.isnan(band_mass(np.zeros(9), 3, False))
+
+
+@pytest.mark.parametrize(("n", "band", "rank", "causal"),
+                         [(2, 1, 2, False), (13, 3, 5, True), (64, 9, 16, False)])
+def test_ski_errors_match_the_dense_decomposition(n, band, rank, causal):
+    t = _kernel(n, 3, causal)
+    spectrum = channel_spectrum(t, band, rank, causal)
+    norm = np.linalg.norm(_dense(t))
+    for method, error in (("sample", spectrum.sample_error), ("fit", spectrum.fit_error)):
+        d = decompose(t, band, rank, causal, method=method)
+        assert error == pytest.approx(np.linalg.norm(d.residual_matrix()) / norm, abs=1e-7)
+    assert spectrum.optimal_error <= spectrum.fit_error + 1e-7 <= spectrum.sample_error + 2e-7
+
+
+def test_a_length_above_the_limit_is_refused_before_any_matrix():
+    with pytest.raises(ValueError, match=rf"n must be an integer in \[2, MAX_N\] = \[2, {MAX_N}\]"):
+        channel_spectrum(np.ones(2 * MAX_N + 1), 9, 32, False)
+    with pytest.raises(ValueError, match="n must be"):
+        layer_spectra(torch.ones(3, 2 * MAX_N + 1), 9, 32, False)
+    with pytest.raises(ValueError, match=r"rank must be an integer in \[2, n\] = \[2, 7\]; got 8"):
+        channel_spectrum(_kernel(7, 0), 3, 8, False)
+
+
+# -- the report -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def digits_ski():
+    model, info = load(ROOT / "checkpoints" / "digits-ski.safetensors")
+    task = task_from_info(info.task)
+    return model, info, task, report_for(model, info, task)
+
+
+def test_a_ski_report_uses_each_layers_own_band_and_rank_and_its_kernels(digits_ski):
+    model, _, task, report = digits_ski
+    operator = model.config.operator
+    n = task.seq_len
+    kernels = layer_kernels(model, n)  # (L, D, 2n-1)
+    assert report.length == n and len(report.layers) == model.config.layers
+    for layer in report.layers:
+        assert (layer.operator, layer.band, layer.rank) == ("ski", operator.band, operator.rank)
+        assert len(layer.channels) == kernels.shape[1]
+        for c in (0, 5):  # each layer's own kernels, channel by channel
+            expected = channel_spectrum(kernels[layer.layer, c].double(), operator.band,
+                                        operator.rank, operator.causal)
+            assert layer.channels[c] == expected
+
+
+def test_the_card_holds_metric_interval_baselines_and_training(digits_ski):
+    _, info, task, report = digits_ski
+    card = report.card
+    assert card.task == "digits" and card.data == task.describe()
+    low, high = card.ci95
+    assert low <= card.metric <= high and card.sequences > 0
+    assert card.baselines["uniform"] == pytest.approx(0.1)
+    assert card.training["steps"] == info.history["train_config"]["steps"]
+    assert "model" not in card.training and card.run["command"].startswith("python -m")
+    assert card.lineage == {}
+
+
+def test_band_and_rank_are_validated_against_the_training_length(digits_ski):
+    model, info, task, _ = digits_ski
+    with pytest.raises(ValueError, match=r"band must be an integer in \[1, 2n-2\] = \[1, 126\]; "
+                                         r"got 0"):
+        report_for(model, info, task, band=0)
+    with pytest.raises(ValueError, match=r"rank must be an integer in \[2, n\] = \[2, 64\]; "
+                                         r"got 65"):
+        report_for(model, info, task, rank=65)
+    too_long = types.SimpleNamespace(seq_len=MAX_N + 1)  # refused before evaluating anything
+    with pytest.raises(ValueError, match=f"training length n must be an integer in "
+                                         rf"\[2, MAX_N\] = \[2, {MAX_N}\]; got {MAX_N + 1}"):
+        report_for(model, info, too_long)
+
+
+def test_a_model_without_toeplitz_kernels_is_refused(digits_ski):
+    _, info, task, _ = digits_ski
+    config = ModelConfig(task="classify", vocab_size=17, num_classes=10, dim=16, layers=1,
+                         operator=OperatorConfig(kind="togeipi", heads=2))
+    with pytest.raises(ValueError, match="layer 0's operator must be one of .*'togeipi'"):
+        report_for(build_model(config), info, task)
+
+
+def test_a_non_ski_model_gets_the_defaults_or_the_given_band_and_rank():
+    model, info = load(ROOT / "checkpoints" / "digits-tno.safetensors")
+    task = task_from_info(info.task)
+    report = report_for(model, info, task)
+    assert {(layer.band, layer.rank) for layer in report.layers} == {(DEFAULT_BAND, DEFAULT_RANK)}
+    report = report_for(model, info, task, band=3, rank=8)
+    assert {(layer.band, layer.rank) for layer in report.layers} == {(3, 8)}
+
+
+# -- the renderers ----------------------------------------------------------------------------
+def test_csv_has_one_row_per_layer_and_channel_with_every_value(digits_ski):
+    report = digits_ski[3]
+    rows = list(csv.DictReader(io.StringIO(to_csv(report))))
+    assert len(rows) == sum(len(layer.channels) for layer in report.layers)
+    for row in rows[:3] + rows[-3:]:
+        spectrum = report.layers[int(row["layer"])].channels[int(row["channel"])]
+        for statistic in STATISTICS:
+            assert float(row[statistic]) == pytest.approx(getattr(spectrum, statistic),
+                                                          rel=1e-15, nan_ok=True)
+
+
+def test_json_holds_everything_and_no_nan(digits_ski):
+    report = digits_ski[3]
+    data = json.loads(to_json(report))  # parses: NaN is written as null
+    assert data["card"]["ci95"] == list(report.card.ci95)
+    layer = data["layers"][1]
+    values = np.array([c.stable_rank for c in report.layers[1].channels])
+    assert layer["summary"]["stable_rank"]["median"] == pytest.approx(np.median(values))
+    assert layer["summary"]["stable_rank"]["low"] == pytest.approx(np.percentile(values, 25))
+    assert len(layer["channels"]) == len(report.layers[1].channels)
+
+
+def test_markdown_shows_the_card_and_each_layers_median(digits_ski):
+    report = digits_ski[3]
+    text = to_markdown(report)
+    assert "# Model card:" in text and "95 % interval" in text and "majority baseline" in text
+    assert "**Lineage.** None recorded" in text
+    effective = np.median([c.effective_rank for c in report.layers[0].channels])
+    assert f"| 0 | ski | {report.layers[0].band} | {report.layers[0].rank} |" in text
+    assert f"| {effective:.3g} [" in text
+
+
+def test_markdown_shows_a_recorded_lineage(digits_ski):
+    report = digits_ski[3]
+    lineage = {"source": {"name": "digits-tno.safetensors", "sha256": "ab" * 32},
+               "plan": {"layers": [{"band": 9, "rank": 16, "method": "fit"}]},
+               "finetune_steps": 200, "commands": ["python -m tnn_core.compress X"]}
+    card = type(report.card)(**{**report.card.__dict__, "lineage": lineage})
+    text = to_markdown(type(report)(card, report.length, report.causal, report.layers))
+    assert "converted from digits-tno.safetensors" in text and "fine-tuned 200 steps" in text
+    assert '"rank":16' in text and "    python -m tnn_core.compress X" in text
+
+
+# -- the command line -------------------------------------------------------------------------
+def test_cli_prints_the_report(capsys):
+    assert main([str(ROOT / "checkpoints" / "digits-fd.safetensors"), "--format", "csv"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("layer,channel,operator,n,band,rank,stable_rank")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--format", "xml"], "--format must be one of"),
+    (["--band", "0"], r"band must be an integer in \[1, 2n-2\]"),
+])
+def test_cli_bad_options_are_one_error_line(capsys, argv, message):
+    assert main([str(ROOT / "checkpoints" / "digits-fd.safetensors"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ")
+    assert re.search(message, err)
+
+
+def test_cli_bad_checkpoint_is_one_error_line(tmp_path, capsys):
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"not a checkpoint")
+    assert main([str(bad)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("error: ")
+    assert captured.err.count("\n") == 1

@@ -1,0 +1,163 @@
+"""One channel's Toeplitz matrix in a few numbers: ranks, spectral tail, band, SKI error.
+
+For a kernel coeffs [2n-1] (coeffs[n-1+k] = t_k) and T[i, j] = t_{i-j}, with singular
+values σ_1 >= ... >= σ_n of T (all of them, densely: ``persymmetric``):
+
+    stable rank      ||T||_F² / ||T||_2² = Σ σ_i² / σ_1², in [1, n] (nan for T = 0)
+    effective rank   the smallest k with Σ_{i<=k} σ_i² >= 0.99 Σ σ_i² (0 for T = 0)
+    power-law tail   α of the largest eigenvalues λ = σ² of TᵀT, as WeightWatcher fits a
+                     layer's empirical spectral density (``power_law_fit``)
+    band mass        the share of ||T||_F² on the band lags, Σ_{k in band} (n-|k|) t_k² /
+                     Σ_k (n-|k|) t_k²; the band is |k| <= m//2, causal 0 <= k < m
+                     (``gram.band_lags``, as ``decompose`` and the band ablation read m)
+    SKI errors       ||T - band - W A Wᵀ||_F / ||T||_F at (m, r), A sampled (SKI-TNN's) and
+                     fitted, and the Eckart–Young optimum (``curves.error_curve``)
+
+For a bidirectional SKI layer T is the Toeplitz kernel that band + W A Wᵀ approximates
+(``operators.ski``), not the matrix the layer applies.
+
+Letters: n length, D channels, k tail size.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from tnn_core.analysis.atlas import band_mask
+from tnn_core.analysis.curves import error_curve
+from tnn_core.analysis.decompose import DENSE_MAX_N, as_kernel
+from tnn_core.analysis.dense import dense_toeplitz
+from tnn_core.analysis.errors import frobenius_sq
+from tnn_core.analysis.norms import single_threaded_blas
+from tnn_core.analysis.persymmetric import persymmetric_singular_values
+from tnn_core.checks import check_int
+
+__all__ = ["ENERGY", "MIN_TAIL", "MAX_N", "STATISTICS", "stable_rank", "effective_rank",
+           "PowerLawFit", "power_law_fit", "band_mass", "ChannelSpectrum", "channel_spectrum",
+           "layer_spectra"]
+
+ENERGY = 0.99  # the effective rank keeps this share of Σ σ_i²
+MIN_TAIL = 10  # fewest eigenvalues a power-law tail is fitted to; fewer give α = nan
+MAX_N = DENSE_MAX_N  # all n singular values densely: an n × n float64 matrix per channel
+STATISTICS = ("stable_rank", "effective_rank", "alpha", "alpha_ks", "alpha_tail", "band_mass",
+              "sample_error", "fit_error", "optimal_error")
+
+
+def stable_rank(sigma: np.ndarray) -> float:
+    """||T||_F² / ||T||_2² from the singular values sigma [n], descending (nan if all 0)."""
+    top = float(sigma[0]) if len(sigma) else 0.0
+    return float(np.sum(sigma**2)) / top**2 if top > 0 else math.nan
+
+
+def effective_rank(sigma: np.ndarray, energy: float = ENERGY) -> int:
+    """The smallest k with Σ_{i<=k} σ_i² >= energy · Σ σ_i²; sigma [n] descending (0 if all 0)."""
+    cumulative = np.cumsum(np.asarray(sigma, dtype=np.float64) ** 2)  # (n,)
+    if len(cumulative) == 0 or cumulative[-1] == 0:
+        return 0
+    return int(np.searchsorted(cumulative, energy * cumulative[-1])) + 1
+
+
+@dataclass(frozen=True)
+class PowerLawFit:
+    """ρ(λ) ∝ λ^-α for λ >= xmin, fitted to the ``tail`` largest values (nan, 0 if none)."""
+
+    alpha: float  # the density's exponent α > 1
+    ks: float  # Kolmogorov–Smirnov distance between the tail and the fitted law
+    tail: int  # k: values fitted, those >= xmin
+    xmin: float  # the smallest value in the tail
+
+
+def power_law_fit(values: np.ndarray, min_tail: int = MIN_TAIL) -> PowerLawFit:
+    """The power law of the upper tail of positive values [N], as WeightWatcher fits the
+    eigenvalues of WᵀW (Martin & Mahoney 2021, "Implicit self-regularization in deep
+    neural networks: evidence from random matrix theory and implications for learning",
+    JMLR 22(165), §3 and §5): the method of Clauset, Shalizi & Newman (2009), "Power-law
+    distributions in empirical data", SIAM Review 51(4), §3.
+
+    For every candidate xmin (each value with at least ``min_tail`` values >= it), α is
+    the continuous maximum-likelihood (Hill) estimate on those k values, their eq. (3.1),
+        α = 1 + k / Σ_{x >= xmin} ln(x / xmin),
+    and D the KS distance between their empirical CDF and P(x) = 1 - (x/xmin)^(1-α).
+    The fit is the xmin with the smallest D (their §3.3). A tail of equal values
+    (Σ ln = 0) has no power law; none left gives alpha nan."""
+    x = np.sort(np.asarray(values, dtype=np.float64))[::-1]  # (N,) descending
+    if np.any(x <= 0) or not np.all(np.isfinite(x)):
+        raise ValueError(f"values must be positive and finite; got min {x.min(initial=0)!r}")
+    N = len(x)
+    if N < min_tail:
+        return PowerLawFit(math.nan, math.nan, 0, math.nan)
+    logs = np.log(x)  # (N,)
+    k = np.arange(1, N + 1)  # (N,) tail size when xmin = x[k-1]
+    spread = np.cumsum(logs) - k * logs  # (N,) Σ_{i<k} ln(x_i / x_{k-1})
+    valid = (k >= min_tail) & (spread > 0)
+    if not valid.any():
+        return PowerLawFit(math.nan, math.nan, 0, math.nan)
+    alpha = np.where(valid, 1 + k / np.where(valid, spread, 1), np.nan)  # (N,)
+    i = np.arange(N)  # (N,) position in the descending tail
+    inside = i[None, :] < k[:, None]  # (N, N): value i is in the tail of size k
+    ratio = np.where(inside, x[None, :] / x[:, None], 1.0)  # (N, N) x_i / xmin, >= 1
+    cdf = 1 - ratio ** (1 - alpha[:, None])  # (N, N) fitted P at x_i
+    above = (k[:, None] - i[None, :]) / k[:, None]  # (N, N) empirical CDF just at x_i
+    below = (k[:, None] - i[None, :] - 1) / k[:, None]  # and just below it
+    gap = np.where(inside, np.maximum(above - cdf, cdf - below), -np.inf)  # (N, N)
+    ks = np.where(valid, gap.max(axis=1), np.inf)  # (N,)
+    best = int(np.argmin(ks))
+    return PowerLawFit(float(alpha[best]), float(ks[best]), int(k[best]), float(x[best]))
+
+
+def band_mass(coeffs, band: int, causal: bool) -> float:
+    """Share of ||T||_F² on the band's lags for a kernel coeffs [2n-1] (nan for T = 0)."""
+    t = as_kernel(coeffs)
+    n = (len(t) + 1) // 2
+    inside = band_mask(n, check_int("band", band, 1), causal)  # (2n-1,)
+    total = frobenius_sq(t)
+    copies = n - np.abs(np.arange(-(n - 1), n))  # (2n-1,) entries of T on each diagonal
+    return float(np.sum((copies * t**2)[inside])) / total if total > 0 else math.nan
+
+
+@dataclass(frozen=True)
+class ChannelSpectrum:
+    """One channel's statistics (module docstring); nan where undefined."""
+
+    stable_rank: float
+    effective_rank: int
+    alpha: float  # ρ(λ) ∝ λ^-α over the largest λ = σ² (``power_law_fit``)
+    alpha_ks: float  # its KS distance
+    alpha_tail: int  # eigenvalues in its tail
+    band_mass: float
+    sample_error: float  # ||T - band - W A Wᵀ||_F / ||T||_F, A sampled as SKI-TNN does
+    fit_error: float  # the same with A fitted (least squares)
+    optimal_error: float  # Eckart–Young: no rank-r part beside the fitted band does better
+
+
+def channel_spectrum(coeffs, band: int, rank: int, causal: bool) -> ChannelSpectrum:
+    """``ChannelSpectrum`` of a kernel coeffs [2n-1], 2 <= n <= MAX_N, at band m, rank r."""
+    t = as_kernel(coeffs)
+    n = (len(t) + 1) // 2
+    check_int("n", n, 2, MAX_N, "[2, MAX_N]")
+    with single_threaded_blas():
+        sigma = persymmetric_singular_values(dense_toeplitz(t))  # (n,) descending
+    floor = n * np.finfo(np.float64).eps * sigma[0]  # below: round-off, not spectrum
+    fit = power_law_fit(sigma[sigma > floor] ** 2)
+    curve = error_curve(t, band, [rank], causal=causal)
+    if len(curve.ranks) != 1:
+        raise ValueError(f"rank must be an integer in [2, n] = [2, {n}]; got {rank!r}")
+    return ChannelSpectrum(
+        stable_rank=stable_rank(sigma), effective_rank=effective_rank(sigma),
+        alpha=fit.alpha, alpha_ks=fit.ks, alpha_tail=fit.tail,
+        band_mass=band_mass(t, band, causal), sample_error=float(curve.sample[0]),
+        fit_error=float(curve.fit[0]), optimal_error=float(curve.optimal[0]))
+
+
+def layer_spectra(kernels: torch.Tensor, band: int, rank: int, causal: bool
+                  ) -> list[ChannelSpectrum]:
+    """``channel_spectrum`` of each channel of one layer's kernels [D, 2n-1]."""
+    if kernels.dim() != 2:
+        raise ValueError(f"kernels must have shape [D, 2n-1]; got {tuple(kernels.shape)}")
+    n = (kernels.shape[-1] + 1) // 2
+    check_int("n", n, 2, MAX_N, "[2, MAX_N]")  # before any n × n matrix
+    return [channel_spectrum(row.double(), band, rank, causal) for row in kernels]
