@@ -582,6 +582,31 @@ def length_sweep(key: str, wait_s: float) -> inspect_lab.LengthSweep | None:
         return None
 
 
+def evaluation(key: str):
+    """The checkpoint's Scores on its task's evaluation set (``inspect_lab.evaluation``),
+    cached server-wide; ValueError when its task cannot be rebuilt here."""
+    found = opened(key)
+    return _evaluation(found.digest, _model=found.model, _task=checkpoint_task(key))
+
+
+@st.cache_data(max_entries=32, show_spinner="Scoring the evaluation set…")
+def _evaluation(digest: str, _model, _task):
+    return inspect_lab.evaluation(_model, _task)
+
+
+def model_report(key: str):
+    """The model card and per-layer report of a checkpoint (``inspect_lab.model_report``),
+    cached server-wide; ValueError when it cannot be reported."""
+    found = opened(key)
+    return _model_report(found.digest, _model=found.model, _info=found.info,
+                         _task=checkpoint_task(key))
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _model_report(digest: str, _model, _info, _task):
+    return inspect_lab.model_report(_model, _info, _task)
+
+
 def band_ablation(key: str, band: int) -> inspect_lab.BandAblation:
     found = opened(key)
     return _band_ablation(found.digest, band, _model=found.model, _task=checkpoint_task(key))
@@ -601,19 +626,27 @@ def decay_pair(keys: tuple[str, str]) -> inspect_lab.DecayPair:
 
 def decay_pair_chart(pair: inspect_lab.DecayPair, height: int = 360) -> go.Figure:
     """The Table 10 pair's metric against × training length (Inspect and a lesson step):
-    the last n positions of each window solid, all positions dotted, chance dashed."""
+    the last n positions of each window solid, all positions dotted, each point with its
+    95 % interval as an error bar, chance dashed."""
     fig = go.Figure()
     for i, (name, lam) in enumerate(zip(pair.names, pair.decays, strict=True)):
-        fig.add_scatter(x=pair.factor, y=pair.metric_last[i], mode="lines+markers",
-                        name=f"{name} (λ = {lam:g}), last {pair.train_n} positions")
-        fig.add_scatter(x=pair.factor, y=pair.metric_all[i], mode="lines+markers",
-                        line=dict(dash="dot"), name=f"{name} (λ = {lam:g}), all positions")
+        for part, scores, style in (("last", pair.last[i], dict()),
+                                    ("all", pair.every[i], dict(dash="dot"))):
+            values = np.array([s.metric for s in scores])  # (F,)
+            low, high = np.array([s.ci95 for s in scores]).T  # (F,) each
+            fig.add_scatter(x=pair.factor, y=values, mode="lines+markers", line=style,
+                            error_y=dict(type="data", array=high - values,
+                                         arrayminus=values - low),
+                            name=f"{name} (λ = {lam:g}), "
+                                 + (f"last {pair.train_n} positions" if part == "last"
+                                    else "all positions"))
     fig.add_hline(y=pair.chance, line_dash="dash", line_color="grey",
                   annotation_text=f"chance {pair.chance:.3g} {pair.metric_name}")
     fig.update_xaxes(type="log", tickvals=pair.factor.tolist(),
                      title=f"× training length n = {pair.train_n}")
+    windows = pair.last[0][0].sequences
     fig.update_layout(height=height, yaxis_title=pair.metric_name,
-                      title=f"Validation {pair.metric_name} on the same windows",
+                      title=f"{pair.metric_name} on the same {windows} windows (95 % intervals)",
                       margin=dict(l=10, r=10, t=40, b=10))
     return fig
 

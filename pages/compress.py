@@ -98,9 +98,14 @@ except (CheckpointError, ValueError) as err:
 config, n0 = model.config, task.seq_len
 unit = lab.Unit(task.metric_name, task.higher_is_better)
 operator = config.operator
+source_scores = _ui.evaluation(key)
+EVALUATION_SET = (f"the task's evaluation set, {task.describe_evaluation()}: the same "
+                  f"{source_scores.sequences:,} sequences for the source and every converted "
+                  "model, so each change is measured pair by pair")
 st.caption(f"{task.name}: {operator.kind}, {'causal' if operator.causal else 'bidirectional'}, "
            f"{config.layers} layers × {config.dim} channels, trained at n0 = {n0}. The "
-           f"{unit.name} is measured on {lab.WINDOWS}.")
+           f"{unit.name} is measured on {EVALUATION_SET}; the source scores "
+           f"{unit.interval_text(source_scores)}.")
 
 convert_job: BackgroundJob | None = st.session_state.get("compress_job")
 search_job: BackgroundJob | None = st.session_state.get("compress_search")
@@ -148,6 +153,11 @@ try:
 except ValueError as err:
     plan = None
     _ui.show_error(err)
+if plan is not None and (added := lab.added_parameters(config, plan, n0)) > 0:
+    st.warning(f"This plan adds {added:,} parameters to the source's "
+               f"{sum(p.numel() for p in model.parameters()):,}: its band taps and knots "
+               "outnumber the kernel generators they replace, so it makes the model larger; "
+               "a smaller r or m does not.", icon=":material/warning:")
 
 f1, f2, f3 = st.columns(3)
 steps = int(f1.number_input("Fine-tuning steps", 0, 5000, 0, step=10, key="finetune_steps",
@@ -186,17 +196,21 @@ def conversion_results(job: BackgroundJob, about: dict) -> None:
     if view.stop_note:
         st.warning(view.stop_note, icon=":material/stop:")
     m = st.columns(4)
-    m[0].metric(f"Source {unit.name}", unit.show(view.source),
-                help=f"The unconverted model on {lab.WINDOWS}.")
-    m[1].metric(f"Converted {unit.name}", unit.show(view.converted),
-                delta=unit.change(view.converted, view.source), delta_color=unit.delta_color,
-                help="Before fine-tuning, on the same windows.")
+    stages = [(m[0], f"Source {unit.name}", view.source, None, "The unconverted model."),
+              (m[1], f"Converted {unit.name}", view.converted, view.changes[0],
+               "Before fine-tuning.")]
     if view.finetuned is not None:
-        m[2].metric(f"After {view.finetune_steps} fine-tuning steps", unit.show(view.finetuned),
-                    delta=unit.change(view.finetuned, view.source),
-                    delta_color=unit.delta_color, help="On the same windows.")
+        stages.append((m[2], f"After {view.finetune_steps} fine-tuning steps", view.finetuned,
+                       view.changes[1], "After fine-tuning."))
     else:
         m[2].metric("After fine-tuning", "—", help="Not fine-tuned (0 steps).")
+    for column, label, scores, change, what in stages:
+        low, high = scores.ci95
+        column.metric(label, unit.show(scores.metric),
+                      delta=None if change is None else unit.change(scores.metric,
+                                                                    view.source.metric),
+                      delta_color=unit.delta_color, help=f"{what} On {EVALUATION_SET}.")
+        column.caption(f"95 % interval {unit.show(low)} to {unit.show(high)}")
     m[3].metric(f"Chance {unit.name}", unit.show(view.chance),
                 help="What a uniform guess scores.")
     st.markdown(view.verdict)
@@ -206,10 +220,12 @@ def conversion_results(job: BackgroundJob, about: dict) -> None:
         column.metric(f"Speed-up at n = {speed.length} ({speed.factor}× n0)",
                       f"{speed.ratio:.2f}×", delta=speed.verdict, delta_color="off",
                       delta_arrow="off",
-                      help="Source time / converted time (medians); the verdict says 'within "
-                           "noise' when the range the quartiles allow "
-                           f"({speed.ratio_range[0]:.2f}–{speed.ratio_range[1]:.2f}×) "
-                           "contains 1.")
+                      help="Source time / converted time, the median over interleaved "
+                           "rounds; 'faster' or 'slower' only when its 95 % interval "
+                           f"({speed.ratio_ci[0]:.2f}–{speed.ratio_ci[1]:.2f}×) excludes 1, "
+                           "else 'within noise'.")
+        column.caption(f"95 % interval {speed.ratio_ci[0]:.2f}–{speed.ratio_ci[1]:.2f}×, "
+                       f"{speed.repeats} rounds")
     row[-1].metric("Parameters", f"{view.parameters[1]:,}",
                    delta=f"{view.added_parameters:+,} vs the source's {view.parameters[0]:,}",
                    delta_color="off", delta_arrow="off",
@@ -220,14 +236,19 @@ def conversion_results(job: BackgroundJob, about: dict) -> None:
     bars = [("source", view.source, "#7f7f7f"), ("converted", view.converted, "#1f77b4")]
     if view.finetuned is not None:
         bars.append(("fine-tuned", view.finetuned, "#2ca02c"))
-    bars.append(("chance", view.chance, "#d9d9d9"))
-    fig = go.Figure(go.Bar(x=[name for name, _, _ in bars],
-                           y=[unit.scale * value for _, value, _ in bars],
-                           text=[unit.show(value) for _, value, _ in bars],
-                           textposition="outside",
-                           marker_color=[colour for _, _, colour in bars]))
+    values = [scores.metric for _, scores, _ in bars] + [view.chance]
+    intervals = [scores.ci95 for _, scores, _ in bars] + [(view.chance, view.chance)]
+    fig = go.Figure(go.Bar(
+        x=[name for name, _, _ in bars] + ["chance"], y=[unit.scale * v for v in values],
+        text=[unit.show(v) for v in values], textposition="outside",
+        marker_color=[colour for _, _, colour in bars] + ["#d9d9d9"],
+        error_y=dict(type="data", array=[unit.scale * (high - v) for v, (_, high)
+                                         in zip(values, intervals, strict=True)],
+                     arrayminus=[unit.scale * (v - low) for v, (low, _)
+                                 in zip(values, intervals, strict=True)])))
     better = "higher" if unit.higher_is_better else "lower"
-    fig.update_layout(title=f"Validation {unit.name} ({better} is better)", height=320,
+    fig.update_layout(title=f"{unit.name} on the evaluation set, 95 % intervals ({better} is "
+                            "better)", height=320,
                       yaxis_title=f"{unit.name} ({unit.suffix})",
                       margin=dict(l=10, r=10, t=40, b=10))
     if unit.name == "accuracy":
@@ -246,13 +267,15 @@ def conversion_results(job: BackgroundJob, about: dict) -> None:
                                              f"{r.converted_quartiles[0]:.2f}–"
                                              f"{r.converted_quartiles[1]:.2f})"
                                              for r in view.speeds],
-                "speed-up": [f"{r.ratio:.2f}× ({r.ratio_range[0]:.2f}–{r.ratio_range[1]:.2f})"
-                             for r in view.speeds]}), hide_index=True)
+                "speed-up (95 % interval)": [f"{r.ratio:.2f}× ({r.ratio_ci[0]:.2f}–"
+                                             f"{r.ratio_ci[1]:.2f})" for r in view.speeds]}),
+                hide_index=True)
             st.caption(f"The whole model, forward + backward on 8 sequences of random tokens, "
                        f"measured on this machine just now ({where}): medians of "
                        f"{view.speeds[0].repeats} interleaved rounds of source and converted "
-                       "after warm-up, quartiles in brackets. Other work on the server "
-                       "(another page, another session) adds noise.")
+                       "after warm-up, quartiles in brackets; the speed-up is the median of "
+                       "the rounds' ratios with its distribution-free 95 % interval. Other "
+                       "work on the server (another page, another session) adds noise.")
         else:
             st.caption("The speed was not measured: the conversion was stopped first.")
     st.markdown("**Per layer**")
@@ -264,9 +287,8 @@ def conversion_results(job: BackgroundJob, about: dict) -> None:
     st.caption(ERROR_MEANING + " A kept layer has none.")
 
     with st.form("compress-save"):
-        name = st.text_input("Save as", f"{about['key'].removeprefix('user/')}-compressed-"
-                             f"{time.strftime('%H%M%S')}", key="compress_save_name",
-                             max_chars=64,
+        name = st.text_input("Save as", lab.save_name(about["key"], time.strftime("%H%M%S")),
+                             key="compress_save_name",
                              help="1 to 64 letters, digits, _ and -. Saved under "
                                   "checkpoints/user/ like the Train page's runs, shared by "
                                   "everyone on this server: a name already taken is refused.")
@@ -294,15 +316,22 @@ st.markdown(
     "The search first converts **each layer alone** at every (m, r) of the grid and measures "
     "the drop of the metric (its sensitivity), then builds candidate plans (every grid point "
     "on all layers, and per layer the cheapest point whose drop stays within a share of δ), "
-    "converts and measures each, and keeps the **fastest at the training length within δ** "
-    "of the source. A minute or so for a small model.")
+    "scores them **most promising first**, and keeps the **fastest at the training length "
+    "within δ** of the source: a plan is within δ only when the whole 95 % interval of its "
+    "drop is, and it is the fastest only when its speed-up's interval lies above every other "
+    f"plan's (the plans tied for it are re-timed up to {lab.SPEED_ROUNDS} times, then reported "
+    "as tied). A minute or so for a small model.")
 s1, s2, s3 = st.columns(3)
+noise = lab.default_delta(source_scores)
 delta_display = s1.number_input(
     f"Allowed drop δ ({unit.drop_unit})", 0.0, 100.0 if unit.name == "accuracy" else 10.0,
-    1.0 if unit.name == "accuracy" else 0.05, step=0.5 if unit.name == "accuracy" else 0.01,
-    key=f"search_delta_{unit.name}",
-    help="How much worse than the source a plan may be: percentage points of accuracy, or "
-         "bits per character.")
+    round(unit.scale * noise, 1 if unit.name == "accuracy" else 3),
+    step=0.5 if unit.name == "accuracy" else 0.01, key=f"search_delta_{key}",
+    help=f"How much worse than the source a plan may be: percentage points of accuracy, or "
+         f"bits per character. It starts at {unit.amount(noise)}: the half-width of the "
+         f"source's 95 % interval on {source_scores.sequences:,} sequences (the metric's own "
+         "noise) or the lab's quality tolerance, whichever is larger. A smaller δ asks for a "
+         "precision the evaluation set does not have.")
 bands = s2.multiselect("Bands m to try", GRID_BANDS, default=list(GRID_BANDS), key="search_bands",
                        help="With the ranks: the grid of (m, r) pairs (those valid at n0).")
 ranks = s3.multiselect("Ranks r to try", GRID_RANKS, default=list(GRID_RANKS), key="search_ranks",
@@ -337,7 +366,8 @@ def search_results(job: BackgroundJob, source_key: str) -> None:
     shown = view.unit
     st.markdown(f"**{source_key}**: " + view.verdict)
     if view.stopped:
-        st.warning("Stopped: the search ended early; what it measured is shown.",
+        st.warning(f"Stopped: {len(view.candidates)} of {view.planned or 'the'} candidate "
+                   "plans were scored; only what was measured is shown.",
                    icon=":material/stop:")
     if view.points:
         fig = go.Figure()
@@ -355,16 +385,19 @@ def search_results(job: BackgroundJob, source_key: str) -> None:
         st.caption(f"Each bar: the source's {shown.name} minus the {shown.name} with only that "
                    "layer converted at (m, r)" + ("" if shown.higher_is_better else
                                                    " (reversed: lower is better)")
-                   + f", on {lab.WINDOWS}. No bar: no change; below 0 the converted layer "
+                   + f", on {EVALUATION_SET}. No bar: no change; below 0 the converted layer "
                    "happened to score better. The dashed line is the whole plan's budget δ.")
     if not view.candidates:
         return
     fig = go.Figure()
-    groups = (("candidate", lambda c: not c.pareto and not c.best,
+    groups = (("candidate", lambda c: not (c.front or c.best or c.tied),
                dict(color="#9e9e9e", size=9)),
-              ("Pareto front", lambda c: c.pareto and not c.best, dict(color="#1f77b4", size=11)),
-              ("best within δ", lambda c: c.best, dict(color="#d62728", size=16,
-                                                      symbol="star")))
+              ("on the front", lambda c: c.front and not (c.best or c.tied),
+               dict(color="#1f77b4", size=11)),
+              ("tied for the fastest within δ", lambda c: c.tied,
+               dict(color="#ff7f0e", size=13, symbol="diamond")),
+              ("fastest within δ", lambda c: c.best, dict(color="#d62728", size=16,
+                                                          symbol="star")))
     for name, chosen, marker in groups:
         picked = [c for c in view.candidates if chosen(c)]
         if not picked:
@@ -374,12 +407,12 @@ def search_results(job: BackgroundJob, source_key: str) -> None:
             mode="markers", name=name, marker=marker, customdata=[[c.index] for c in picked],
             text=[c.label for c in picked],
             error_x=dict(type="data", symmetric=False, thickness=1, width=2,
-                         array=[c.speed.ratio_range[1] - c.speed.ratio for c in picked],
-                         arrayminus=[c.speed.ratio - c.speed.ratio_range[0] for c in picked]),
+                         array=[c.speed.ratio_ci[1] - c.speed.ratio for c in picked],
+                         arrayminus=[c.speed.ratio - c.speed.ratio_ci[0] for c in picked]),
             hovertemplate="%{text}<br>speed-up %{x:.2f}×<br>" + shown.name
                           + " %{y:.3g}<extra>" + name + "</extra>")
     low, high = view.metric_range()
-    _ui.hline(fig, shown.scale * view.source, f"source {shown.show(view.source)}",
+    _ui.hline(fig, shown.scale * view.source.metric, f"source {shown.show(view.source.metric)}",
               line_dash="dash", line_color="black")
     _ui.hline(fig, shown.scale * view.threshold, f"source, δ worse: {shown.show(view.threshold)}",
               line_dash="dot", line_color="red")
@@ -401,24 +434,32 @@ def search_results(job: BackgroundJob, source_key: str) -> None:
                       margin=dict(l=10, r=10, t=40, b=10), clickmode="event+select")
     st.plotly_chart(fig, key="chart-pareto", on_select=pick_plan, selection_mode="points")
     st.caption("Each point is one plan: its speed-up measured on this machine at the "
-               "training length (bars: the range the timings' quartiles allow) and its "
-               f"{shown.name} on the same windows as the source. Blue: the Pareto front, plans "
-               "no other plan beats in metric, speed at 1× and 4× and size at once; the red "
-               "star: the fastest at n0 among those above the red line (the source, δ worse). "
-               "Click a point, or use the button below the table, to load a plan into the "
-               "controls above; then press Convert.")
+               "training length (bars: its 95 % interval) and its "
+               f"{shown.name} on the same sequences as the source. Blue: the front of this "
+               "chart, plans no other plan beats in both drop and speed-up; the red star: the "
+               "fastest plan within δ, named only when its interval lies above every other's; "
+               "orange diamonds: plans within δ tied for the fastest. Within δ means the whole "
+               "95 % interval of the drop, not only the point, is above the red line. Click a "
+               "point, or use the button below the table, to load a plan into the controls "
+               "above; then press Convert.")
     st.dataframe(pd.DataFrame({
+        "order scored": [c.index + 1 for c in view.candidates],
         "plan": [c.label for c in view.candidates],
         shown.name: [shown.show(c.metric) for c in view.candidates],
-        "drop": [shown.drop_text(c.drop) for c in view.candidates],
-        "speed-up at n0": [c.speed.ratio for c in view.candidates],
+        "drop (95 % interval; + is worse)": [
+            f"{shown.drop_text(c.drop)} ({shown.drop_range(*c.drop_ci)})"
+            for c in view.candidates],
+        "within δ": [c.within for c in view.candidates],
+        "speed-up at n0 (95 % interval)": [
+            f"{c.speed.ratio:.2f}× ({c.speed.ratio_ci[0]:.2f}–{c.speed.ratio_ci[1]:.2f})"
+            for c in view.candidates],
         "speed-up at 4× n0": [c.speed_long.ratio if c.speed_long else None
                               for c in view.candidates],
         "parameters": [c.parameters for c in view.candidates],
-        "Pareto": [c.pareto for c in view.candidates],
-        "best": [c.best for c in view.candidates]}), hide_index=True,
-        column_config={"speed-up at n0": st.column_config.NumberColumn(format="%.2f×"),
-                       "speed-up at 4× n0": st.column_config.NumberColumn(format="%.2f×"),
+        "on the front": [c.front for c in view.candidates],
+        "fastest": ["yes" if c.best else "tied" if c.tied else "" for c in view.candidates]}),
+        hide_index=True,
+        column_config={"speed-up at 4× n0": st.column_config.NumberColumn(format="%.2f×"),
                        "parameters": st.column_config.NumberColumn(format="localized")})
     if view.best is not None:
         st.button("Load the best plan into the controls", icon=":material/tune:",

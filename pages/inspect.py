@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages import _ui
+from pages.figures import run_comparison
 from tnn_core.analysis.atlas import BAND_ONLY_MASS
 from tnn_core.analysis.dense import display_line
 from tnn_core.lab import inspect as inspect_lab
@@ -105,17 +106,64 @@ if st.session_state.get("_inspect_opened") != key or "atlas_n" not in st.session
         model.config, about.train_n)
 
 chance = f"chance {_ui.metric_text(about.chance, about.metric_name)}"
+HEADLINE_WAIT_S = 0.5  # the header waits this long for the evaluation, then polls for it
+
+
+def headline_metric(column) -> None:
+    """The metric on the task's evaluation set with its interval: the length sweep's 1×,
+    so the header, the ablation and the sweep show one number."""
+    label = f"{about.metric_name} on the evaluation set"
+    if task is None:
+        column.metric(label, "—", help=f"The task cannot be rebuilt here: {task_error}")
+        return
+    try:
+        sweep = _ui.length_sweep(key, HEADLINE_WAIT_S)
+    except ValueError as err:
+        column.metric(label, "—", help=f"Cannot evaluate this checkpoint here: {err}")
+        return
+    help_text = (f"Scored on {task.describe_evaluation()}: the same set for every section "
+                 f"of this page, Compress and the command line; {chance} (a uniform guess).")
+    if sweep is None:
+        column.metric(label, "…", help=help_text)
+        column.caption("evaluating…")
+        return
+    scores = sweep.scores[0]
+    low, high = scores.ci95
+    column.metric(label, _ui.metric_text(scores.metric, about.metric_name), help=help_text)
+    column.caption(f"95 % interval {_ui.metric_text(low, about.metric_name)} to "
+                   f"{_ui.metric_text(high, about.metric_name)} · {scores.sequences:,} "
+                   "sequences")
+
+
+def model_card_downloads() -> None:
+    """The model card and per-layer spectral report, built when a download is clicked."""
+    refusal = inspect_lab.report_refusal(model, about.train_n)
+    if refusal is not None:
+        st.caption(f"No model card for this checkpoint: {refusal}.")
+        return
+    if task is None:
+        st.caption(f"No model card: its task cannot be rebuilt here ({task_error}).")
+        return
+    for column, (name, suffix) in zip(st.columns(3), (("markdown", "md"), ("csv", "csv"),
+                                                        ("json", "json")), strict=True):
+        column.download_button(
+            f"Report ({name})",
+            lambda name=name: inspect_lab.report_text(_ui.model_report(key), name),
+            file_name=f"{key.replace('/', '-').replace(':', '-')}-report.{suffix}",
+            key=f"report_{name}", icon=":material/download:",
+            help="A model card (task, data, metric with its 95 % interval, baselines, "
+                 "training config, lineage) and, per layer and channel, the singular values "
+                 "of T at the training length: stable rank, effective rank at 99 % energy, a "
+                 "power-law fit of the tail, band mass and the SKI error at (m, r). Takes a "
+                 "few seconds the first time.")
+
+
 m = st.columns(5)
 m[0].metric("Task", about.task, help=f"Trained at length n = {about.train_n}.")
 m[1].metric("Operator, causal" if operator_config.causal else "Operator, bidirectional",
             operator_config.kind)
 m[2].metric("Width × layers", about.size)
-last_evaluation = ("Its training history records no validation metric."
-                   if about.final_step is None else
-                   f"The last evaluation during training that recorded it (step "
-                   f"{about.final_step}); {chance} (a uniform guess).")
-m[3].metric(f"Validation {about.metric_name}",
-            _ui.metric_text(about.final_metric, about.metric_name), help=last_evaluation)
+headline_metric(m[3])
 m[4].metric("Trained steps", "—" if about.steps is None else f"{about.steps:,}",
             help=about.training_note())
 if convertible(model.config) and st.button(
@@ -124,10 +172,16 @@ if convertible(model.config) and st.button(
              "that costs the task and gains in speed."):
     _ui.open_page("pages/compress.py", {"checkpoint": key})
 
+lineage = inspect_lab.lineage_text(info)
+if lineage is not None:
+    st.markdown(lineage)
+    st.caption("Its training curve below is its own: the fine-tuning after the conversion, "
+               "not its source's training.")
 left, right = st.columns([1, 2])
 with left:
     st.markdown("**Configuration**")
     st.json(about.config, expanded=False)
+    model_card_downloads()
 with right:
     if len(about.eval_steps):
         scale = 100.0 if about.metric_name == "accuracy" else 1.0
@@ -153,6 +207,7 @@ with right:
     else:
         st.caption("This checkpoint's training history records no validation metric, so "
                    "there is no curve to draw.")
+run_comparison.show(key)
 
 
 @st.fragment
@@ -270,34 +325,27 @@ def band_ablation(band: int, in_band: str) -> None:
     if not st.toggle(f"Measure the task {about.metric_name} with every layer restricted to its "
                      f"band ({in_band})", key="atlas_ablation",
                      help="Zeroes everything off the band in the matrix each layer applies and "
-                          "evaluates on the same validation sequences. Takes seconds to a "
-                          "minute."):
+                          "scores the evaluation set again. Takes seconds to a minute."):
         return
     try:
         ablation = _ui.band_ablation(key, band)
     except ValueError as err:
         _ui.show_error(err)
         return
-    batches, size = inspect_lab.ABLATION_BATCHES
     a = st.columns(2 + len(ablation.per_layer))
-    a[0].metric(f"Full kernels, n = {ablation.length}",
-                _ui.metric_text(ablation.full, ablation.metric_name))
-    a[1].metric(f"Every layer {ablation.band}",
-                _ui.metric_text(ablation.restricted, ablation.metric_name))
-    for layer, value in enumerate(ablation.per_layer):
-        a[2 + layer].metric(f"Only layer {layer} {ablation.band}",
-                            _ui.metric_text(value, ablation.metric_name))
-    lost = ablation.margin_lost
-    verdict = ("the tails beyond the band carry most of what the model learned"
-               if lost > 0.5 else "the tails beyond the band matter"
-               if lost > 0.1 else "the band carries almost everything the model uses")
-    st.caption(
-        f"On {batches} × {size} validation sequences (the header's figure used the "
-        f"training run's own evaluation batches); {chance}. Restricted to the band, "
-        f"the model keeps {100 * (1 - lost):.0f} % of its margin over chance: "
-        f"{verdict}." if np.isfinite(lost) else
-        f"On {batches} × {size} validation sequences; {chance}. The model is no "
-        "better than chance with full kernels, so the ablation says nothing here.")
+    scored = [(f"Full kernels, n = {ablation.length}", ablation.full),
+              (f"Every layer {ablation.band}", ablation.restricted)] + [
+        (f"Only layer {layer} {ablation.band}", scores)
+        for layer, scores in enumerate(ablation.per_layer)]
+    for column, (label, scores) in zip(a, scored, strict=True):
+        low, high = scores.ci95
+        column.metric(label, _ui.metric_text(scores.metric, about.metric_name))
+        column.caption(f"95 % interval {_ui.metric_text(low, about.metric_name)} to "
+                       f"{_ui.metric_text(high, about.metric_name)}")
+    st.markdown(ablation.sentence())
+    st.caption(f"Every variant scores the same {ablation.full.sequences:,} sequences "
+               f"({task.describe_evaluation()}), so the change is measured pair by pair; "
+               f"{chance}.")
 
 
 causal = operator_config.causal
@@ -371,24 +419,23 @@ if sweep is not None and len(measured) < 2:
                 "this model cannot be run longer; the Table 10 pair below shows what decay "
                 "does for a language model.")
 elif sweep is not None:
-    at_one = measured[0]
-    worst = measured.max() if not about.higher_is_better else measured.min()
-    held = (abs(worst - at_one) <= 0.1 * abs(about.chance - at_one)
-            if np.isfinite(about.chance) else False)
-    st.markdown(
-        f"This model at 1×, 2× and 4× its training length n = {about.train_n} (each length "
-        "on its own validation windows). "
-        + ("It keeps its quality: the worst length loses under a tenth of its margin over "
-           "chance." if held else
-           f"It does not keep its quality: from {_ui.metric_text(at_one, about.metric_name)} at 1× "
-           f"to {_ui.metric_text(worst, about.metric_name)} at worst ({chance})."))
+    same_text = ("every length scores the same characters of the evaluation text, so each "
+                 "length is compared with 1× window by window" if sweep.tiles_text else
+                 "each length scores its own sequences, so the comparison is between two "
+                 "independent sets")
+    st.markdown(f"This model at 1×, 2× and 4× its training length n = {about.train_n}; "
+                f"{same_text}.")
+    for sentence in sweep.sentences("this model"):
+        st.markdown(f"- {sentence}")
     left, right = st.columns(2)
+    intervals = [scores.ci95 for scores in sweep.scores]
     left.dataframe(pd.DataFrame({
         "× training length": sweep.factor, "length n": sweep.length,
-        f"validation {about.metric_name}": [_ui.metric_text(v, about.metric_name)
-                                            for v in sweep.metric],
-        "loss (nats)": sweep.loss}), hide_index=True,
-        column_config={"loss (nats)": st.column_config.NumberColumn(format="%.3f")})
+        about.metric_name: [_ui.metric_text(v, about.metric_name) for v in sweep.metric],
+        "95 % interval": [f"{_ui.metric_text(low, about.metric_name)} to "
+                          f"{_ui.metric_text(high, about.metric_name)}"
+                          for low, high in intervals],
+        "sequences": [scores.sequences for scores in sweep.scores]}), hide_index=True)
     longer = _ui.extrapolation(key, about.train_n, layer, channel)
     efig = go.Figure()
     styles = (dict(width=4), dict(width=2, dash="dash"), dict(width=1.5, dash="dot"))

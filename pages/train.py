@@ -208,11 +208,18 @@ def draw(progress) -> None:
     m = st.columns(4)
     m[0].metric("Training loss", _ui.fmt(view.last_loss, ".3f")
                 if view.last_loss is not None else "—")
-    m[1].metric(f"Validation {run.task.metric_name}", _ui.fmt(view.last_metric, ".3f")
-                if view.last_metric is not None else "—")
+    name = run.task.metric_name
+    m[1].metric(f"Validation {name}", "—" if view.last_metric is None else
+                _ui.metric_text(view.last_metric, name),
+                help="The run's periodic evaluation on its fixed validation batches (cheaper "
+                     "than the evaluation set Inspect scores a saved model on).")
+    if view.last_interval is not None:
+        low, high = view.last_interval
+        m[1].caption(f"95 % interval {_ui.metric_text(low, name)} to "
+                     f"{_ui.metric_text(high, name)} · {view.last_sequences:,} sequences")
     m[2].metric("Throughput (tokens/s)", f"{progress.tokens_per_s:,.0f}",
                 help="Training tokens per second over the last steps, on this machine.")
-    m[3].metric("Chance level", _ui.fmt(run.task.chance, ".3f"),
+    m[3].metric("Chance level", _ui.metric_text(run.task.chance, name),
                 help="What guessing achieves on this metric.")
     left, right = st.columns(2)
     if len(view.losses):
@@ -225,10 +232,14 @@ def draw(progress) -> None:
                           height=320, margin=dict(l=10, r=10, t=40, b=10))
         left.plotly_chart(fig, key="chart-loss")
     if len(view.eval_steps):
+        low, high = view.eval_intervals.T  # (e,) each
         fig = go.Figure(go.Scatter(x=view.eval_steps, y=view.eval_metrics,
-                                   mode="lines+markers", name="validation"))
+                                   mode="lines+markers", name="validation",
+                                   error_y=dict(type="data", array=high - view.eval_metrics,
+                                                arrayminus=view.eval_metrics - low)))
         fig.add_hline(y=run.task.chance, line_dash="dot", annotation_text="chance")
-        fig.update_layout(title=f"Validation {run.task.metric_name}", xaxis_title="step",
+        fig.update_layout(title=f"Validation {run.task.metric_name} (95 % intervals)",
+                          xaxis_title="step",
                           yaxis_title=run.task.metric_name, height=320,
                           margin=dict(l=10, r=10, t=40, b=10))
         right.plotly_chart(fig, key="chart-metric")

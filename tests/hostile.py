@@ -177,7 +177,7 @@ def cases(data: bytes) -> dict[str, bytes]:
         "decay nan": with_metadata(data, model_config=meta["model_config"].replace(
             '"decay": 0.99', '"decay": NaN')),
         "sparse_l1 inf": with_metadata(data, model_config=meta["model_config"].replace(
-            '"sparse_l1": 1e-05', '"sparse_l1": Infinity')),
+            '"kind": "tno"', '"kind": "tno", "sparse_l1": Infinity')),  # one tno ignores
         "causal a string": with_config(data, operator={"causal": "yes"}),
         "kind unknown": with_config(data, operator={"kind": "attention"}),
         "task a list": with_json(data, "task", ["recall"]),

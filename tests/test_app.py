@@ -593,7 +593,7 @@ def test_train_page_starts_and_stops_a_tiny_run():
     assert any("stopped by request" in s.value.lower() for s in at.success)
     # A finished run can be saved; a bad name is refused with a sentence.
     at.text_input(key="save_name").set_value("../evil")
-    at.button[-1].click().run()
+    at.button(key="save").click().run()
     assert not at.exception
     assert len(at.error) == 1 and "name must be" in at.error[0].value
 

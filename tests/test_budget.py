@@ -200,5 +200,5 @@ def test_a_conversion_at_a_rank_near_the_length_is_refused_before_it_runs():
     config = ModelConfig(task="classify", vocab_size=17, num_classes=10, dim=64, layers=2,
                          operator=OperatorConfig())
     with pytest.raises(BudgetError, match="converting with this plan at the training length"):
-        check_compression(config, CompressionPlan.uniform(2, 9, 4096, "fit"), 4096, (1,), 0)
-    check_compression(config, CompressionPlan.uniform(2, 9, 64, "fit"), 1024, (1, 4), 200)
+        check_compression(config, CompressionPlan.uniform(2, 9, 4096, "fit"), 4096, (1,), 0, 256)
+    check_compression(config, CompressionPlan.uniform(2, 9, 64, "fit"), 1024, (1, 4), 200, 256)

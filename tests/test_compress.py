@@ -15,20 +15,24 @@ import torch
 from tnn_core.analysis.decompose import decompose
 from tnn_core.compress import CompressionPlan, LayerPlan, convert, fit_layer
 from tnn_core.compress.cli import main
-from tnn_core.compress.measure import finetune
+from tnn_core.compress.measure import Speedup, finetune
 from tnn_core.compress.planner import (
     PlanScore,
+    Ranking,
     error_table,
     grid,
     layer_cost,
     pareto_front,
     plan_for_error,
+    promising_first,
+    ranking,
 )
 from tnn_core.core.toeplitz import dense
 from tnn_core.models import ModelConfig, build_model
 from tnn_core.operators import OperatorConfig, SKIKnots
 from tnn_core.training.checkpoint import SHIPPED_DIR, CheckpointError, load, save
 from tnn_core.training.evaluate import evaluate_checkpoint
+from tnn_core.training.scores import Difference, Scores
 from tnn_core.training.tasks import get_task
 
 F64 = torch.float64
@@ -234,12 +238,21 @@ def test_plan_for_error_takes_the_cheapest_point_under_the_budget():
     assert plan_for_error(model, n0, 0.0, points)[0].layers[0].kept  # nothing is exact
 
 
-def _score(drop: float, speed1: float, speed4: float, parameters: int) -> PlanScore:
-    class Timing:
-        def __init__(self, ratio):
-            self.ratio = ratio
-    return PlanScore(CompressionPlan.uniform(1, 3, 4), 0.0, drop, [0.1],
-                     {1: Timing(speed1), 4: Timing(speed4)}, parameters)
+def _timing(*ratios: float) -> Speedup:
+    """A timing whose rounds have exactly these source / converted ratios."""
+    return Speedup(64, tuple(float(r) for r in ratios), tuple(1.0 for _ in ratios))
+
+
+def _score(drop: float, speed1, speed4: float, parameters: int,
+           drop_ci: tuple[float, float] | None = None, rank: int = 4) -> PlanScore:
+    """A measured plan: ``drop`` with its interval (default: exactly ``drop``), the speed-up
+    at 1× as one ratio or a timing, and at 4×."""
+    reference = Scores("accuracy", True, np.zeros(4), np.ones(4), np.ones(4))
+    low, high = drop_ci or (drop, drop)
+    timing = speed1 if isinstance(speed1, Speedup) else _timing(speed1)
+    return PlanScore(CompressionPlan.uniform(1, 3, rank), reference,
+                     Difference(drop, low, high, True, reference, reference), [0.1],
+                     {1: timing, 4: _timing(speed4)}, parameters)
 
 
 def test_pareto_front_keeps_exactly_the_undominated_plans():
@@ -249,6 +262,66 @@ def test_pareto_front_keeps_exactly_the_undominated_plans():
               _score(0.05, 1.5, 1.5, 100),  # front: the fastest at 1x
               _score(0.01, 1.2, 2.0, 100)]  # a tie with 0: neither dominates
     assert pareto_front(scores) == [0, 2, 3, 4]
+
+
+STEADY = _timing(*[1.30 + 0.01 * k for k in range(-4, 5)])  # 9 rounds, 1.26–1.34
+NOISY = _timing(0.9, 1.0, 1.1, 1.2, 1.45, 1.6, 1.8, 2.2, 3.0)  # median 1.45, wide
+
+
+def test_a_noisy_winner_is_not_named_the_fastest():
+    """The noisy plan has the highest median, but its interval overlaps the steady plan's:
+    the two are reported as tied, and neither is named (a planted 'winner' from noise)."""
+    scores = [_score(0.0, STEADY, 1.0, 100), _score(0.0, NOISY, 1.0, 100)]
+    assert scores[1].speedups[1].ratio > scores[0].speedups[1].ratio
+    ranked = ranking(scores, 0.01)
+    assert ranked.best is None and ranked.tied == [1, 0]
+
+
+def test_a_clearly_faster_plan_is_named():
+    faster = _timing(*[2.0 + 0.01 * k for k in range(-4, 5)])
+    scores = [_score(0.0, STEADY, 1.0, 100), _score(0.0, faster, 1.0, 100)]
+    assert ranking(scores, 0.01) == Ranking(1, [])
+
+
+def test_a_plan_is_within_delta_only_when_its_whole_interval_is():
+    """Its point drop is within δ, its interval is not: it may not win however fast."""
+    scores = [_score(0.005, 3.0, 1.0, 100, drop_ci=(0.0, 0.02)), _score(0.0, STEADY, 1.0, 100)]
+    assert not scores[0].within(0.01) and ranking(scores, 0.01) == Ranking(1, [])
+
+
+def test_search_retimes_a_lucky_first_timing_and_does_not_pick_it(monkeypatch):
+    """Search end to end, with a planted lucky timing: plan r = 8's first batch of rounds
+    ran lucky (3× in every round), later batches show it as fast as r = 16 (1.3×). The
+    confirming re-timing widens its interval to overlap r = 16's, re-timing the tie does not
+    separate them, so Search names neither."""
+    from tnn_core.compress import planner
+
+    calls: dict[int, int] = {}
+
+    def planted(source, converted, vocab_size, length, repeats=9, seed=0):
+        rank = converted.config.operator.rank
+        calls[rank] = calls.get(rank, 0) + 1
+        if length != 64:
+            return _timing(*[1.0] * repeats)
+        lucky = rank == 8 and calls[rank] == 1
+        return _timing(*([3.0] * repeats if lucky else
+                         [1.3 + 0.01 * (k - repeats // 2) for k in range(repeats)]))
+
+    monkeypatch.setattr(planner, "speedup", planted)
+    model, _ = load(DIGITS_TNO)
+    found = planner.search(model, get_task("digits"), 0.5, points=[(9, 8), (9, 16)])
+    ranks = [s.plan.layers[0].rank for s in found.scores]
+    assert found.best is None and sorted(ranks[i] for i in found.tied) == [8, 16]
+    assert calls[8] > 2  # re-timed after the lucky first measurement
+
+
+def test_candidates_are_scored_most_promising_first():
+    """Predicted within δ first, the cheapest of them first; then by predicted drop."""
+    table = [{(1, 8): 0.30, (9, 8): 0.001, (9, 32): 0.0, (17, 32): 0.0}]
+    plans = [CompressionPlan.uniform(1, m, r) for m, r in ((17, 32), (1, 8), (9, 32), (9, 8))]
+    ordered = promising_first(plans, table, 64, False, delta=0.01)
+    assert [(p.layers[0].band, p.layers[0].rank) for p in ordered] == [
+        (9, 8), (9, 32), (17, 32), (1, 8)]
 
 
 # -- fine-tuning --------------------------------------------------------------------------
@@ -283,11 +356,16 @@ def test_cli_output_round_trips_through_the_saved_checkpoint(tmp_path, capsys):
     assert set(printed["speedup"]) == {"1", "4"}
     model, info = load(out)
     assert isinstance(model.operators()[0], SKIKnots)
-    assert evaluate_checkpoint(model, info)["metric"] == printed["finetuned_metric"]
-    assert info.final_metrics["metric"] == printed["finetuned_metric"]
-    assert info.history["compression"]["plan"] == printed["plan"]
+    evaluated = evaluate_checkpoint(model, info)
+    assert evaluated["metric"] == printed["finetuned"]["metric"]
+    assert evaluated["ci95"] == printed["finetuned"]["ci95"]
+    assert info.final_metrics["metric"] == printed["finetuned"]["metric"]
+    lineage = info.history["lineage"]  # its own history, and where it came from
+    assert lineage["plan"] == printed["plan"] and lineage["finetune"]["steps"] == 2
+    assert lineage["source"]["name"] == DIGITS_TNO.name
     assert info.history["command"].startswith("python -m tnn_core.compress ")
-    assert info.history["compression"]["source_command"].startswith("python -m tnn_core.training")
+    assert lineage["commands"][0].startswith("python -m tnn_core.training")
+    assert info.history["steps"] == 2 and len(info.history["train_loss"]) == 2
 
 
 def test_cli_search_saves_the_chosen_plan(tmp_path, capsys):
@@ -299,8 +377,8 @@ def test_cli_search_saves_the_chosen_plan(tmp_path, capsys):
     assert {json.dumps(s["plan"]) for s in found["scores"]} >= {
         json.dumps(CompressionPlan.uniform(2, 9, r).to_dict()) for r in (16, 32)}
     assert printed["plan"] == found["scores"][found["best"]]["plan"]
-    assert found["scores"][found["best"]]["drop"] <= 0.05
-    assert load(out)[1].history["compression"]["plan"] == printed["plan"]
+    assert found["scores"][found["best"]]["drop_ci95"][1] <= 0.05  # the whole interval
+    assert load(out)[1].history["lineage"]["plan"] == printed["plan"]
 
 
 def test_cli_plans_by_an_error_budget(capsys):

@@ -23,6 +23,8 @@ class Bigram(nn.Module):
     def __init__(self, vocab: int):
         super().__init__()
         self.table = nn.Embedding(vocab, vocab)
+        self.config = ModelConfig(task="lm", vocab_size=vocab, dim=8, layers=1,
+                                  operator=OperatorConfig(causal=True))  # sizes the batches
 
     def forward(self, tokens):  # (B, n) -> (B, n, V)
         return self.table(tokens)
@@ -35,13 +37,13 @@ def task():
 
 def test_last_positions_are_the_same_targets_at_every_factor(task):
     torch.manual_seed(0)
-    rows = same_window_sweep(Bigram(task.vocab_size), task, factors=(1, 2, 4), windows=6,
-                             batch_size=3)
+    rows = same_window_sweep(Bigram(task.vocab_size), task, factors=(1, 2, 4))
     assert [r["length"] for r in rows] == [16, 32, 64]
-    last = [r["metric_last"] for r in rows]
+    assert {r["last"].sequences for r in rows} == {task.evaluation_span() // 64}  # one set
+    last = [r["last"].metric for r in rows]
     assert last == pytest.approx([last[0]] * 3, rel=1e-6)
-    assert rows[0]["metric_all"] == pytest.approx(rows[0]["metric_last"], rel=1e-6)
-    assert rows[2]["loss_all"] != pytest.approx(rows[2]["loss_last"], rel=1e-6)
+    assert rows[0]["all"].metric == pytest.approx(rows[0]["last"].metric, rel=1e-6)
+    assert rows[2]["all"].loss_mean != pytest.approx(rows[2]["last"].loss_mean, rel=1e-6)
 
 
 def test_matches_a_direct_computation_on_the_window_suffix(task):
@@ -49,15 +51,15 @@ def test_matches_a_direct_computation_on_the_window_suffix(task):
     config = ModelConfig(vocab_size=task.vocab_size, dim=16, layers=1, task="lm",
                          operator=OperatorConfig(kind="tno", causal=True))
     model = build_model(config)
-    rows = same_window_sweep(model, task, factors=(1, 3), windows=4, batch_size=2)
-    tokens, targets = zip(*task.validation(2, 2, 48), strict=True)
-    tokens, targets = torch.cat(tokens)[:, -48:], torch.cat(targets)[:, -48:]
+    rows = same_window_sweep(model, task, factors=(1, 3))
+    tokens, targets = task.evaluation_set(48)  # (W, 48): the windows at the longest factor
     with torch.no_grad():
-        logits = model(tokens)  # (4, 48, V)
+        logits = model(tokens)  # (W, 48, V)
     last = F.cross_entropy(logits[:, -16:].reshape(-1, logits.shape[-1]),
-                           targets[:, -16:].reshape(-1).long())
-    assert rows[1]["loss_last"] == pytest.approx(last.item(), rel=1e-5)
-    assert rows[1]["metric_last"] == pytest.approx(last.item() / math.log(2), rel=1e-5)
+                           targets[:, -16:].reshape(-1), reduction="none").reshape(-1, 16)
+    assert rows[1]["last"].loss_mean == pytest.approx(last.mean().item(), rel=1e-5)
+    assert rows[1]["last"].metric == pytest.approx(last.mean().item() / math.log(2), rel=1e-5)
+    assert rows[1]["last"].loss == pytest.approx(last.sum(1).double().numpy(), rel=1e-5)
 
 
 def test_refuses_a_classification_task():

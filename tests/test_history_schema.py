@@ -29,6 +29,7 @@ from tnn_core.training.checkpoint import SHIPPED_DIR, CheckpointError, load_byte
 from tnn_core.training.config import TrainConfig, model_for_task
 from tnn_core.training.history import MAX_LABEL, MAX_TEXT, validated_history
 from tnn_core.training.loop import train
+from tnn_core.training.scores import Scores
 from tnn_core.training.snapshots import KernelSnapshots, SnapshotLayout
 from tnn_core.training.tasks import get_task
 
@@ -62,11 +63,15 @@ def converted_history(tmp_path: Path, source: dict) -> dict:
     """What ``compress.pipeline.save_converted`` writes over a source history."""
     _, info = load_bytes(with_json(GOOD, "history", source), "source.safetensors")
     model, _ = load_bytes(GOOD)
+    def scores(right: int) -> Scores:  # 10 sequences, ``right`` of them correct
+        return Scores("accuracy", True, np.full(10, 1.8), (np.arange(10) < right) * 1.0,
+                      np.ones(10))
+
     result = SimpleNamespace(
-        model=model, finetune_steps=2, finetune_losses=[2.0, 1.9],
-        final_eval={"metric": 0.4, "loss": 1.8, "accuracy": 0.4},
-        plan=CompressionPlan.uniform(2, 3, 4), errors=[0.1, None], source_metric=0.5,
-        converted_metric=0.3, finetuned_metric=0.4)
+        model=model, finetune_steps=2, finetune_losses=[2.0, 1.9], finetune_lr=3e-4,
+        finetune_parameters="all", metric_name="accuracy",
+        plan=CompressionPlan.uniform(2, 3, 4), errors=[0.1, None], source=scores(5),
+        converted=scores(3), finetuned=scores(4))
     path = save_converted(tmp_path / "converted.safetensors", result, info)
     return load_bytes(path.read_bytes())[1].history
 
@@ -154,8 +159,13 @@ def test_every_history_our_own_code_writes_is_accepted(tmp_path):
     assert loaded["train_loss"] == written["train_loss"]
     assert loaded["kernel_snapshots"] == written["kernel_snapshots"]
     converted = converted_history(tmp_path, written)
-    assert converted["compression"]["finetune_steps"] == 2
-    assert converted["evals"][-1] == {"step": 7, "metric": 0.4, "loss": 1.8, "accuracy": 0.4}
+    assert converted["lineage"]["finetune"]["steps"] == 2
+    assert converted["lineage"]["commands"][0].endswith("\ufffd")  # the source's command
+    assert converted["steps"] == 2 and converted["train_loss"] == [2.0, 1.9]  # its own
+    low, high = converted["evals"][-1].pop("ci95")
+    assert converted["evals"][-1] == {"step": 2, "metric": 0.4, "loss": 1.8, "accuracy": 0.4,
+                                      "sequences": 10}
+    assert low < 0.4 < high
     for path in sorted(SHIPPED_DIR.glob("*.safetensors")):
         with safe_open(str(path), "pt") as f:
             stored = json.loads(f.metadata()["history"])

@@ -238,7 +238,7 @@ def test_a_users_text_is_read_from_the_command_line_and_checked(tmp_path):
     path = charlm_checkpoint(tmp_path / "lm.safetensors")
     (tmp_path / "fox.txt").write_bytes(TEXT)
     code, stdout, _ = run_case(tmp_path, "tnn_core.training.evaluate", str(path), "--text",
-                               str(tmp_path / "fox.txt"), "--batches", "2")
+                               str(tmp_path / "fox.txt"))
     assert code == 0 and json.loads(stdout)["metric_name"] == "bpc"
     (tmp_path / "other.txt").write_bytes(TEXT.replace(b"fox", b"cat"))
     code, _, stderr = run_case(tmp_path, "tnn_core.training.evaluate", str(path), "--text",

@@ -141,6 +141,8 @@ def test_a_page_opened_during_the_warm_up_shows_the_same_views():
     at.switch_page("pages/inspect.py").run()
     warming.join(120)
     assert not at.exception and not at.error, [e.value for e in at.error]
+    assert _ui.length_sweep("digits-fd", 120) is not None  # the header's evaluation, done
+    at.run()
     first = [(m.label, m.value) for m in at.metric], [c.proto.spec for c in at.get("plotly_chart")]
     at.run()
     assert ([(m.label, m.value) for m in at.metric],

@@ -33,6 +33,9 @@ from tnn_core.lab.inspect import (
 from tnn_core.models import ModelConfig, build_model
 from tnn_core.operators import OperatorConfig, build_operator
 from tnn_core.training import checkpoint
+from tnn_core.training.evaluate import score
+from tnn_core.training.scores import Scores
+from tnn_core.training.tasks import task_from_info
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 SIZES = [1, 2, 7, 13]  # one, two, odd, prime
@@ -162,14 +165,43 @@ def test_band_restricted_model_matches_a_dense_reference(kind, causal, n, one_th
         assert not torch.allclose(one_layer, full)
 
 
+def _scores(name: str, per_sequence: np.ndarray) -> Scores:
+    """Scores with this metric on each sequence (bpc, or 0/1 accuracy), 100 targets each."""
+    targets = np.full(len(per_sequence), 100.0)
+    if name == "bpc":
+        return Scores("bpc", False, per_sequence * math.log(2) * targets,
+                      np.zeros_like(targets), targets)
+    return Scores("accuracy", True, np.zeros_like(targets), per_sequence * targets, targets)
+
+
 def test_margin_lost_counts_from_chance_in_the_metric_direction():
-    accuracy = BandAblation(band="|k| ≤ 4", length=64, metric_name="accuracy",
-                            higher_is_better=True, chance=0.1, full=0.8, restricted=0.17,
-                            per_layer=np.array([0.2, 0.3]))
-    assert accuracy.margin_lost == pytest.approx(0.63 / 0.7)
-    bpc = BandAblation(band="lags 0..8", length=256, metric_name="bpc", higher_is_better=False,
-                       chance=6.658, full=2.11, restricted=2.25, per_layer=np.array([2.2]))
-    assert bpc.margin_lost == pytest.approx(0.14 / 4.548)
+    def ablation(name: str, chance: float, full: float, restricted: float) -> BandAblation:
+        def flat(value: float) -> Scores:
+            return _scores(name, np.full(8, value))
+
+        return BandAblation(band="|k| ≤ 4", length=64, chance=chance, full=flat(full),
+                            restricted=flat(restricted), per_layer=(flat(full),))
+
+    assert ablation("accuracy", 0.1, 0.8, 0.17).margin_lost == pytest.approx(0.63 / 0.7)
+    assert ablation("bpc", 6.658, 2.11, 2.25).margin_lost == pytest.approx(0.14 / 4.548)
+
+
+def test_the_ablation_sentence_says_loses_only_beyond_the_tolerance():
+    """+0.122 bpc on every sequence: loses (not "the band carries almost everything");
+    +0.01: keeps; a change that straddles the tolerance: cannot tell."""
+    rng = np.random.default_rng(0)
+    base = rng.normal(2.0, 0.5, 400)
+
+    def sentence(worse: np.ndarray) -> str:
+        full = _scores("bpc", base)
+        return BandAblation(band="lags 0..8", length=256, chance=6.658, full=full,
+                            restricted=_scores("bpc", base + worse), per_layer=()).sentence()
+
+    assert "the model loses quality: " in sentence(np.full(400, 0.122))
+    assert "0.122 bpc worse" in sentence(np.full(400, 0.122))
+    assert "the model keeps its quality" in sentence(np.full(400, 0.01))
+    assert "we cannot tell whether the model keeps its quality with 400 sequences" in \
+        sentence(rng.normal(0.05, 0.5, 400))
 
 
 # -- one channel, summary, the list ----------------------------------------------------------
@@ -271,9 +303,12 @@ def test_save_and_inspect_opens_the_saved_model(tmp_path, monkeypatch):
     at.switch_page("pages/inspect.py").run()
     assert not at.exception, at.exception
     assert at.selectbox(key="checkpoint").value == "user/mine"
+    assert _ui.length_sweep("user/mine", 120) is not None  # the header's evaluation, done
+    at.run()
     metrics = dict((m.label, m.value) for m in at.metric)
     assert metrics["Task"] == "listops"
-    assert metrics["Validation accuracy"] == f"{100 * info.history['evals'][-1]['metric']:.1f} %"
+    scored = score(model, task_from_info(info.task))  # the evaluation set, not the history
+    assert metrics["accuracy on the evaluation set"] == f"{100 * scored.metric:.1f} %"
 
 
 def test_a_link_opens_the_same_checkpoint_layer_and_channel():
@@ -295,19 +330,29 @@ def test_a_link_opens_the_same_checkpoint_layer_and_channel():
 
 # -- Table 10 pair ---------------------------------------------------------------------------
 def pair_of(last_with: list[float], last_without: list[float]) -> DecayPair:
+    """A pair on 50 windows whose per-window bpc differ from the factor's mean by the same
+    amount at every factor: each change across factors is exact."""
+    windows = np.random.default_rng(1).normal(0, 0.3, 50)
+    windows -= windows.mean()  # each factor's mean is exactly the one given
+
+    def row(means: list[float]) -> tuple[Scores, ...]:
+        return tuple(_scores("bpc", mean + windows) for mean in means)
+
+    rows = (row(last_with), row(last_without))
     return DecayPair(names=("with", "without"), decays=(0.99, 1.0), train_n=128,
-                     metric_name="bpc", higher_is_better=False, chance=6.658,
-                     factor=np.array([1, 2, 16]), length=np.array([128, 256, 2048]),
-                     metric_last=np.array([last_with, last_without]),
-                     metric_all=np.array([last_with, last_without]))
+                     metric_name="bpc", chance=6.658, factor=np.array([1, 2, 16]),
+                     length=np.array([128, 256, 2048]), last=rows, every=rows)
 
 
 def test_the_table_10_sentence_follows_the_measurement():
     table_10 = pair_of([2.6, 2.6, 2.63], [2.6, 3.5, 7.2])
-    assert table_10.holds(0) and not table_10.holds(1)
-    assert "the decay is what lets with extrapolate" in table_10.sentence()
-    assert "with (λ = 0.99) 2.63 bpc, without (λ = 1) 7.2 bpc" in table_10.sentence()
-    assert "both extrapolate" in pair_of([2.6, 2.6, 2.6], [2.6, 2.6, 2.7]).sentence()
+    said = table_10.sentence()
+    assert "with (λ = 0.99) keeps its quality: 2.630 bpc against 2.600 bpc" in said
+    assert said.startswith("At 16× the training length (n = 2,048), on the last 128 positions "
+                           "of the same 50 windows, with (λ = 0.99) keeps its quality")
+    assert "There, without (λ = 1) loses quality: 7.200 bpc against 2.600 bpc" in said
+    assert said.endswith("As in TNN's Table 10, the decay is what lets with extrapolate.")
+    assert "both extrapolate" in pair_of([2.6, 2.6, 2.6], [2.6, 2.6, 2.62]).sentence()
     assert "does not reproduce" in pair_of([2.6, 4.0, 6.0], [2.6, 5.0, 7.0]).sentence()
 
 

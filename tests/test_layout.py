@@ -28,8 +28,9 @@ ALLOWED = {
     "bench": {"checks", "core", "operators", "models", "analysis", "allocator"},
     "compress": {"checks", "files", "core", "operators", "models", "analysis", "training",
                  "bench", "allocator"},
+    "report": {"checks", "files", "core", "operators", "models", "analysis", "training"},
     "lab": {"checks", "files", "core", "operators", "models", "analysis", "training", "bench",
-            "compress"},
+            "compress", "report"},
 }
 SCREEN = {"streamlit", "plotly", "altair", "pandas"}
 

@@ -26,7 +26,7 @@ from tnn_core.analysis.presets import synthetic_kernel
 from tnn_core.analysis.profiles import channel_kernel
 from tnn_core.bench.flops import dense_flops
 from tnn_core.compress.convert import convert
-from tnn_core.compress.measure import task_metric
+from tnn_core.compress.measure import task_scores
 from tnn_core.compress.plan import CompressionPlan, LayerPlan
 from tnn_core.core.interpolation import inducing_points
 from tnn_core.core.toeplitz import fft_size, matvec
@@ -292,10 +292,11 @@ def _premise(step, view):
 def _band_ablation(step, view):
     model, task = trained("digits-tno")
     ablation = band_ablation(model, task, 9)
-    assert ablation.restricted - task.chance < 0.1 < ablation.full - ablation.restricted
+    full, restricted = ablation.full.metric, ablation.restricted.metric
+    assert restricted - task.chance < 0.1 < full - restricted
     assert step.question.computed == "band_only"
     assert band_only(step.question.choices, ablation) == "it falls far, towards chance"
-    says(step.notice, f"about {100 * ablation.full:.0f} %")
+    says(step.notice, f"about {100 * full:.0f} %", f"all {ablation.full.sequences}")
     says(step.question.explain, f"chance rate of {100 * task.chance:.0f} %")
 
 
@@ -319,19 +320,19 @@ def _compression_cost(step, view):
     band, rank = int(view["band"]), int(view["rank"])
     converted, errors = convert(model, CompressionPlan.uniform(2, band, rank, view["method"]),
                                 task.seq_len)
-    source, after = task_metric(model, task), task_metric(converted, task)
+    source, after = task_scores(model, task).metric, task_scores(converted, task).metric
     assert abs(after - source) < 0.01 and step.question.computed == "conversion_loss"
     quick = quick_conversion(model, task, band, rank, view["method"])  # what the step shows
     assert conversion_loss(step.question.choices, quick) == "less than a point"
     with pytest.raises(ValueError, match="none of the choices"):  # m = 1, r = 2: 78 → 24 %
         conversion_loss(step.question.choices, quick_conversion(model, task, 1, 2, "sample"))
-    assert (quick.source, quick.converted) == pytest.approx((source, after))
+    assert (quick.source.metric, quick.converted.metric) == pytest.approx((source, after))
     assert quick.errors == pytest.approx(errors)
     for layer in range(2):  # each layer alone: the other kept
         plan = CompressionPlan(tuple(LayerPlan(band, rank, view["method"] if i == layer
                                                else "keep") for i in range(2)))
-        alone = task_metric(convert(model, plan, task.seq_len)[0], task)
-        assert quick.alone[layer] == pytest.approx(alone)
+        alone = task_scores(convert(model, plan, task.seq_len)[0], task).metric
+        assert quick.alone[layer].metric == pytest.approx(alone)
     says(step.question.explain, f"{100 * after:.1f} %", f"{errors[0]:.2f} for layer 0",
          f"{errors[1]:.2f} for layer 1")
 
@@ -344,9 +345,9 @@ def test_each_layer_alone_is_that_layer_converted():
     for layer in range(2):
         plan = CompressionPlan(tuple(LayerPlan(1, 2, "sample" if i == layer else "keep")
                                      for i in range(2)))
-        assert quick.alone[layer] == pytest.approx(
-            task_metric(convert(model, plan, task.seq_len)[0], task))
-    assert abs(quick.alone[0] - quick.alone[1]) > 0.1  # the layers differ: a swap shows
+        assert quick.alone[layer].metric == pytest.approx(
+            task_scores(convert(model, plan, task.seq_len)[0], task).metric)
+    assert abs(quick.alone[0].metric - quick.alone[1].metric) > 0.1  # a swap shows
 
 
 def test_the_table10_step_quotes_the_pair():

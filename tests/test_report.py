@@ -301,15 +301,29 @@ def test_markdown_shows_the_card_and_each_layers_median(digits_ski):
     assert f"| {effective:.3g} [" in text
 
 
-def test_markdown_shows_a_recorded_lineage(digits_ski):
-    report = digits_ski[3]
-    lineage = {"source": {"name": "digits-tno.safetensors", "sha256": "ab" * 32},
-               "plan": {"layers": [{"band": 9, "rank": 16, "method": "fit"}]},
-               "finetune_steps": 200, "commands": ["python -m tnn_core.compress X"]}
-    card = type(report.card)(**{**report.card.__dict__, "lineage": lineage})
-    text = to_markdown(type(report)(card, report.length, report.causal, report.layers))
-    assert "converted from digits-tno.safetensors" in text and "fine-tuned 200 steps" in text
-    assert '"rank":16' in text and "    python -m tnn_core.compress X" in text
+def test_a_converted_checkpoint_reports_its_lineage(tmp_path):
+    """compress → save_converted → load → report: the card names the source file and its
+    SHA-256, the plan, the fine-tuning, every stage's metric with its interval and the
+    commands; the history it shows is the converted model's own."""
+    from tnn_core.compress.pipeline import compress, save_converted
+    from tnn_core.compress.plan import CompressionPlan
+
+    model, info = load(ROOT / "checkpoints" / "digits-tno.safetensors")
+    task = task_from_info(info.task)
+    result = compress(model, task, CompressionPlan.uniform(2, 9, 16, "fit"), finetune_steps=2,
+                      factors=(1,), repeats=1)
+    path = save_converted(tmp_path / "converted.safetensors", result, info, "convert it")
+    converted, saved = load(path)
+    lineage = saved.history["lineage"]
+    assert lineage["source"] == {"name": "digits-tno.safetensors", "sha256": info.sha256}
+    assert lineage["commands"] == [info.history["command"], "convert it"]
+    assert saved.history["steps"] == 2 and len(saved.history["evals"]) == 2
+    assert saved.history["evals"][0]["metric"] == pytest.approx(result.converted.metric)
+    text = to_markdown(report_for(converted, saved, task))
+    assert f"converted from digits-tno.safetensors (SHA-256 {info.sha256[:16]}" in text
+    assert "fine-tuned 2 steps (all parameters, lr 0.0003)" in text
+    assert f"source metric {result.source.metric:.4g}" in text
+    assert '"rank":16' in text and "    convert it" in text
 
 
 # -- the command line -------------------------------------------------------------------------

@@ -268,7 +268,7 @@ def test_train_shows_the_replay_and_inspect_replays_the_saved_run(app):
     assert "Layer 0 at step 3" in chart_titles(at)
 
     at.text_input(key="save_name").set_value("replayed")
-    at.button[-1].click().run()  # Save and inspect
+    at.button(key="save").click().run()  # Save and inspect
     assert not at.exception, at.exception
     assert at.selectbox(key="checkpoint").value == "user/replayed"
     assert "Kernels during training" in [h.value for h in at.subheader]

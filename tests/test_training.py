@@ -273,13 +273,15 @@ def test_cli_trains_saves_and_evaluates(tmp_path, capsys):
     assert info.history["command"].startswith("python -m tnn_core.training --task recall")
     assert [e["step"] for e in info.history["evals"]] == [0, 2, 3]
     capsys.readouterr()
-    assert evaluate_main([str(out), "--length", "32", "--batches", "2"]) == 0
+    assert evaluate_main([str(out), "--length", "32"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 1
     result = json.loads(lines[0])
     assert result["task"] == "recall" and result["length"] == 32 and result["train_length"] == 16
     assert result["metric_name"] == "accuracy" and result["chance"] == 1 / 32
     assert 0 <= result["metric"] <= 1 and math.isfinite(result["loss"])
+    low, high = result["ci95"]  # the evaluation set's interval and size
+    assert low <= result["metric"] <= high and result["sequences"] == 2048
 
 
 def test_cli_help_documents_every_option(capsys):
@@ -294,12 +296,12 @@ def test_cli_help_documents_every_option(capsys):
 
 def test_length_sweep_and_kernels(tasks):
     result = train(tiny(tasks["recall"], steps=2), tasks["recall"])
-    rows = length_sweep(result.model, tasks["recall"], batches=1, batch_size=4)
+    rows = length_sweep(result.model, tasks["recall"])
     assert [r["length"] for r in rows] == [16, 32, 64]
-    assert all(math.isfinite(r["loss"]) for r in rows)
+    assert all(math.isfinite(r["scores"].loss_mean) for r in rows)
     digits = train(tiny(tasks["digits"], steps=1), tasks["digits"])
-    rows = length_sweep(digits.model, tasks["digits"], batches=1, batch_size=4)
-    assert rows[0]["metric"] is not None and rows[1]["metric"] is None
+    rows = length_sweep(digits.model, tasks["digits"])
+    assert rows[0]["scores"] is not None and rows[1]["scores"] is None
     kernels = layer_kernels(result.model, 10)
     assert kernels.shape == (1, 48, 19)
     assert torch.all(kernels[:, :, :9] == 0)  # causal: nothing at negative lags
@@ -325,11 +327,13 @@ def test_cli_charlm_on_a_text_file(tmp_path, capsys):
     assert "text" not in info.task["settings"]  # the checkpoint names no file
     assert "B" in info.task["vocab"]
     capsys.readouterr()
-    assert evaluate_main([str(out), "--batches", "1", "--length", "64"]) == 2
+    assert evaluate_main([str(out), "--length", "64"]) == 2
     assert "give that text again" in capsys.readouterr().err
-    assert evaluate_main([str(out), "--text", str(text), "--batches", "1", "--length", "64"]) == 0
+    assert evaluate_main([str(out), "--text", str(text), "--length", "64"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["metric_name"] == "bpc" and result["length"] == 64
+    assert result["sequences"] == (len("Beautiful is better than ugly. Explicit is better than "
+                                       "implicit.\n") * 60 // 10 - 1) // 64  # the tiles
 
 
 def test_a_run_its_checkpoint_could_not_reopen_is_refused_before_training():

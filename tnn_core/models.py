@@ -86,9 +86,14 @@ class ModelConfig:
         return self.layer_operators[index] if self.layer_operators else self.operator
 
     def to_dict(self) -> dict:
-        """Plain JSON types (layer_operators a list), as the dict reads back from JSON."""
+        """Plain JSON types (layer_operators a list), as the dict reads back from JSON; the
+        fields the model does not read are left out (num_classes of a language model, an
+        operator's unused settings: ``OperatorConfig.to_dict``)."""
         data = asdict(self)
-        data["layer_operators"] = list(data["layer_operators"])
+        data["operator"] = self.operator.to_dict()
+        data["layer_operators"] = [layer.to_dict() for layer in self.layer_operators]
+        if self.task == "lm":
+            del data["num_classes"]
         return data
 
     @classmethod

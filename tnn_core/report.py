@@ -45,15 +45,12 @@ from tnn_core.training.tasks import Task, task_from_info
 from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
 
 __all__ = ["DEFAULT_BAND", "DEFAULT_RANK", "FORMATS", "ModelCard", "Spread", "LayerReport",
-           "Report", "report_for", "to_markdown", "to_csv", "to_json", "main"]
+           "Report", "check_reportable", "report_for", "lineage_markdown", "to_markdown",
+           "to_csv", "to_json", "RENDERERS", "main"]
 
 DEFAULT_BAND = 9  # m for a layer that is not SKI: a compression plan's default, and the atlas's
 DEFAULT_RANK = 32  # r likewise
 FORMATS = ("markdown", "csv", "json")
-# the operator fields the card names, per kind (the JSON holds the whole config)
-OPERATOR_FIELDS = {"tno": ("causal", "decay", "rpe_layers", "activation"),
-                   "ski": ("causal", "decay", "band", "rank", "low_rank"),
-                   "fd": ("causal", "activation", "fd_input", "rpe_layers")}
 RUN_FIELDS = ("command", "status", "device", "dtype", "world_size", "wall_s", "started",
               "torch", "version")  # what the history says about the training run
 
@@ -74,7 +71,7 @@ class ModelCard:
     parameters: int
     training: dict  # the history's train config, its model config left out
     run: dict  # RUN_FIELDS from the history: command, device, wall time, versions
-    lineage: dict  # info.lineage when the checkpoint records one: source, plan, commands
+    lineage: dict  # the history's lineage (``training.history``): source, plan, commands
 
 
 @dataclass(frozen=True)
@@ -137,14 +134,22 @@ def _band_and_rank(model: nn.Module, n: int, band: int | None, rank: int | None
     return chosen
 
 
+def check_reportable(model: nn.Module, n: int, band: int | None = None,
+                     rank: int | None = None) -> list[tuple[str, int, int]]:
+    """(kind, m, r) per layer at training length ``n``; ValueError naming what cannot be
+    reported (a length above MAX_N, an operator without Toeplitz kernels, an m or r)."""
+    check_int("the training length n", n, 2, MAX_N, "[2, MAX_N]")
+    return _band_and_rank(model, n, band, rank)
+
+
 def report_for(model: nn.Module, info: CheckpointInfo, task: Task, band: int | None = None,
                rank: int | None = None) -> Report:
     """The ``Report`` of a loaded checkpoint (``checkpoint.load``) on its task
     (``tasks.task_from_info(info.task)``). band, rank: m and r for every layer (None: a
     SKI layer's own, else DEFAULT_BAND, DEFAULT_RANK). Refuses a training length above
     MAX_N before forming any n × n matrix."""
-    n = check_int("the training length n", task.seq_len, 2, MAX_N, "[2, MAX_N]")
-    plan = _band_and_rank(model, n, band, rank)
+    n = task.seq_len
+    plan = check_reportable(model, n, band, rank)
     causal = model.config.operator.causal
     evaluation = evaluate_model(model, task)
     kernels = layer_kernels(model, n)  # (L, D, 2n-1)
@@ -161,7 +166,7 @@ def report_for(model: nn.Module, info: CheckpointInfo, task: Task, band: int | N
         model=model.config.to_dict(), parameters=sum(p.numel() for p in model.parameters()),
         training={k: v for k, v in (history.get("train_config") or {}).items() if k != "model"},
         run={k: history[k] for k in RUN_FIELDS if k in history},
-        lineage=dict(getattr(info, "lineage", None) or {}))
+        lineage=dict(info.history.get("lineage") or {}))
     return Report(card, n, causal, layers)
 
 
@@ -182,7 +187,8 @@ def _operator_line(config: dict) -> str:
     operators = config["layer_operators"] or [config["operator"]]
     kinds = []
     for operator in operators:
-        named = {key: operator[key] for key in OPERATOR_FIELDS[operator["kind"]]}
+        named = {key: value for key, value in operator.items()  # the fields it reads
+                 if key != "kind" and value is not None}
         text = f"{operator['kind']} ({_settings(named)})"
         if text not in kinds:
             kinds.append(text)
@@ -211,11 +217,12 @@ def _card_markdown(card: ModelCard) -> list[str]:
     rest = {k: v for k, v in card.run.items() if k != "command" and k not in card.training}
     if rest:
         lines += ["", f"Run: {_settings(rest)}."]
-    lines += ["", _lineage_markdown(card.lineage)]
+    lines += ["", lineage_markdown(card.lineage)]
     return lines
 
 
-def _lineage_markdown(lineage: dict) -> str:
+def lineage_markdown(lineage: dict) -> str:
+    """A checkpoint's lineage (``training.history``) in a paragraph and its commands."""
     if not lineage:
         return "**Lineage.** None recorded: trained from scratch, or converted before " \
                "checkpoints recorded their source."
@@ -226,11 +233,14 @@ def _lineage_markdown(lineage: dict) -> str:
                      f"{str(source.get('sha256', '?'))[:16]}…)")
     if "plan" in lineage:
         parts.append(f"plan {json.dumps(lineage['plan'], separators=(',', ':'))}")
-    if "finetune_steps" in lineage:
-        parts.append(f"fine-tuned {lineage['finetune_steps']} steps")
-    for key, value in lineage.items():
-        if key not in ("source", "plan", "finetune_steps", "commands"):
-            parts.append(f"{key} {json.dumps(value)}")
+    if "finetune" in lineage:
+        tune = lineage["finetune"]
+        parts.append(f"fine-tuned {tune['steps']} steps ({tune['parameters']} parameters, "
+                     f"lr {tune['lr']:g})")
+    for stage, scored in lineage.get("metrics", {}).items():
+        low, high = scored["ci95"] or (math.nan, math.nan)
+        parts.append(f"{stage} metric {scored['metric']:.4g} (95 % interval {low:.4g} to "
+                     f"{high:.4g}, {scored['sequences']:,} sequences)")
     text = f"**Lineage.** {'; '.join(parts) or 'recorded'}."
     commands = [f"    {command}" for command in lineage.get("commands", [])]
     return "\n\n".join([text, "\n".join(commands)]) if commands else text

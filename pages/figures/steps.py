@@ -28,7 +28,6 @@ from tnn_core.lab import compress as compress_lab
 from tnn_core.lab import lesson_answers, lesson_sketch
 from tnn_core.lab.compare import SIDES
 from tnn_core.lab.inspect import (
-    ABLATION_BATCHES,
     ATLAS_CHANNELS,
     ATLAS_RANK,
     DECAY_PAIR,
@@ -180,19 +179,23 @@ def _ablation(checkpoint: str) -> None:
     """Inspect's band ablation at ABLATION_BAND lags: the task metric with every layer, and
     each layer alone, kept to its band, beside the full model's and chance."""
     ablation = _ui.band_ablation(checkpoint, ABLATION_BAND)
-    batches, size = ABLATION_BATCHES
-    name = ablation.metric_name
+    name = ablation.full.metric_name
     with st.container(key="lesson-ablation", border=True):
         st.markdown(f"**{checkpoint}, every layer kept to its band ({ablation.band})**")
         row = st.columns(3 + len(ablation.per_layer))
-        row[0].metric("Full kernels", _ui.metric_text(ablation.full, name))
-        row[1].metric("Every layer, band only", _ui.metric_text(ablation.restricted, name))
-        for layer, value in enumerate(ablation.per_layer):
-            row[2 + layer].metric(f"Layer {layer} alone, band only",
-                                  _ui.metric_text(value, name))
+        scored = [("Full kernels", ablation.full), ("Every layer, band only",
+                                                    ablation.restricted)] + [
+            (f"Layer {layer} alone, band only", scores)
+            for layer, scores in enumerate(ablation.per_layer)]
+        for column, (label, scores) in zip(row, scored, strict=False):
+            low, high = scores.ci95
+            column.metric(label, _ui.metric_text(scores.metric, name),
+                          help=f"95 % interval {_ui.metric_text(low, name)} to "
+                               f"{_ui.metric_text(high, name)}")
         row[-1].metric("Chance", _ui.metric_text(ablation.chance, name))
-        st.caption(f"Validation {name} at the training length n = {ablation.length}, on the "
-                   f"same {batches * size} sequences for every variant.")
+        st.caption(f"{name} at the training length n = {ablation.length} on the same "
+                   f"{ablation.full.sequences:,} sequences for every variant (hover a value "
+                   f"for its 95 % interval). {ablation.sentence()}")
 
 
 @st.cache_data(max_entries=8, show_spinner="Converting every layer…")
@@ -217,15 +220,19 @@ def _conversion(checkpoint: str, band: int, rank: int, method: str) -> None:
         st.markdown(f"**{checkpoint}, every layer as band m = {band} + rank r = {rank} "
                     f"({method})**")
         row = st.columns(3 + len(result.alone))
-        row[0].metric("Source", _ui.metric_text(result.source, name))
-        row[1].metric("Every layer converted", _ui.metric_text(result.converted, name))
-        for layer, value in enumerate(result.alone):
-            row[2 + layer].metric(f"Layer {layer} alone", _ui.metric_text(value, name))
+        scored = [("Source", result.source), ("Every layer converted", result.converted)] + [
+            (f"Layer {layer} alone", scores) for layer, scores in enumerate(result.alone)]
+        for column, (label, scores) in zip(row, scored, strict=False):
+            low, high = scores.ci95
+            column.metric(label, _ui.metric_text(scores.metric, name),
+                          help=f"95 % interval {_ui.metric_text(low, name)} to "
+                               f"{_ui.metric_text(high, name)}")
         row[-1].metric("Chance", _ui.metric_text(result.chance, name))
         misses = ", ".join(f"layer {i} {e:.2f}" for i, e in enumerate(result.errors))
-        st.caption(f"Validation {name} at the training length, on the same validation "
-                   f"windows for both. What band + W A Wᵀ misses of each layer's off-band "
-                   f"part, ‖error‖_F / ‖off-band part‖_F: {misses}.")
+        st.caption(f"{name} at the training length on the same {result.source.sequences:,} "
+                   f"sequences for every variant (hover a value for its 95 % interval). "
+                   f"What band + W A Wᵀ misses of each layer's off-band part, ‖error‖_F / "
+                   f"‖off-band part‖_F: {misses}.")
 
 
 def _decomposition_source(settings: Mapping) -> decomposition.KernelSource:

@@ -4,7 +4,7 @@
         --out digits-tno-m9r32.safetensors
     python -m tnn_core.compress checkpoints/listops-fd.safetensors --plan plan.json \\
         --finetune 200
-    python -m tnn_core.compress checkpoints/digits-fd.safetensors --search --delta 0.01
+    python -m tnn_core.compress checkpoints/digits-fd.safetensors --search
     python -m tnn_core.compress checkpoints/listops-tno.safetensors --max-error 0.1
 
 prints one JSON line: the source's metric, the converted model's before and after
@@ -13,7 +13,9 @@ training length, the parameter counts and each layer's plan and relative error (
 part of the kernel outside the band that band + low rank misses). --max-error EPS
 plans by an error budget: per layer, the cheapest (m, r) of the grid within EPS. With
 --search it adds the planner's candidates, their Pareto front and the chosen plan,
-which --out saves.
+which --out saves; plans tied for the fastest (their speed-up intervals overlap) are
+named and none is chosen. Every metric comes with its 95 % interval and the number of
+sequences of the task's evaluation set.
 
 A plan file is JSON: {"layers": [{"band": 9, "rank": 32, "method": "fit"},
 {"method": "keep"}]}, one entry per layer. --out may not be an input (the checkpoint,
@@ -70,9 +72,11 @@ def _parser() -> argparse.ArgumentParser:
                         "none meets is kept")
     p.add_argument("--search", action="store_true",
                    help="find the fastest plan within --delta of the source's metric")
-    p.add_argument("--delta", type=float, default=0.01,
+    p.add_argument("--delta", type=float, default=None,
                    help="--search: allowed metric drop (accuracy as a fraction: 0.01 is one "
-                        "point; bits per character for charlm); default 0.01")
+                        "point; bits per character for charlm); default: the half-width of "
+                        "the source's 95 %% interval or the lab's tolerance (0.02 accuracy, "
+                        "0.05 bpc), whichever is larger")
     p.add_argument("--bands", default=",".join(map(str, GRID_BANDS)), metavar="M1,M2,...",
                    help="--search and --max-error: the bands to try (default %(default)s)")
     p.add_argument("--ranks", default=",".join(map(str, GRID_RANKS)), metavar="R1,R2,...",
@@ -173,9 +177,15 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> dict:
     elif plan is None:
         found = search(model, task, args.delta, args.method, points, args.repeats)
         output["search"] = found.to_dict()
+        if found.tied:
+            plans = "; ".join(found.scores[i].plan.describe() for i in found.tied)
+            raise ValueError(f"these plans are tied for the fastest within delta "
+                             f"{found.delta:g} (their speed-up intervals overlap after "
+                             f"re-timing): {plans}; convert one with --plan or --band/--rank")
         if found.best is None:
             raise ValueError(f"no plan of the search grid keeps the metric within "
-                             f"--delta {args.delta}; the candidates are in no file")
+                             f"delta {found.delta:g} (the whole 95 % interval of its drop); "
+                             f"the candidates are in no file")
         plan = found.scores[found.best].plan
     result = compress(model, task, plan, args.finetune, args.finetune_lr,
                       args.finetune_parameters, repeats=args.repeats)

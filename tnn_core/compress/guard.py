@@ -5,7 +5,7 @@ MAX_ABS_WEIGHT: the shipped models' largest is about 4), which would overflow in
 knots of 1e31 and metrics of NaN. ``check_compression`` asks ``training.budget`` about
 the conversion (``conversion_cost``) and every pass a compression makes, for the source
 and the converted model (its config is known from the plan before converting): the
-metric on the fixed validation batches (memory and time), the speed-up's forward +
+metric on the task's evaluation set (memory and time), the speed-up's forward +
 backward at each factor of the training length, and a fine-tuning step.
 ``check_converted`` looks at the converted weights.
 """
@@ -19,11 +19,12 @@ import torch
 from torch import nn
 
 from tnn_core.compress.convert import knot_config
-from tnn_core.compress.measure import EVAL_BATCH_SIZE, EVAL_BATCHES, FINETUNE_BATCH, SPEED_BATCH
+from tnn_core.compress.measure import FINETUNE_BATCH, SPEED_BATCH
 from tnn_core.compress.plan import CompressionPlan
 from tnn_core.core.toeplitz import fft_size
 from tnn_core.models import ModelConfig
 from tnn_core.training.budget import FFT_OPS, Cost, check_cost, pass_cost
+from tnn_core.training.evaluate import evaluation_batch
 
 __all__ = ["MAX_ABS_WEIGHT", "check_source", "check_converted", "converted_config",
            "conversion_cost", "check_compression"]
@@ -80,17 +81,17 @@ def conversion_cost(config: ModelConfig, plan: CompressionPlan, n0: int) -> Cost
 
 
 def check_compression(config: ModelConfig, plan: CompressionPlan, n0: int, factors,
-                      finetune_steps: int, element: int = 4) -> None:
+                      finetune_steps: int, sequences: int, element: int = 4) -> None:
     """BudgetError (a ValueError) naming the first step of this compression that does not
     fit ``training.budget``'s memory limit (the conversion, each pass) or its time limit
-    (the conversion, the metric evaluations)."""
+    (the conversion, the metric on the ``sequences`` of the evaluation set)."""
     check_cost(f"converting with this plan at the training length n = {n0}",
                conversion_cost(config, plan, n0))
     converted = converted_config(config, plan, n0)
     for label, model in (("the source", config), ("the converted model", converted)):
-        check_cost(f"scoring {label} ({EVAL_BATCHES} batches of {EVAL_BATCH_SIZE} sequences "
-                   f"of {n0})", pass_cost(model, EVAL_BATCH_SIZE, n0, element=element),
-                   passes=EVAL_BATCHES)
+        batch = evaluation_batch(model, n0, element)
+        check_cost(f"scoring {label} ({sequences:,} sequences of {n0}, {batch} at a time)",
+                   pass_cost(model, batch, n0, element=element), passes=-(-sequences // batch))
         for factor in factors:
             check_cost(f"timing {label} at {factor}x the training length (forward and "
                        f"backward of {SPEED_BATCH} sequences of {factor * n0})",

@@ -1,12 +1,13 @@
 """What a conversion costs and gains: the task metric, the measured speed-up, the size,
 and a short fine-tuning to win back what was lost.
 
-* ``task_metric``: the task's metric on its fixed validation windows at the training
-  length (``training.evaluate``, 16 batches of 32 by default), the same windows for the
-  source and every converted model, so their metrics compare.
+* ``task_scores``: the task's evaluation set at the training length
+  (``training.evaluate.score``), the same sequences for the source and every converted
+  model, so their metrics compare pair by pair.
 * ``speedup``: forward + backward of the whole model on one batch of random tokens,
-  source and converted timed in interleaved rounds (``bench.harness.interleaved_times``),
-  as the ratio of medians with each side's quartiles.
+  source and converted timed in interleaved rounds (``bench.harness.interleaved_times``):
+  the median of the rounds' ratios with its distribution-free 95 % interval, and each
+  side's median and quartiles. A measurement can be extended by more rounds.
 * ``finetune``: AdamW on the training split, all parameters or only the converted
   layers' band taps and knots.
 
@@ -26,24 +27,22 @@ from torch import nn
 from tnn_core.bench.harness import interleaved_times, quartiles
 from tnn_core.checks import check_choice, check_int, check_number
 from tnn_core.operators import SKIKnots
-from tnn_core.training.evaluate import evaluate_model
+from tnn_core.training.evaluate import score
 from tnn_core.training.loop import task_loss
+from tnn_core.training.scores import Scores, median_ci
 from tnn_core.training.tasks import Task
 
-__all__ = ["EVAL_BATCHES", "EVAL_BATCH_SIZE", "SPEED_BATCH", "FINETUNE_BATCH",
-           "FINETUNE_PARAMETERS", "Speedup", "task_metric", "speedup", "parameter_count",
-           "finetune"]
+__all__ = ["SPEED_BATCH", "FINETUNE_BATCH", "FINETUNE_PARAMETERS", "Speedup", "task_scores",
+           "speedup", "parameter_count", "finetune"]
 
-EVAL_BATCHES, EVAL_BATCH_SIZE = 16, 32  # the checkpoints' README evaluates with these
 SPEED_BATCH = 8  # sequences per timed forward + backward
 FINETUNE_BATCH = 32  # sequences per fine-tuning step
 FINETUNE_PARAMETERS = ("all", "low_rank")  # low_rank: the band taps and knots of SKIKnots
 
 
-def task_metric(model: nn.Module, task: Task, batches: int = EVAL_BATCHES,
-                batch_size: int = EVAL_BATCH_SIZE) -> float:
-    """The task's metric (accuracy or bits per character) at the training length."""
-    return evaluate_model(model, task, None, batches, batch_size)["metric"]
+def task_scores(model: nn.Module, task: Task) -> Scores:
+    """The task's evaluation set at the training length, scored per sequence."""
+    return score(model, task)
 
 
 def parameter_count(model: nn.Module) -> int:
@@ -52,23 +51,65 @@ def parameter_count(model: nn.Module) -> int:
 
 @dataclass(frozen=True)
 class Speedup:
-    """Forward + backward of a model against its source at one length (ms, medians)."""
+    """Forward + backward of a model against its source at one length, in interleaved rounds."""
 
     length: int
-    source_ms: float
-    converted_ms: float
-    source_quartiles: tuple[float, float]
-    converted_quartiles: tuple[float, float]
-    repeats: int
+    source_times: tuple[float, ...]  # [R] ms per round
+    converted_times: tuple[float, ...]  # [R] ms, the same rounds
+
+    @property
+    def repeats(self) -> int:
+        return len(self.source_times)
+
+    @property
+    def source_ms(self) -> float:
+        return statistics.median(self.source_times)
+
+    @property
+    def converted_ms(self) -> float:
+        return statistics.median(self.converted_times)
+
+    @property
+    def source_quartiles(self) -> tuple[float, float]:
+        return quartiles(list(self.source_times))
+
+    @property
+    def converted_quartiles(self) -> tuple[float, float]:
+        return quartiles(list(self.converted_times))
+
+    @property
+    def ratios(self) -> list[float]:
+        """source / converted in each round: above 1 the converted model was faster."""
+        return [s / c for s, c in zip(self.source_times, self.converted_times, strict=True)]
 
     @property
     def ratio(self) -> float:
-        """source / converted: above 1 the converted model is faster."""
-        return self.source_ms / self.converted_ms
+        """The median of the rounds' ratios."""
+        return statistics.median(self.ratios)
+
+    @property
+    def ratio_ci(self) -> tuple[float, float]:
+        """The median ratio's distribution-free 95 % interval (``scores.median_ci``)."""
+        return median_ci(self.ratios)
+
+    @property
+    def verdict(self) -> str:
+        """"faster" or "slower" only when the interval excludes 1."""
+        low, high = self.ratio_ci
+        return "faster" if low > 1 else "slower" if high < 1 else "within noise"
+
+    def extended(self, more: Speedup) -> Speedup:
+        """This measurement with ``more`` rounds at the same length."""
+        if more.length != self.length:
+            raise ValueError(f"cannot extend a timing at n = {self.length} with one at "
+                             f"n = {more.length}")
+        return Speedup(self.length, self.source_times + more.source_times,
+                       self.converted_times + more.converted_times)
 
     def to_dict(self) -> dict:
         return {"length": self.length, "source_ms": self.source_ms,
                 "converted_ms": self.converted_ms, "speedup": self.ratio,
+                "speedup_ci95": list(self.ratio_ci),
                 "source_quartiles": list(self.source_quartiles),
                 "converted_quartiles": list(self.converted_quartiles), "repeats": self.repeats}
 
@@ -99,9 +140,7 @@ def speedup(source: nn.Module, converted: nn.Module, vocab_size: int, length: in
         for model, mode in zip((source, converted), was, strict=True):
             model.zero_grad(set_to_none=True)
             model.train(mode)
-    return Speedup(length, statistics.median(times["source"]),
-                   statistics.median(times["converted"]), quartiles(times["source"]),
-                   quartiles(times["converted"]), repeats)
+    return Speedup(length, tuple(times["source"]), tuple(times["converted"]))
 
 
 def finetune(model: nn.Module, task: Task, steps: int, lr: float = 3e-4,

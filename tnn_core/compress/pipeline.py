@@ -21,18 +21,18 @@ from torch import nn
 from tnn_core.compress.convert import check_convertible, convert
 from tnn_core.compress.guard import check_compression, check_converted, check_source
 from tnn_core.compress.measure import (
-    EVAL_BATCH_SIZE,
-    EVAL_BATCHES,
     Speedup,
     finetune,
     parameter_count,
     speedup,
-    task_metric,
+    task_scores,
 )
 from tnn_core.compress.plan import CompressionPlan
 from tnn_core.compress.planner import SPEED_FACTORS
 from tnn_core.training.checkpoint import CheckpointInfo, save
-from tnn_core.training.evaluate import evaluate_model
+from tnn_core.training.evaluate import evaluation_size
+from tnn_core.training.history import MAX_COMMANDS
+from tnn_core.training.scores import Difference, Scores, difference
 from tnn_core.training.tasks import Task
 
 __all__ = ["CompressionResult", "compress", "save_converted"]
@@ -47,27 +47,39 @@ class CompressionResult:
     metric_name: str
     higher_is_better: bool
     chance: float
-    source_metric: float
-    converted_metric: float  # before fine-tuning
+    source: Scores  # the evaluation set, per sequence: every stage scores the same sequences
+    converted: Scores  # before fine-tuning
     errors: list[float | None]  # per layer, relative to the off-band part; None: kept
     speedups: dict[int, Speedup]  # factor of the training length -> timing
     parameters: tuple[int, int]  # (source, converted)
     model: nn.Module  # the converted model (fine-tuned if asked)
-    finetuned_metric: float | None = None
+    finetuned: Scores | None = None
     finetune_steps: int = 0  # steps actually run (a stop ends early)
+    finetune_lr: float = 0.0
+    finetune_parameters: str = "all"
     finetune_losses: list[float] = field(default_factory=list)
     stopped: bool = False
-    final_eval: dict = field(default_factory=dict)  # evaluate_model of the final model
 
     @property
-    def final_metric(self) -> float:
-        return self.converted_metric if self.finetuned_metric is None else self.finetuned_metric
+    def final(self) -> Scores:
+        return self.converted if self.finetuned is None else self.finetuned
+
+    def change(self, stage: Scores) -> Difference:
+        """``stage`` against the source, paired on the evaluation set."""
+        return difference(self.source, stage, paired=True)
 
     def summary(self) -> dict:
+        def scored(stage: Scores | None) -> dict | None:
+            if stage is None:
+                return None
+            change = self.change(stage)
+            return {**stage.to_dict(), "worse_by": change.worse_by,
+                    "worse_by_ci95": [change.low, change.high]}
+
         return {"task": self.task, "metric_name": self.metric_name,
                 "higher_is_better": self.higher_is_better, "chance": self.chance,
-                "source_metric": self.source_metric, "converted_metric": self.converted_metric,
-                "finetuned_metric": self.finetuned_metric, "finetune_steps": self.finetune_steps,
+                "source": self.source.to_dict(), "converted": scored(self.converted),
+                "finetuned": scored(self.finetuned), "finetune_steps": self.finetune_steps,
                 "speedup": {str(f): s.to_dict() for f, s in self.speedups.items()},
                 "parameters": {"source": self.parameters[0], "converted": self.parameters[1]},
                 "layers": [{**layer.__dict__, "error": error}
@@ -84,7 +96,8 @@ def compress(model: nn.Module, task: Task, plan: CompressionPlan, finetune_steps
     Refused before anything runs (ValueError): a source with weights no trained model has,
     and a compression whose passes do not fit the budget (``guard``).
 
-    Progress items: ("converted", errors), ("metric", source, converted), ("speedup",
+    Progress items: ("converted", errors), ("metric", source, converted) (Scores),
+    ("speedup",
     Speedup), ("finetune", step, loss), ("finetuned", metric). A stop ends the
     fine-tuning after its current step (the metric is then taken as it stands) and skips
     what has not started."""
@@ -98,17 +111,16 @@ def compress(model: nn.Module, task: Task, plan: CompressionPlan, finetune_steps
     check_convertible(model.config, plan, task.seq_len)
     check_source(model)
     check_compression(model.config, plan, task.seq_len, factors, finetune_steps,
-                      next(model.parameters()).element_size())
+                      evaluation_size(task), next(model.parameters()).element_size())
     converted, errors = convert(model, plan, task.seq_len)
     check_converted(converted)
     report(0.1, ("converted", errors))
-    source_metric = task_metric(model, task)
-    converted_eval = evaluate_model(converted, task, None, EVAL_BATCHES, EVAL_BATCH_SIZE)
-    report(0.3, ("metric", source_metric, converted_eval["metric"]))
+    source, converted_scores = task_scores(model, task), task_scores(converted, task)
+    report(0.3, ("metric", source, converted_scores))
     result = CompressionResult(plan, task.name, task.metric_name, task.higher_is_better,
-                               task.chance, source_metric, converted_eval["metric"], errors, {},
+                               task.chance, source, converted_scores, errors, {},
                                (parameter_count(model), parameter_count(converted)), converted,
-                               final_eval=converted_eval)
+                               finetune_lr=finetune_lr, finetune_parameters=finetune_parameters)
     for k, factor in enumerate(factors):
         if stopping():
             result.stopped = True
@@ -124,9 +136,8 @@ def compress(model: nn.Module, task: Task, plan: CompressionPlan, finetune_steps
         result.finetune_losses = finetune(converted, task, finetune_steps, finetune_lr,
                                           finetune_parameters, on_step=step_done,
                                           stop_event=stop_event)
-        result.final_eval = evaluate_model(converted, task, None, EVAL_BATCHES, EVAL_BATCH_SIZE)
-        result.finetuned_metric = result.final_eval["metric"]
-        report(1.0, ("finetuned", result.finetuned_metric))
+        result.finetuned = task_scores(converted, task)
+        report(1.0, ("finetuned", result.finetuned))
     result.stopped = stopping()
     return result
 
@@ -135,24 +146,32 @@ def save_converted(path: str | os.PathLike, result: CompressionResult, info: Che
                    command: str = "") -> Path:
     """Write the converted model as an ordinary checkpoint of the source's task.
 
-    Its history is the source's, with the fine-tuning's losses appended, one evaluation
-    entry for the converted model (on the same windows) and ``compression``: the source
-    file and the command that trained it, the plan, the per-layer errors and the metrics
-    before and after fine-tuning. ``command``: what converted it (the history's command)."""
-    history = dict(info.history)
-    steps = int(history.get("steps") or 0) + result.finetune_steps
-    entry = result.final_eval
-    history["evals"] = [*history.get("evals", []),
-                        {"step": steps, "metric": entry["metric"], "loss": entry["loss"],
-                         "accuracy": entry["accuracy"]}]
-    history["train_loss"] = [*history.get("train_loss", []), *result.finetune_losses]
-    history["steps"] = steps
-    history["command"] = command or f"tnn_core.compress: {result.plan.describe()}"
-    history["compression"] = {
-        "source": os.path.basename(info.source), "source_command": info.history.get("command"),
-        "plan": result.plan.to_dict(),
-        "errors": result.errors, "source_metric": result.source_metric,
-        "converted_metric": result.converted_metric,
-        "finetuned_metric": result.finetuned_metric, "finetune_steps": result.finetune_steps}
+    Its history is its own: the fine-tuning's losses and steps, one evaluation of the
+    converted model (step 0) and one after fine-tuning, each with its interval, and its
+    ``lineage``: the source file's name and SHA-256, the plan, the fine-tuning, the
+    metrics of every stage and the commands (the source's lineage's, the source's, this
+    one). ``command``: what converted it."""
+    command = command or f"tnn_core.compress: {result.plan.describe()}"
+    stages = [(0, result.converted)]
+    if result.finetuned is not None:
+        stages.append((result.finetune_steps, result.finetuned))
+    history = {"metric_name": result.metric_name, "command": command,
+               "steps": result.finetune_steps, "train_loss": result.finetune_losses,
+               "evals": [{"step": step, "loss": scores.loss_mean, "accuracy": scores.accuracy,
+                          **scores.to_dict()} for step, scores in stages],
+               "lineage": _lineage(result, info, command)}
     return save(path, result.model, info.task, history)
 
+
+def _lineage(result: CompressionResult, info: CheckpointInfo, command: str) -> dict:
+    earlier = info.history.get("lineage", {}).get("commands", [])
+    own = info.history.get("command")
+    commands = [*earlier, *([own] if own else []), command][-MAX_COMMANDS:]
+    metrics = {"source": result.source.to_dict(), "converted": result.converted.to_dict()}
+    if result.finetuned is not None:
+        metrics["finetuned"] = result.finetuned.to_dict()
+    return {"source": {"name": os.path.basename(info.source), "sha256": info.sha256},
+            "plan": result.plan.to_dict(),
+            "finetune": {"steps": result.finetune_steps, "lr": result.finetune_lr,
+                         "parameters": result.finetune_parameters},
+            "metrics": metrics, "commands": commands}

@@ -22,7 +22,7 @@ import sys
 import torch
 
 from tnn_core.compress.convert import convert
-from tnn_core.compress.measure import finetune, parameter_count, speedup, task_metric
+from tnn_core.compress.measure import finetune, parameter_count, speedup, task_scores
 from tnn_core.compress.plan import CompressionPlan
 from tnn_core.compress.planner import grid, layer_cost, metric_drop
 from tnn_core.training.checkpoint import SHIPPED_DIR, load
@@ -40,12 +40,12 @@ def study_checkpoint(name: str, finetune_steps: int, repeats: int) -> dict:
     model, info = load(SHIPPED_DIR / f"{name}.safetensors")
     task = task_from_info(info.task)
     n0, layers, causal = task.seq_len, model.config.layers, model.config.operator.causal
-    source = task_metric(model, task)
+    source = task_scores(model, task).metric
     rows = []
     for m, r in sorted(grid(n0, BANDS, RANKS), key=lambda p: layer_cost(n0, p, causal)):
         plan = CompressionPlan.uniform(layers, m, r, "fit")
         converted, errors = convert(model, plan, n0)
-        metric = task_metric(converted, task)
+        metric = task_scores(converted, task).metric
         rows.append({"band": m, "rank": r, "metric": metric, "errors": errors,
                      "drop": metric_drop(source, metric, task.higher_is_better)})
         print(f"{name} m={m} r={r}: {metric:.4f} (source {source:.4f})", file=sys.stderr)
@@ -55,7 +55,7 @@ def study_checkpoint(name: str, finetune_steps: int, repeats: int) -> dict:
     if finetune_steps:
         control_model, _ = load(SHIPPED_DIR / f"{name}.safetensors")
         finetune(control_model, task, finetune_steps)
-        control = task_metric(control_model, task)
+        control = task_scores(control_model, task).metric
         cheaper = [row for row in rows if kept is None or
                    layer_cost(n0, (row["band"], row["rank"]), causal)
                    < layer_cost(n0, (kept["band"], kept["rank"]), causal)]
@@ -63,7 +63,7 @@ def study_checkpoint(name: str, finetune_steps: int, repeats: int) -> dict:
             plan = CompressionPlan.uniform(layers, row["band"], row["rank"], "fit")
             tuned_model, _ = convert(model, plan, n0)
             finetune(tuned_model, task, finetune_steps)
-            row["finetuned"] = task_metric(tuned_model, task)
+            row["finetuned"] = task_scores(tuned_model, task).metric
             print(f"{name} m={row['band']} r={row['rank']} fine-tuned: {row['finetuned']:.4f}",
                   file=sys.stderr)
         recovered = [row for row in cheaper if "finetuned" in row and

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from tnn_core import report
 from tnn_core.analysis import channel_kernel
 from tnn_core.analysis.ablation import band_restricted
 from tnn_core.analysis.applied import BASIS_CHUNK, applied_matrix
@@ -37,15 +38,20 @@ from tnn_core.models import ModelConfig
 from tnn_core.training import checkpoint, evaluate
 from tnn_core.training.budget import MEMORY_LIMIT, check_cost, pass_cost
 from tnn_core.training.checkpoint import CheckpointInfo
+from tnn_core.training.scores import Difference, Scores, difference
 from tnn_core.training.tasks import Task
+from tnn_core.training.verdicts import quality, quality_sentence
 
 __all__ = ["NAME_PATTERN", "SHIPPED_ORDER", "applied_chunk", "saved_checkpoints", "checkpoint_path",
            "save_run",
            "Opened", "open_file", "open_bytes", "COMMAND_SHOWN", "Summary", "summary", "STATISTICS",
            "ATLAS_BAND", "ATLAS_RANK", "ATLAS_CHANNELS", "ATLAS_MAX_N", "opening_atlas",
            "Channels", "LayerMedians", "AtlasView", "atlas_view", "band_description",
-           "ChannelMatrix", "channel_matrix", "BandAblation", "band_ablation", "FACTORS",
-           "LengthSweep", "length_sweep", "Extrapolation", "extrapolation", "DECAY_PAIR",
+           "ChannelMatrix", "channel_matrix", "lineage_text", "model_report", "report_refusal",
+           "report_text", "evaluation",
+           "BandAblation", "band_ablation", "FACTORS",
+           "LengthSweep", "length_sweep", "extrapolation_sentence", "Extrapolation",
+           "extrapolation", "DECAY_PAIR",
            "DecayPair", "decay_pair", "training_kernels"]
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # a file name, never a path
@@ -169,7 +175,7 @@ class Summary:
     device: str | None
     command: str | None  # the command that trained it, at most COMMAND_SHOWN characters
     train_n: int  # the training length
-    config: dict  # model and task settings, for a JSON view
+    config: dict  # the model (the fields it reads), task and training settings, for a JSON view
     eval_steps: np.ndarray  # [E] steps of the evaluations that recorded the metric
     eval_metric: np.ndarray  # [E] their metric, finite
 
@@ -229,7 +235,9 @@ def summary(info: CheckpointInfo, task: Task | None = None) -> Summary:
         device=history.get("device"), command=command,
         train_n=int(info.task.get("settings", {}).get("seq_len") or 64),
         config={"model": config.to_dict(),
-                "task": {k: v for k, v in info.task.items() if k != "vocab"}},
+                "task": {k: v for k, v in info.task.items() if k != "vocab"},
+                "training": {k: v for k, v in (history.get("train_config") or {}).items()
+                             if k != "model"}},
         eval_steps=np.array([step for step, _ in measured], dtype=np.int64),
         eval_metric=np.array([metric for _, metric in measured], dtype=float))
 
@@ -391,49 +399,80 @@ def channel_matrix(model: nn.Module, n: int, layer: int, channel: int) -> Channe
     return ChannelMatrix(view=view, target=target, target_gap=gap)
 
 
+def lineage_text(info: CheckpointInfo) -> str | None:
+    """Where a converted or fine-tuned checkpoint came from, in markdown; None for one
+    trained from scratch (``training.history``'s lineage)."""
+    lineage = (info.history or {}).get("lineage")
+    return report.lineage_markdown(lineage) if lineage else None
+
+
+def model_report(model: nn.Module, info: CheckpointInfo, task: Task) -> report.Report:
+    """The model card and per-layer spectral report (``tnn_core.report``)."""
+    return report.report_for(model, info, task)
+
+
+def report_refusal(model: nn.Module, n: int) -> str | None:
+    """Why the report cannot be made for ``model`` at training length n; None if it can."""
+    try:
+        report.check_reportable(model, n)
+    except ValueError as err:
+        return str(err)
+    return None
+
+
+def report_text(made: report.Report, form: str) -> str:
+    """The report as a file: form "markdown", "csv" or "json"."""
+    return report.RENDERERS[form](made)
+
+
+def evaluation(model: nn.Module, task: Task) -> Scores:
+    """The model on its task's evaluation set at the training length (``evaluate.score``):
+    the number every page reports for it."""
+    return evaluate.score(model, task)
+
+
 # -- band ablation ---------------------------------------------------------------------------
-ABLATION_BATCHES = (8, 16)  # validation batches × sequences: the same for every variant
-
-
 @dataclass(frozen=True)
 class BandAblation:
-    """The task metric with the full operators and with layers restricted to the band."""
+    """The task metric with the full operators and with layers restricted to the band, all on
+    the evaluation set (paired: every variant scores the same sequences)."""
 
     band: str  # the band's lags in words
     length: int  # evaluated at the training length
-    metric_name: str
-    higher_is_better: bool
-    chance: float
-    full: float  # every layer as trained
-    restricted: float  # every layer restricted to its band
-    per_layer: np.ndarray  # [L] only layer l restricted
+    chance: float  # the metric of a uniform guess
+    full: Scores  # every layer as trained
+    restricted: Scores  # every layer restricted to its band
+    per_layer: tuple[Scores, ...]  # [L] only layer l restricted
+
+    def change(self, variant: Scores) -> Difference:
+        """How much worse ``variant`` is than the full model, with its interval."""
+        return difference(self.full, variant, paired=True)
 
     @property
     def margin_lost(self) -> float:
         """Share of the model's margin over chance lost when every layer keeps only its band
-        (0: the band does everything; 1: down to chance). NaN without a margin."""
-        margin = self.full - self.chance if self.higher_is_better else self.chance - self.full
-        lost = self.full - self.restricted if self.higher_is_better \
-            else self.restricted - self.full
-        return lost / margin if margin > 0 else math.nan
+        (0: nothing lost; 1: down to chance). NaN without a margin."""
+        sign = 1.0 if self.full.higher_is_better else -1.0
+        margin = sign * (self.full.metric - self.chance)
+        return sign * (self.full.metric - self.restricted.metric) / margin if margin > 0 \
+            else math.nan
+
+    def sentence(self) -> str:
+        """The verdict on the band alone (``training.verdicts``), with its numbers."""
+        return quality_sentence(self.change(self.restricted), "the model",
+                                f"With every layer {self.band},")
 
 
 def band_ablation(model: nn.Module, task: Task, band: int) -> BandAblation:
-    """Evaluate ``model`` on the same validation batches at its training length with every
-    layer, and each layer alone, restricted to the band (``analysis.ablation``)."""
-    n, (batches, size) = task.seq_len, ABLATION_BATCHES
-
-    def metric(variant: nn.Module) -> float:
-        return evaluate.evaluate(variant, task, batches, size, n)["metric"]
-
-    layers = range(len(model.operators()))
+    """Score ``model`` on the evaluation set at its training length with every layer, and
+    each layer alone, restricted to the band (``analysis.ablation``)."""
+    n, layers = task.seq_len, range(len(model.operators()))
     return BandAblation(
         band=band_description(band, model.config.operator.causal), length=n,
-        metric_name=task.metric_name, higher_is_better=task.higher_is_better,
-        chance=float(task.chance), full=metric(model),
-        restricted=metric(band_restricted(model, n, band, layers)),
-        per_layer=np.array([metric(band_restricted(model, n, band, [layer]))
-                            for layer in layers]))
+        chance=float(task.chance), full=evaluate.score(model, task, n),
+        restricted=evaluate.score(band_restricted(model, n, band, layers), task, n),
+        per_layer=tuple(evaluate.score(band_restricted(model, n, band, [layer]), task, n)
+                        for layer in layers))
 
 
 # -- beyond the training length --------------------------------------------------------------
@@ -442,20 +481,47 @@ FACTORS = (1, 2, 4)  # lengths shown, as multiples of the training length (TNN's
 
 @dataclass(frozen=True)
 class LengthSweep:
-    """The task's metric at each factor × the training length, [F] each."""
+    """The evaluation set at each factor × the training length."""
 
-    factor: np.ndarray
-    length: np.ndarray
-    metric: np.ndarray  # NaN where the task exists at its training length only
-    loss: np.ndarray
+    factor: np.ndarray  # [F]
+    length: np.ndarray  # [F]
+    scores: tuple[Scores | None, ...]  # [F]; None where the task has one length only
+    tiles_text: bool  # every length scores the same characters (Task.tiles_text)
+
+    @property
+    def metric(self) -> np.ndarray:
+        """[F], NaN where not measured."""
+        return np.array([math.nan if s is None else s.metric for s in self.scores])
+
+    def change(self, index: int) -> Difference:
+        """Factor ``index`` against 1×: paired on the same text when the windows tile it
+        (1×'s windows merged into the longer ones), else two independent sets."""
+        reference, other = self.scores[0], self.scores[index]
+        if self.tiles_text:
+            group = int(self.factor[index] // self.factor[0])
+            return difference(reference.merged(group, other.sequences), other, paired=True)
+        return difference(reference, other, paired=False)
+
+    def sentences(self, subject: str) -> list[str]:
+        """One verdict per longer length (``training.verdicts``), in the same words as
+        everywhere the lab speaks of extrapolation."""
+        return [extrapolation_sentence(self.change(i), subject, int(self.factor[i]),
+                                       int(self.length[i]))
+                for i in range(1, len(self.factor)) if self.scores[i] is not None]
+
+
+def extrapolation_sentence(change: Difference, subject: str, factor: int, length: int,
+                           detail: str = "") -> str:
+    """The one sentence for a model at ``factor`` × its training length against 1×."""
+    return quality_sentence(change, subject, f"At {factor}× the training length (n = "
+                                             f"{length:,}){detail},")
 
 
 def length_sweep(model: nn.Module, task: Task) -> LengthSweep:
-    rows = evaluate.length_sweep(model, task, FACTORS, batches=4, batch_size=16)
-    return LengthSweep(
-        factor=np.array([r["factor"] for r in rows]), length=np.array([r["length"] for r in rows]),
-        metric=np.array([math.nan if r["metric"] is None else r["metric"] for r in rows]),
-        loss=np.array([math.nan if r["loss"] is None else r["loss"] for r in rows]))
+    rows = evaluate.length_sweep(model, task, FACTORS)
+    return LengthSweep(factor=np.array([r["factor"] for r in rows]),
+                       length=np.array([r["length"] for r in rows]),
+                       scores=tuple(r["scores"] for r in rows), tiles_text=task.tiles_text)
 
 
 @dataclass(frozen=True)
@@ -488,39 +554,48 @@ class DecayPair:
     decays: tuple[float, float]  # λ of each
     train_n: int
     metric_name: str
-    higher_is_better: bool
     chance: float
     factor: np.ndarray  # [F]
     length: np.ndarray  # [F]
-    metric_last: np.ndarray  # [2, F] on the last train_n positions of each window
-    metric_all: np.ndarray  # [2, F] on every position
+    last: tuple[tuple[Scores, ...], tuple[Scores, ...]]  # [2][F] the last train_n positions
+    every: tuple[tuple[Scores, ...], tuple[Scores, ...]]  # [2][F] every position
 
-    def holds(self, model: int) -> bool:
-        """Whether ``model`` keeps at least 90 % of its 1× margin over chance at every factor,
-        on the last train_n positions."""
-        sign = 1 if self.higher_is_better else -1
-        margin = sign * (self.metric_last[model] - self.chance)  # (F,)
-        return bool(margin[0] > 0 and np.all(margin >= 0.9 * margin[0]))
+    @property
+    def metric_last(self) -> np.ndarray:
+        return np.array([[s.metric for s in row] for row in self.last])  # (2, F)
+
+    @property
+    def metric_all(self) -> np.ndarray:
+        return np.array([[s.metric for s in row] for row in self.every])  # (2, F)
+
+    def change(self, model: int) -> Difference:
+        """``model`` at the longest factor against 1×, on the last train_n positions of the
+        same windows: the same targets, paired."""
+        return difference(self.last[model][0], self.last[model][-1], paired=True)
 
     def sentence(self) -> str:
-        """What the measurement says, in the terms of Table 10."""
-        (with_decay, without), last = self.names, len(self.factor) - 1
-        values = ", ".join(f"{name} (λ = {lam:g}) {self.metric_last[i, last]:.3g} "
-                           f"{self.metric_name}"
-                           for i, (name, lam) in enumerate(zip(self.names, self.decays,
-                                                               strict=True)))
-        measured = (f"At {self.factor[last]}× the training length n = {self.train_n}, on the "
-                    f"last {self.train_n} positions of the same windows: {values} "
-                    f"(chance {self.chance:.3g}).")
-        if self.holds(0) and not self.holds(1):
-            return measured + (f" Here, as in TNN's Table 10, the decay is what lets {with_decay}"
-                               f" extrapolate: {without} loses its quality.")
-        if self.holds(0) and self.holds(1):
-            return measured + " Here both extrapolate: the decay is not what makes the difference."
-        if not self.holds(0):
-            return measured + (f" Here even {with_decay} loses its quality at longer lengths, so "
-                               "this pair does not reproduce Table 10.")
-        return measured + f" Here only {without} extrapolates, against Table 10."
+        """Each model's verdict at the longest factor, then what they say about Table 10."""
+        windows = self.last[0][0].sequences
+        (first, second) = (f"{name} (λ = {lam:g})" for name, lam in zip(self.names, self.decays,
+                                                                       strict=True))
+        said = [extrapolation_sentence(self.change(0), first, int(self.factor[-1]),
+                                       int(self.length[-1]),
+                                       f", on the last {self.train_n} positions of the same "
+                                       f"{windows} windows"),
+                quality_sentence(self.change(1), second, "There,")]
+        verdicts = [quality(self.change(i)) for i in range(2)]
+        (with_decay, without) = self.names
+        if verdicts == ["keeps", "loses"]:
+            ending = (f"As in TNN's Table 10, the decay is what lets {with_decay} extrapolate.")
+        elif verdicts == ["keeps", "keeps"]:
+            ending = "Here both extrapolate: the decay is not what makes the difference."
+        elif "cannot tell" in verdicts:
+            ending = "So this measurement cannot confirm or refute Table 10."
+        elif verdicts[0] == "loses" and verdicts[1] == "loses":
+            ending = "Here both lose quality, so this pair does not reproduce Table 10."
+        else:
+            ending = f"Here only {without} extrapolates, against Table 10."
+        return " ".join(said + [ending])
 
 
 def decay_pair(models: tuple[nn.Module, nn.Module], names: tuple[str, str], task: Task,
@@ -529,9 +604,8 @@ def decay_pair(models: tuple[nn.Module, nn.Module], names: tuple[str, str], task
     rows = [evaluate.same_window_sweep(model, task, factors) for model in models]
     return DecayPair(
         names=names, decays=tuple(float(m.config.operator.decay) for m in models),
-        train_n=task.seq_len, metric_name=task.metric_name,
-        higher_is_better=task.higher_is_better, chance=float(task.chance),
+        train_n=task.seq_len, metric_name=task.metric_name, chance=float(task.chance),
         factor=np.array([r["factor"] for r in rows[0]]),
         length=np.array([r["length"] for r in rows[0]]),
-        metric_last=np.array([[r["metric_last"] for r in model_rows] for model_rows in rows]),
-        metric_all=np.array([[r["metric_all"] for r in model_rows] for model_rows in rows]))
+        last=tuple(tuple(r["last"] for r in model_rows) for model_rows in rows),
+        every=tuple(tuple(r["all"] for r in model_rows) for model_rows in rows))

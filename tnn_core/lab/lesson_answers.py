@@ -23,6 +23,7 @@ from tnn_core.core.toeplitz import matvec
 from tnn_core.lab.compress import QuickConversion
 from tnn_core.lab.frequency import decay_curve, decay_magnitude
 from tnn_core.lab.inspect import BandAblation
+from tnn_core.training.verdicts import quality
 
 __all__ = ["COMPUTED", "OUTCOMES", "first_to_roundoff", "smaller_frobenius",
            "fft_against_dense", "negative_lags", "band_only", "conversion_loss"]
@@ -104,15 +105,16 @@ def negative_lags(choices: Sequence[str], kernel: np.ndarray) -> str:
 
 
 def band_only(choices: Sequence[str], ablation: BandAblation) -> str:
-    """Whether the task metric holds (within a point) with every layer kept to its band
-    (``inspect.band_ablation``), or falls most of the way towards chance."""
-    if abs(ablation.full - ablation.restricted) <= 0.01:
+    """Whether the task metric holds with every layer kept to its band (the ablation's
+    verdict, ``training.verdicts``), or loses more than half its margin over chance."""
+    verdict = quality(ablation.change(ablation.restricted))
+    if verdict == "keeps":
         outcome = "holds"
-    elif ablation.margin_lost > 0.5:
+    elif verdict == "loses" and ablation.margin_lost > 0.5:
         outcome = "towards chance"
     else:
-        raise ValueError(f"the band alone loses {ablation.margin_lost:.0%} of the margin "
-                         f"over chance: neither holds nor falls to chance")
+        raise ValueError(f"the band alone {verdict} (it loses {ablation.margin_lost:.0%} of "
+                         f"the margin over chance): neither holds nor falls to chance")
     return _choice("band_only", outcome, choices)
 
 
@@ -120,10 +122,10 @@ def conversion_loss(choices: Sequence[str], result: QuickConversion) -> str:
     """What converting every layer to band + low rank costs the task metric
     (``compress.quick_conversion``): under a point, about ten points (5 to 15), or down
     to chance (within 5 points of it)."""
-    loss = abs(result.source - result.converted)
+    loss = abs(result.source.metric - result.converted.metric)
     if loss < 0.01:
         outcome = "under a point"
-    elif abs(result.converted - result.chance) <= 0.05:
+    elif abs(result.converted.metric - result.chance) <= 0.05:
         outcome = "chance"
     elif 0.05 <= loss <= 0.15:
         outcome = "about ten points"

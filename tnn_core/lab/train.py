@@ -221,22 +221,35 @@ class ProgressView:
     eval_steps: np.ndarray  # [e] the steps evaluated
     eval_losses: np.ndarray  # [e] validation loss (nats)
     eval_metrics: np.ndarray  # [e] the task's validation metric
+    eval_intervals: np.ndarray  # [e, 2] its 95 % interval (NaN where none was recorded)
     last_loss: float | None  # the latest training loss; None before the first step
     last_metric: float | None  # the latest validation metric; None before the first
+    last_sequences: int | None  # the sequences that evaluation scored
+
+    @property
+    def last_interval(self) -> tuple[float, float] | None:
+        """The latest evaluation's 95 % interval; None when it recorded none."""
+        if not len(self.eval_intervals) or not np.isfinite(self.eval_intervals[-1]).all():
+            return None
+        low, high = self.eval_intervals[-1]
+        return float(low), float(high)
 
 
 def progress_view(progress: Progress) -> ProgressView:
     losses = np.array(progress.losses, dtype=np.float64).reshape(-1, 2)  # (s, [step, loss])
     evals = progress.evals
     metrics = np.array([e["metric"] for e in evals], dtype=np.float64)
+    intervals = np.array([e.get("ci95") or (np.nan, np.nan) for e in evals],
+                         dtype=np.float64).reshape(-1, 2)
     return ProgressView(
         fraction=min(progress.step / max(progress.steps, 1), 1.0),
         loss_steps=losses[:, 0].astype(np.int64), losses=losses[:, 1],
         eval_steps=np.array([e["step"] for e in evals], dtype=np.int64),
         eval_losses=np.array([e["loss"] for e in evals], dtype=np.float64),
-        eval_metrics=metrics,
+        eval_metrics=metrics, eval_intervals=intervals,
         last_loss=float(losses[-1, 1]) if len(losses) else None,
-        last_metric=float(metrics[-1]) if len(metrics) else None)
+        last_metric=float(metrics[-1]) if len(metrics) else None,
+        last_sequences=evals[-1].get("sequences") if evals else None)
 
 
 # -- kernels forming during training (shown by Train and Inspect) ----------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Literal
 
 from tnn_core.checks import check_choice, check_fraction, check_int, check_number, config_from_dict
@@ -24,6 +24,14 @@ MAX_SIZE = 65_536  # rank, band, max_length
 MAX_RPE_DIM = 8_192
 MAX_RPE_LAYERS = 64
 MAX_HEADS = 4_096
+# the fields each kind reads, beside kind and causal (grep its module: ``config.<field>``)
+_USED = {
+    "tno": ("decay", "rpe_dim", "rpe_layers", "activation"),
+    "fd": ("rpe_dim", "rpe_layers", "activation", "fd_input"),
+    "ski": ("decay", "rank", "band", "low_rank"),  # A from the RPE on the time warp λ
+    "ski knots": ("rank", "band", "low_rank", "knot_length"),  # A held as knots: no λ
+    "togeipi": ("heads", "sparse_density", "max_length", "sparse_l1", "psf_activation"),
+}
 
 
 @dataclass(frozen=True)
@@ -76,12 +84,26 @@ class OperatorConfig:
         check_int("max_length", self.max_length, 1, MAX_SIZE)
         check_number("sparse_l1", self.sparse_l1, 0, 1)
         check_choice("psf_activation", self.psf_activation, _PSF_ACTIVATIONS)
+        used = self.used_fields()
+        for f in fields(self):  # a setting the kind never reads is its default: one config
+            if f.name not in used:  # per operator, and to_dict round-trips
+                object.__setattr__(self, f.name, f.default)
 
     def rpe_width(self, dim: int) -> int:
         return self.rpe_dim if self.rpe_dim is not None else max(dim // 8, 32)
 
+    def used_fields(self) -> tuple[str, ...]:
+        """The fields this kind of operator reads (kind and causal always)."""
+        if self.kind == "ski":
+            return ("kind", "causal") + (_USED["ski knots"] if self.low_rank == "knots"
+                                         else _USED["ski"])
+        return ("kind", "causal") + _USED[self.kind]
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The fields the operator reads; the others are left out, so a checkpoint's header
+        never carries a setting its model ignores (``from_dict`` gives them defaults)."""
+        data = asdict(self)
+        return {name: data[name] for name in self.used_fields()}
 
     @classmethod
     def from_dict(cls, data: dict) -> OperatorConfig:

@@ -53,6 +53,7 @@ holds no second, shared tensor and safetensors saves it as is.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -122,6 +123,7 @@ class CheckpointInfo:
     version: str = ""
     source: str = ""  # the path, or "<bytes>"
     size_bytes: int = 0
+    sha256: str = ""  # of the file's bytes: what a converted model's lineage names
 
     @property
     def final_metrics(self) -> dict:
@@ -439,7 +441,8 @@ def _validated(data: bytes, source: str) -> tuple[CheckpointInfo, dict[str, _Ent
     history = meta["history"]
     if isinstance(history.get("train_config"), dict):
         history["train_config"] = migrate_train_config(history["train_config"], config)
-    info = CheckpointInfo(config, meta["task"], history, meta["version"], source, len(data))
+    info = CheckpointInfo(config, meta["task"], history, meta["version"], source, len(data),
+                          hashlib.sha256(data).hexdigest())
     return info, entries
 
 

@@ -1,15 +1,23 @@
-"""Evaluate a checkpoint on its task's validation data, at its training length or longer.
+"""Evaluate a checkpoint on its task's evaluation set, at its training length or longer.
 
     python -m tnn_core.training.evaluate checkpoints/charlm-tno.safetensors --length 1024
     python -m tnn_core.training.evaluate checkpoints/charlm-tno-decay099.safetensors \
         --same-windows 1,2,4,8,16
 
-prints one JSON object: checkpoint, task, metric and value, chance, baselines, the
-length used and the training length, loss, batches and targets counted.
+prints one JSON object: checkpoint, task, metric, its 95 % interval ``ci95`` and the
+number of ``sequences``, chance, baselines, the length used and the training length,
+loss and targets counted.
 
-Library use (the app): ``evaluate_checkpoint`` for one length, ``length_sweep`` for
-1×, 2×, 4× the training length, ``same_window_sweep`` for a language model on the same
-windows up to 16×, ``layer_kernels`` for every layer's kernels at a length.
+Every metric the lab reports comes from one fixed evaluation set per task
+(``Task.evaluation_set``) scored per sequence (``training.scores``): the CLI, Inspect's
+header, ablation, length sweep and Table 10, and Compress all report the same number
+with the same interval.
+
+Library use (the app): ``score`` for the Scores at one length, ``evaluate_model`` for
+them as a flat dict, ``length_sweep`` for 1×, 2×, 4× the training length,
+``same_window_sweep`` for a language model on the same windows up to 16×,
+``layer_kernels`` for every layer's kernels at a length. ``evaluate`` is the training
+loop's cheaper periodic evaluation on a few validation batches.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import math
 import sys
 import time
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -26,24 +35,28 @@ from torch import nn
 from tnn_core.allocator import keep_freed_memory
 from tnn_core.checks import check_int, check_number
 from tnn_core.files import read_bounded
+from tnn_core.models import ModelConfig
 from tnn_core.training.answer import answer
 from tnn_core.training.budget import (
+    MEMORY_LIMIT,
     SECONDS_LIMIT,
-    SWEEP_BATCH_SIZE,
-    SWEEP_BATCHES,
     SWEEP_FACTORS,
     BudgetError,
     check_cost,
     pass_cost,
 )
 from tnn_core.training.checkpoint import CheckpointInfo, load
+from tnn_core.training.scores import Scores
 from tnn_core.training.tasks import IGNORE, Task, task_from_info
 from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
 
-__all__ = ["evaluate", "evaluate_model", "evaluate_checkpoint", "length_sweep",
-           "same_window_sweep", "layer_kernels", "deadline_after", "autocast", "main"]
+__all__ = ["score", "score_batches", "evaluation_batch", "evaluate", "evaluate_model",
+           "evaluate_checkpoint", "evaluation_size", "length_sweep", "same_window_sweep",
+           "layer_kernels",
+           "deadline_after", "autocast", "main"]
 
 CLI_SECONDS_LIMIT = 600.0  # the command line's default time limit: the user's own machine
+EVALUATION_TOKENS = 8192  # tokens per pass over the evaluation set
 
 
 def autocast(device: torch.device, dtype: str):
@@ -58,129 +71,170 @@ def deadline_after(seconds: float = SECONDS_LIMIT) -> float:
 
 
 @torch.no_grad()
+def _per_position(model: nn.Module, batches, dtype: str, deadline: float | None):
+    """For each batch: loss (nats), right and counted, [B, n] each ([B, 1] for a class).
+
+    Past ``deadline`` (``deadline_after``) it stops between two batches with a
+    BudgetError: an estimate that erred never means "never ends"."""
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    try:
+        for done, (tokens, targets) in enumerate(batches):
+            if deadline is not None and time.monotonic() > deadline:
+                raise BudgetError(f"the evaluation at n = {tokens.shape[1]:,} passed its time "
+                                  f"limit after {done} of {len(batches)} batches")
+            tokens, targets = tokens.to(device), targets.to(device)
+            with autocast(device, dtype):
+                logits = model(tokens)  # (B, n, V) or (B, C)
+            if logits.dtype not in (torch.float32, torch.float64):  # bfloat16 autocast
+                logits = logits.float()
+            targets = targets.reshape(len(tokens), -1)  # (B, n) or (B, 1)
+            logits = logits.reshape(*targets.shape, logits.shape[-1])  # (B, n or 1, V)
+            keep = targets != IGNORE
+            loss = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")  # (B, n)
+            yield loss * keep, (logits.argmax(-1) == targets) & keep, keep
+    finally:
+        model.train(was_training)
+
+
+def _scores(task: Task, sums: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> Scores:
+    """Scores from per-batch sums [B] of loss, right and counted."""
+    loss, right, counted = (torch.cat(part).cpu().numpy() for part in zip(*sums, strict=True))
+    if counted.sum() == 0:
+        raise ValueError(f"task {task.name} gave no targets to evaluate")
+    return Scores(task.metric_name, task.higher_is_better, loss.astype(np.float64), right,
+                  counted)
+
+
+def _summed(loss: torch.Tensor, right: torch.Tensor, keep: torch.Tensor, start: int = 0):
+    """Per-sequence sums [B] over positions ``start`` onwards."""
+    return (loss[:, start:].double().sum(1), right[:, start:].sum(1), keep[:, start:].sum(1))
+
+
+def score_batches(model: nn.Module, task: Task, batches, dtype: str = "float32",
+                  deadline: float | None = None) -> Scores:
+    """``model``'s per-sequence loss, correct predictions and targets over ``batches``."""
+    return _scores(task, [_summed(*out) for out in _per_position(model, batches, dtype,
+                                                                  deadline)])
+
+
+def evaluation_batch(config: ModelConfig, n: int, element: int = 4) -> int:
+    """Sequences per pass over the evaluation set at length ``n``: EVALUATION_TOKENS
+    tokens, fewer if that pass would exceed MEMORY_LIMIT; fixed per model and length."""
+    batch = max(1, EVALUATION_TOKENS // n)
+    while batch > 1 and pass_cost(config, batch, n, element=element).bytes > MEMORY_LIMIT:
+        batch //= 2
+    return batch
+
+
+def _batch_for(model: nn.Module, n: int) -> int:
+    return evaluation_batch(model.config, n, next(model.parameters()).element_size())
+
+
+def evaluation_size(task: Task, length: int | None = None) -> int:
+    """Sequences in ``task``'s evaluation set at ``length``."""
+    return len(task.evaluation_set(length)[0])
+
+
+def score(model: nn.Module, task: Task, length: int | None = None, dtype: str = "float32",
+          deadline: float | None = None) -> Scores:
+    """``model`` on its task's evaluation set (``Task.evaluation_set``) at ``length``
+    (default the training length): the one measurement every reported metric comes from."""
+    tokens, targets = task.evaluation_set(length)  # (N, n), (N, n) or (N,)
+    batch = _batch_for(model, tokens.shape[1])
+    batches = [(tokens[i : i + batch], targets[i : i + batch])
+               for i in range(0, len(tokens), batch)]
+    return score_batches(model, task, batches, dtype, deadline)
+
+
 def evaluate(model: nn.Module, task: Task, batches: int = 8, batch_size: int = 32,
              length: int | None = None, dtype: str = "float32",
              deadline: float | None = None) -> dict:
-    """The task's metrics on its fixed validation batches at ``length`` (default seq_len).
+    """The task's metrics on its fixed validation batches at ``length`` (default seq_len):
+    the training loop's periodic evaluation, cheaper than the evaluation set.
 
-    Returns loss (nats), accuracy, the task's metric, perplexity (lm), length and the
-    number of targets counted. Past ``deadline`` (``deadline_after``) it stops between
-    two batches with a BudgetError: an estimate that erred never means "never ends"."""
-    device = next(model.parameters()).device
+    Returns loss (nats), accuracy, the task's metric with its ci95 and the number of
+    sequences, perplexity (lm), length and the number of targets counted."""
     n = task.check_length(length)
-    was_training = model.training
-    model.eval()
-    total_loss, correct, count = 0.0, 0, 0
-    for done, (tokens, targets) in enumerate(task.validation(batch_size, batches, n)):
-        if deadline is not None and time.monotonic() > deadline:
-            raise BudgetError(f"the evaluation at n = {n:,} passed its time limit after "
-                              f"{done} of {batches} batches; use fewer or smaller batches")
-        tokens, targets = tokens.to(device), targets.to(device)
-        with autocast(device, dtype):
-            logits = model(tokens)  # (B, n, V) or (B, C)
-        logits = logits.reshape(-1, logits.shape[-1]).float()
-        targets = targets.reshape(-1)
-        keep = targets != IGNORE
-        total_loss += F.cross_entropy(logits[keep], targets[keep], reduction="sum").item()
-        correct += (logits[keep].argmax(-1) == targets[keep]).sum().item()
-        count += int(keep.sum())
-    model.train(was_training)
-    if count == 0:
-        raise ValueError(f"task {task.name} gave no validation targets at length {n}")
-    out = task.metrics(total_loss / count, correct / count)
-    return {**out, "metric": out[task.metric_name], "length": n, "targets": count}
+    scores = score_batches(model, task, task.validation(batch_size, batches, n), dtype, deadline)
+    return _metrics(task, scores, n)
 
 
-def evaluate_model(model: nn.Module, task: Task, length: int | None = None, batches: int = 16,
-                   batch_size: int = 32, deadline: float | None = None) -> dict:
-    """The task's metric for ``model`` at ``length`` (default the task's), as one flat dict."""
-    metrics = evaluate(model, task, batches=batches, batch_size=batch_size, length=length,
-                       deadline=deadline)
+def _metrics(task: Task, scores: Scores, n: int) -> dict:
+    out = task.metrics(scores.loss_mean, scores.accuracy)
+    return {**out, **scores.to_dict(), "length": n, "targets": int(scores.targets.sum())}
+
+
+def evaluate_model(model: nn.Module, task: Task, length: int | None = None,
+                   deadline: float | None = None) -> dict:
+    """The task's metric for ``model`` on the evaluation set at ``length`` (default the
+    task's), with its 95 % interval and number of sequences, as one flat dict."""
+    n = task.check_length(length)
+    metrics = _metrics(task, score(model, task, n, deadline=deadline), n)
     return {"task": task.name, "metric_name": task.metric_name, "metric": metrics["metric"],
+            "ci95": metrics["ci95"], "sequences": metrics["sequences"],
             "higher_is_better": task.higher_is_better, "chance": task.chance,
-            "baselines": task.baselines(), "length": metrics["length"],
-            "train_length": task.seq_len, "loss": metrics["loss"],
-            "accuracy": metrics["accuracy"], "batches": batches, "batch_size": batch_size,
+            "baselines": task.baselines(), "length": n, "train_length": task.seq_len,
+            "loss": metrics["loss"], "accuracy": metrics["accuracy"],
             "targets": metrics["targets"]}
 
 
 def evaluate_checkpoint(model: nn.Module, info: CheckpointInfo, length: int | None = None,
-                        batches: int = 16, batch_size: int = 32, text: bytes | None = None
-                        ) -> dict:
+                        text: bytes | None = None) -> dict:
     """``evaluate_model`` on the task stored in ``info``; ``text``: the charlm upload, if any."""
     task = task_from_info(info.task, data=text)
-    return {"checkpoint": info.source, **evaluate_model(model, task, length, batches,
-                                                        batch_size)}
+    return {"checkpoint": info.source, **evaluate_model(model, task, length)}
 
 
-def length_sweep(model: nn.Module, task: Task, factors=SWEEP_FACTORS,
-                 batches: int = SWEEP_BATCHES, batch_size: int = SWEEP_BATCH_SIZE) -> list[dict]:
-    """The metric at factor × the training length, one row per factor, all within one
-    SECONDS_LIMIT (the checkpoint loader checked the estimate of the default sweep).
+def length_sweep(model: nn.Module, task: Task, factors=SWEEP_FACTORS) -> list[dict]:
+    """The evaluation set at factor × the training length, one row per factor (factor,
+    length, scores, note), all within one SECONDS_LIMIT.
 
-    A task with a fixed length (digits) gets a row with ``metric`` None and a ``note``
+    A task with a fixed length (digits) gets a row with ``scores`` None and a ``note``
     for every factor but 1."""
     rows, deadline = [], deadline_after()
     for factor in factors:
         length = int(factor * task.seq_len)
         if not task.extrapolates and length != task.seq_len:
-            rows.append({"factor": factor, "length": length, "metric": None, "loss": None,
+            rows.append({"factor": factor, "length": length, "scores": None,
                          "note": f"{task.name} has a fixed length n = {task.seq_len}"})
             continue
-        row = evaluate_model(model, task, length, batches, batch_size, deadline)
-        rows.append({"factor": factor, "length": length, "metric": row["metric"],
-                     "loss": row["loss"], "note": ""})
+        rows.append({"factor": factor, "length": length,
+                     "scores": score(model, task, length, deadline=deadline), "note": ""})
     return rows
 
 
-@torch.no_grad()
-def same_window_sweep(model: nn.Module, task: Task, factors=(1, 2, 4, 8, 16), windows: int = 8,
-                      batch_size: int = 4, deadline: float | None = None) -> list[dict]:
-    """A language model's metric at factor × the training length n0, on the same windows.
+def same_window_sweep(model: nn.Module, task: Task, factors=(1, 2, 4, 8, 16),
+                      deadline: float | None = None) -> list[dict]:
+    """A language model's scores at factor × the training length n0, on the same windows.
 
     TNN's Table 10 asks whether a model trained at n0 still works on longer sequences. To
     compare lengths fairly, every factor scores windows that end at the same positions of
-    the validation text: the longest windows (max factor × n0) are drawn once and each
-    factor keeps their last factor × n0 tokens. ``metric_last`` scores only the last n0
-    positions (the same targets at every factor, now with more context); ``metric_all``
+    the evaluation text: the windows of max factor × n0 are the evaluation set at that
+    length, and each factor keeps their last factor × n0 tokens. ``last`` scores only the
+    last n0 positions (the same targets at every factor, now with more context); ``all``
     scores every position, as a model used at that length would be scored.
 
-    Returns one row per factor: factor, length, metric_all, metric_last, loss_all, loss_last.
-    """
-    if task.kind != "lm":
-        raise ValueError(f"same_window_sweep needs a language-model task (kind 'lm'); task "
-                         f"{task.name} has kind {task.kind!r}")
+    Returns one row per factor: factor, length, and the Scores ``all`` and ``last`` [W]
+    over the W windows (paired across factors)."""
+    _check_language_model(task)
     for factor in factors:
         check_int("factor", factor, 1, 64)
-    n0, device = task.seq_len, next(model.parameters()).device
-    longest = max(factors) * n0
-    batches = task.validation(batch_size, -(-windows // batch_size), task.check_length(longest))
-    was_training = model.training
-    model.eval()
+    n0 = task.seq_len
+    tokens, targets = task.evaluation_set(max(factors) * n0)  # (W, longest) each
     rows, deadline = [], deadline or deadline_after()
     for factor in factors:
         length = factor * n0
-        sums = {"all": [0.0, 0, 0], "last": [0.0, 0, 0]}  # loss sum, correct, count
-        for tokens, targets in batches:
-            if time.monotonic() > deadline:
-                raise BudgetError(f"the same-window sweep passed its time limit at {factor}x "
-                                  f"the training length")
-            tokens, targets = tokens[:, -length:].to(device), targets[:, -length:].to(device)
-            logits = model(tokens).float()  # (B, length, V)
-            for part, start in (("all", 0), ("last", length - n0)):
-                part_logits = logits[:, start:].reshape(-1, logits.shape[-1])
-                part_targets = targets[:, start:].reshape(-1)
-                keep = part_targets != IGNORE
-                sums[part][0] += F.cross_entropy(part_logits[keep], part_targets[keep],
-                                                 reduction="sum").item()
-                sums[part][1] += (part_logits[keep].argmax(-1) == part_targets[keep]).sum().item()
-                sums[part][2] += int(keep.sum())
-        row = {"factor": factor, "length": length}
-        for part, (loss, correct, count) in sums.items():
-            row[f"loss_{part}"] = loss / count
-            row[f"metric_{part}"] = task.metrics(loss / count, correct / count)[task.metric_name]
-        rows.append(row)
-    model.train(was_training)
+        batch = _batch_for(model, length)
+        batches = [(tokens[i : i + batch, -length:], targets[i : i + batch, -length:])
+                   for i in range(0, len(tokens), batch)]
+        every, last = [], []
+        for out in _per_position(model, batches, "float32", deadline):
+            every.append(_summed(*out))
+            last.append(_summed(*out, start=length - n0))
+        rows.append({"factor": factor, "length": length, "all": _scores(task, every),
+                     "last": _scores(task, last)})
     return rows
 
 
@@ -202,18 +256,36 @@ def _factors(text: str) -> tuple[int, ...]:
 
 def _budget(model: nn.Module, task: Task, args: argparse.Namespace) -> None:
     """BudgetError unless the asked evaluation fits the memory and time budget."""
-    element = next(model.parameters()).element_size()
-    check_int("--batches", args.batches, 1)
-    check_int("--batch-size", args.batch_size, 1)
     if args.same_windows is not None:
         factors = _factors(args.same_windows)
-        n = max(factors) * task.seq_len
-        passes = args.batches * len(factors)
+        _check_language_model(task)
+        lengths = [factor * task.seq_len for factor in factors]
+        sequences = len(task.evaluation_set(max(lengths))[0])
     else:
-        n, passes = task.check_length(args.length), args.batches
-    check_cost(f"evaluating {args.batch_size} sequences of n = {n:,} at a time",
-               pass_cost(model.config, args.batch_size, n, element=element), passes=passes,
-               seconds_limit=args.time_limit)
+        lengths = [task.check_length(args.length)]
+        sequences = len(task.evaluation_set(lengths[0])[0])
+    element = next(model.parameters()).element_size()
+    for n in lengths:
+        batch = _batch_for(model, n)
+        check_cost(f"evaluating {sequences:,} sequences of n = {n:,}, {batch} at a time",
+                   pass_cost(model.config, batch, n, element=element),
+                   passes=-(-sequences // batch) * len(lengths), seconds_limit=args.time_limit)
+
+
+def _check_language_model(task: Task) -> None:
+    if task.kind != "lm":
+        raise ValueError(f"same_window_sweep needs a language-model task (kind 'lm'); task "
+                         f"{task.name} has kind {task.kind!r}")
+
+
+def _window_row(row: dict) -> dict:
+    """A same-window row as JSON: each part's metric, ci95 and the windows scored."""
+    out = {"factor": row["factor"], "length": row["length"]}
+    for part in ("all", "last"):
+        summary = row[part].to_dict()
+        out.update({f"metric_{part}": summary["metric"], f"ci95_{part}": summary["ci95"],
+                    f"loss_{part}": row[part].loss_mean})
+    return {**out, "windows": row["all"].sequences}
 
 
 def _checked_numbers(result: dict) -> dict:
@@ -222,7 +294,8 @@ def _checked_numbers(result: dict) -> dict:
     rows = result.get("same_windows", [result])
     for row in rows:
         bad = [key for key, value in row.items()
-               if isinstance(value, float) and not math.isfinite(value)]
+               if any(isinstance(v, float) and not math.isfinite(v)
+                      for v in (value if isinstance(value, list) else [value]))]
         if bad:
             raise ValueError(f"the model's {bad[0]} is {row[bad[0]]} at length "
                              f"{row.get('length')}: its outputs overflow, so no metric is "
@@ -237,8 +310,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("checkpoint", help="a .safetensors checkpoint written by tnn_core.training")
     p.add_argument("--length", type=int, default=None,
                    help="sequence length (default: the training length); longer extrapolates")
-    p.add_argument("--batches", type=int, default=16, help="fixed validation batches")
-    p.add_argument("--batch-size", type=int, default=32, help="sequences per batch")
     p.add_argument("--text", default=None,
                    help="charlm trained on a user's text: that text file (its SHA-256 must "
                         "match the one the checkpoint records)")
@@ -248,11 +319,11 @@ def main(argv: list[str] | None = None) -> int:
                         "does (default %(default)s)")
     p.add_argument("--same-windows", default=None, metavar="FACTORS",
                    help="language models: the metric at these multiples of the training "
-                        "length on the same windows, e.g. 1,2,4,8,16 (TNN's Table 10); "
-                        "--batches × --batch-size windows")
+                        "length on the same windows, e.g. 1,2,4,8,16 (TNN's Table 10): the "
+                        "evaluation set's windows at the longest")
     args = p.parse_args(argv)
     keep_freed_memory()
-    return answer(lambda: _evaluate_command(args), "the evaluation", "--batch-size or --length")
+    return answer(lambda: _evaluate_command(args), "the evaluation", "--length")
 
 
 def _evaluate_command(args: argparse.Namespace) -> dict:
@@ -266,13 +337,11 @@ def _evaluate_command(args: argparse.Namespace) -> dict:
     _budget(model, task, args)
     if args.same_windows is not None:
         rows = same_window_sweep(model, task, _factors(args.same_windows),
-                                 args.batches * args.batch_size, args.batch_size,
                                  deadline_after(args.time_limit))
-        result = {"checkpoint": info.source, "same_windows": rows}
+        result = {"checkpoint": info.source, "same_windows": [_window_row(row) for row in rows]}
     else:
         result = {"checkpoint": info.source,
-                  **evaluate_model(model, task, args.length, args.batches, args.batch_size,
-                                   deadline_after(args.time_limit))}
+                  **evaluate_model(model, task, args.length, deadline_after(args.time_limit))}
     return _checked_numbers(result)
 
 

@@ -19,10 +19,18 @@ loop's resume, the compress pipeline. Every key is optional:
                            at most MAX_EVAL_KEYS more keys (labels), each a number >= 0 or
                            null (``metric``, ``loss``, ``accuracy``, ``lr`` ...); an
                            ``accuracy``, and ``metric`` when metric_name is "accuracy", at
-                           most 1
+                           most 1; ``ci95`` the metric's interval [low, high] with
+                           low <= high, or null (``training.scores``)
     kernel_snapshots       ``KernelSnapshots.from_record``
     train_config           an object (``TrainConfig.to_dict()``; the loader migrates it)
-    compression            an object (``save_converted``'s record); no page reads inside it
+    compression            an object (older converted files' record); no page reads inside it
+    lineage                where a converted or fine-tuned checkpoint came from (written by
+                           ``compress.pipeline.save_converted``): an object with, each
+                           optional, ``source`` {name: label, sha256: 64 hex digits},
+                           ``plan`` (an object), ``finetune`` {steps: integer, lr: number,
+                           parameters: label}, ``metrics`` {source, converted, finetuned:
+                           each {metric: number, ci95: [low, high], sequences: integer}} and
+                           ``commands`` (at most MAX_COMMANDS texts, oldest first)
 
 Normalised, never refused:
 
@@ -51,7 +59,8 @@ import reprlib
 
 from tnn_core.training.snapshots import MAX_STEP, KernelSnapshots
 
-__all__ = ["MAX_TEXT", "MAX_LABEL", "MAX_EVALS", "MAX_EVAL_KEYS", "TEXTS", "LABELS",
+__all__ = ["MAX_TEXT", "MAX_LABEL", "MAX_EVALS", "MAX_EVAL_KEYS", "MAX_COMMANDS", "TEXTS",
+           "LABELS",
            "validated_history"]
 
 MAX_TEXT = 100_000  # characters of command or message (the header's 4 MB bounds the rest)
@@ -63,7 +72,9 @@ LABELS = ("metric_name", "device", "status", "dtype", "torch", "version", "start
 MEASUREMENTS = ("wall_s", "tokens_per_s")
 OBJECTS = ("train_config", "compression")
 _SCHEMA = (*TEXTS, *LABELS, *MEASUREMENTS, *OBJECTS, "steps", "world_size", "train_loss",
-           "resumed_at", "evals", "kernel_snapshots")
+           "resumed_at", "evals", "kernel_snapshots", "lineage")
+MAX_COMMANDS = 16  # commands in a lineage: the source's, then each conversion's
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _AT_MOST_ONE = ("accuracy",)  # evaluation keys that are fractions
 _SURROGATE = re.compile("[\ud800-\udfff]")  # in a str decoded from JSON, only lone ones
 
@@ -148,10 +159,72 @@ def _eval(i: int, entry, metric_name: str | None) -> dict:
         if len(key) > MAX_LABEL:
             raise ValueError(f"{where} has a key of {len(key):,} characters; the limit is "
                              f"{MAX_LABEL}")
-        fraction = key in _AT_MOST_ONE or (key == "metric" and metric_name == "accuracy")
-        out[key] = None if value is None else _measurement(f"{where}.{key}", value,
-                                                           1.0 if fraction else math.inf)
+        fraction = key in _AT_MOST_ONE or (key in ("metric", "ci95") and
+                                           metric_name == "accuracy")
+        highest = 1.0 if fraction else math.inf
+        if value is None:
+            out[key] = None
+        elif key == "ci95":
+            out[key] = _interval(f"{where}.ci95", value, highest)
+        else:
+            out[key] = _measurement(f"{where}.{key}", value, highest)
     return out
+
+
+def _interval(name: str, value, highest: float) -> list[float] | None:
+    """[low, high] of two numbers in [0, highest]; None when either is not finite."""
+    if not (isinstance(value, list) and len(value) == 2):
+        raise ValueError(f"{name} must be a list [low, high] or null; got {_describe(value)}")
+    low, high = (_measurement(name, end, highest) for end in value)
+    if low is None or high is None:
+        return None
+    if low > high:
+        raise ValueError(f"{name} must have low <= high; got {_describe(value)}")
+    return [low, high]
+
+
+def _lineage(raw) -> dict:
+    """The ``lineage`` object of the module docstring, typed; unknown keys dropped."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"lineage must be an object; got {_describe(raw)}")
+    out: dict = {}
+    if "source" in raw:
+        source = _object("lineage.source", raw["source"])
+        out["source"] = {"name": _string("lineage.source.name", source.get("name"), MAX_LABEL),
+                         "sha256": _string("lineage.source.sha256", source.get("sha256"), 64)}
+        if not _SHA256.fullmatch(out["source"]["sha256"]):
+            raise ValueError(f"lineage.source.sha256 must be 64 lower-case hex digits; got "
+                             f"{_describe(out['source']['sha256'])}")
+    if "plan" in raw:
+        out["plan"] = _object("lineage.plan", raw["plan"])
+    if "finetune" in raw:
+        tune = _object("lineage.finetune", raw["finetune"])
+        out["finetune"] = {"steps": _integer("lineage.finetune.steps", tune.get("steps"), 0),
+                           "lr": _measurement("lineage.finetune.lr", tune.get("lr"), 1.0),
+                           "parameters": _string("lineage.finetune.parameters",
+                                                 tune.get("parameters"), MAX_LABEL)}
+    if "metrics" in raw:
+        metrics = _object("lineage.metrics", raw["metrics"])
+        out["metrics"] = {}
+        for stage in ("source", "converted", "finetuned"):
+            if metrics.get(stage) is None:
+                continue
+            entry, where = _object(f"lineage.metrics.{stage}", metrics[stage]), \
+                f"lineage.metrics.{stage}"
+            out["metrics"][stage] = {
+                "metric": _measurement(f"{where}.metric", entry.get("metric")),
+                "ci95": _interval(f"{where}.ci95", entry.get("ci95"), math.inf),
+                "sequences": _integer(f"{where}.sequences", entry.get("sequences"), 1)}
+    if "commands" in raw:
+        out["commands"] = [_string(f"lineage.commands[{i}]", v, MAX_TEXT) for i, v in
+                           enumerate(_list("lineage.commands", raw["commands"], MAX_COMMANDS))]
+    return out
+
+
+def _object(name: str, value) -> dict:
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be an object; got {_describe(value)}")
+    return value
 
 
 def validated_history(raw) -> dict:
@@ -191,6 +264,8 @@ def validated_history(raw) -> dict:
     if "resumed_at" in raw:
         out["resumed_at"] = [_integer(f"resumed_at[{i}]", v, 0) for i, v in
                              enumerate(_list("resumed_at", raw["resumed_at"], MAX_EVALS))]
+    if "lineage" in raw:
+        out["lineage"] = _lineage(raw["lineage"])
     if "evals" in raw:
         out["evals"] = [_eval(i, entry, out.get("metric_name")) for i, entry in
                         enumerate(_list("evals", raw["evals"], MAX_EVALS))]

@@ -6,6 +6,9 @@ A task is a seeded, offline source of batches plus the meaning of its metric:
         targets [B, n] long for kind "lm" (the next token, IGNORE where there is
         nothing to predict) or [B] long for kind "classify".
     validation(batch_size, batches, length=None) -> the same fixed batches on every call
+        (the training loop's periodic evaluation)
+    evaluation_set(length=None) -> the fixed sequences every reported metric is measured
+        on (``training.evaluate``): tokens [N, n] and targets like a batch's
     metric(loss, accuracy) -> the task's metric from the mean cross-entropy (nats)
         and the accuracy over the counted targets
     info() -> a JSON-able dict that ``tasks.task_from_info`` turns back into the task
@@ -22,12 +25,15 @@ import torch
 
 from tnn_core.checks import check_choice, check_int
 
-__all__ = ["IGNORE", "MAX_SEED", "MAX_SEQ_LEN", "SPLITS", "Task", "check_split", "seed_from"]
+__all__ = ["IGNORE", "MAX_SEED", "MAX_SEQ_LEN", "SPLITS", "EVALUATION_SEQUENCES",
+           "MAX_EVALUATION_SEQUENCES", "Task", "check_split", "seed_from"]
 
 IGNORE = -100  # target id that the loss and the accuracy skip (F.cross_entropy's default)
 MAX_SEQ_LEN = 65_536  # the longest training length n any task config accepts
 MAX_SEED = 2**63 - 1  # torch.Generator.manual_seed's range
 SPLITS = ("train", "val")
+EVALUATION_SEQUENCES = 2048  # a generated task's evaluation set: ±2.2 points of accuracy at 50 %
+MAX_EVALUATION_SEQUENCES = 4096  # no task's evaluation set is larger
 
 
 class Task:
@@ -42,6 +48,7 @@ class Task:
     higher_is_better: bool = True
     extrapolates: bool = True  # False: the task exists at seq_len only (``length=`` raises)
     validation_seed: int = 1234  # seeds ``validation``; training batches use the caller's
+    tiles_text: bool = False  # the evaluation set at every length tiles the same text
 
     # -- data ---------------------------------------------------------------------------
     def batch(self, split: str, batch_size: int, generator: torch.Generator,
@@ -55,6 +62,11 @@ class Task:
         check_int("batches", batches, 1)
         g = torch.Generator().manual_seed(self.validation_seed)
         return [self.batch("val", batch_size, g, length) for _ in range(batches)]
+
+    def evaluation_set(self, length: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """EVALUATION_SEQUENCES fixed validation sequences: tokens [N, n], targets."""
+        tokens, targets = self.validation(EVALUATION_SEQUENCES, 1, length)[0]
+        return tokens, targets
 
     def check_length(self, length: int | None) -> int:
         """The length to generate: ``seq_len`` when None; else a length the task allows."""
@@ -88,6 +100,10 @@ class Task:
 
     def info(self) -> dict:
         raise NotImplementedError
+
+    def describe_evaluation(self) -> str:
+        """The evaluation set in words, for a metric's help."""
+        return f"{EVALUATION_SEQUENCES:,} fixed validation sequences"
 
     def describe(self) -> str:
         """One line for people: what the sequences are."""

@@ -44,7 +44,13 @@ import numpy as np
 import torch
 
 from tnn_core.checks import check_int, check_number
-from tnn_core.training.tasks.base import MAX_SEED, MAX_SEQ_LEN, Task, check_split
+from tnn_core.training.tasks.base import (
+    MAX_EVALUATION_SEQUENCES,
+    MAX_SEED,
+    MAX_SEQ_LEN,
+    Task,
+    check_split,
+)
 
 __all__ = ["CharLMConfig", "CharLMTask", "MAX_TEXT_BYTES", "MIN_TEXT_BYTES", "MAX_VOCAB",
            "decode_text", "stdlib_files"]
@@ -54,6 +60,7 @@ log = logging.getLogger(__name__)
 MAX_TEXT_BYTES = 20 * 2**20  # a user text above this (20 MB, as Streamlit counts) is refused
 MIN_TEXT_BYTES = 1_000  # ... and below this
 MAX_VOCAB = 65_536  # characters in a vocabulary at most, UNK included
+EVALUATION_BLOCK = 16  # the evaluation text is whole blocks of 16 × seq_len (Table 10's longest)
 _SKIP_DIRS = {"site-packages", "dist-packages", "test", "tests", "idle_test", "__pycache__"}
 _CONTROL_LIMIT = 0.01  # share of control characters (other than \t \n \r \f \v) that is binary
 
@@ -149,6 +156,7 @@ class CharLMTask(Task):
     kind = "lm"
     metric_name = "bpc"
     higher_is_better = False
+    tiles_text = True
 
     def __init__(self, config: CharLMConfig | None = None, vocab: str | None = None,
                  data: bytes | None = None, data_name: str | None = None):
@@ -218,6 +226,30 @@ class CharLMTask(Task):
         window = data[starts[:, None] + torch.arange(n + 1)].long()  # (B, n + 1)
         return window[:, :-1], window[:, 1:]  # (B, n), (B, n)
 
+    def evaluation_span(self) -> int:
+        """Characters of the validation text the evaluation set tiles: as many whole blocks
+        of EVALUATION_BLOCK × seq_len as there are (up to MAX_EVALUATION_SEQUENCES windows
+        of seq_len), or the whole text when it is shorter than one block."""
+        block = EVALUATION_BLOCK * self.seq_len
+        available = min(len(self._data["val"]) - 1, MAX_EVALUATION_SEQUENCES * self.seq_len)
+        return available // block * block if available >= block else available
+
+    def evaluation_set(self, length=None):
+        """Consecutive windows of ``length`` that tile the first ``evaluation_span()``
+        characters: tokens text[i n : (i+1) n], targets one character later, [N, n] each.
+
+        Every length that divides EVALUATION_BLOCK × seq_len scores the same characters, so
+        a model can be compared with itself across lengths on the same text
+        (``Scores.merged``); the same windows serve TNN's Table 10 at up to 16×."""
+        n = self.check_length(length)
+        span = self.evaluation_span()
+        if n > span:
+            raise ValueError(f"length must be in [1, {span:,}] to evaluate on the "
+                             f"{span:,}-character evaluation text; got {n:,}")
+        windows = span // n
+        text = self._data["val"][: windows * n + 1].long()  # (N n + 1,)
+        return text[:-1].reshape(windows, n), text[1:].reshape(windows, n)
+
     # -- the metric ---------------------------------------------------------------------
     def metric(self, loss, accuracy):
         return loss / math.log(2)
@@ -236,6 +268,12 @@ class CharLMTask(Task):
     def info(self):
         return {"name": self.name, "settings": asdict(self.config), "vocab": self.vocab,
                 "source": self.source}
+
+    def describe_evaluation(self) -> str:
+        span = self.evaluation_span()
+        return (f"the {span // self.seq_len:,} windows of {self.seq_len} characters that tile "
+                f"the first {span:,} characters of the validation text (of "
+                f"{len(self._data['val']):,})")
 
     def describe(self):
         if self.source["kind"] == "stdlib":

@@ -109,6 +109,12 @@ class DigitsTask(Task):
         index = self.indices("val")[: batch_size * batches]
         return [(self._tokens[i], self._labels[i]) for i in index.split(batch_size)]
 
+    def evaluation_set(self, length=None):
+        """Every validation image: [N, n] and [N]."""
+        self.check_length(length)
+        index = self.indices("val")
+        return self._tokens[index], self._labels[index]
+
     @property
     def chance(self) -> float:
         return 0.1
@@ -119,6 +125,9 @@ class DigitsTask(Task):
 
     def info(self):
         return {"name": self.name, "settings": asdict(self.config)}
+
+    def describe_evaluation(self) -> str:
+        return f"all {len(self.indices('val')):,} validation images"
 
     def describe(self):
         return f"sklearn digits, {self.config.size}×{self.config.size} pixels read as n = " \

@@ -163,6 +163,15 @@ class ListOpsTask(Task):
         return [self.encode(stream[i : i + batch_size], n)
                 for i in range(0, len(stream), batch_size)]
 
+    def evaluation_set(self, length=None):
+        """The held-out expressions (the first max(val_size, 512) of the validation stream;
+        at a longer length the stream is drawn with the cap raised): [N, n] and [N]."""
+        n = self.check_length(length)
+        return self.encode(self._stream(self.config.val_seed, self._evaluation_size(), n), n)
+
+    def _evaluation_size(self) -> int:
+        return max(self.config.val_size, 512)
+
     @staticmethod
     def decode(tokens: torch.Tensor) -> str:
         """Token ids [n] back to text, padding dropped."""
@@ -176,8 +185,7 @@ class ListOpsTask(Task):
     def majority_rate(self) -> float:
         """Share of the most common label among the held-out validation expressions."""
         if self._majority is None:
-            stream = self._stream(self.config.val_seed, max(self.config.val_size, 512),
-                                  self.seq_len)
+            stream = self._stream(self.config.val_seed, self._evaluation_size(), self.seq_len)
             counts = Counter(label for _, label in stream)
             self._majority = counts.most_common(1)[0][1] / len(stream)
         return self._majority
@@ -187,6 +195,12 @@ class ListOpsTask(Task):
 
     def info(self):
         return {"name": self.name, "settings": asdict(self.config)}
+
+    def describe_evaluation(self) -> str:
+        return (f"the {self._evaluation_size():,} validation expressions held out from "
+                f"training" if self.config.val_size >= 512 else
+                f"the first {self._evaluation_size():,} expressions of the validation stream "
+                f"(only {self.config.val_size:,} held out from training)")
 
     def describe(self):
         c = self.config
