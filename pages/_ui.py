@@ -291,6 +291,12 @@ def metric_text(value: float, name: str) -> str:
     return f"{100 * value:.1f} %" if name == "accuracy" else f"{value:.3f} {name}"
 
 
+def interval_text(interval: tuple[float, float], name: str) -> str:
+    """A 95 % interval of a task metric: "2.375–2.430 bpc", "55.1–59.4 %"."""
+    low, high = (metric_text(end, name).split()[0] for end in interval)
+    return f"{low}–{metric_text(interval[1], name)}" if low != "—" else "—"
+
+
 def fmt(value: float, spec: str) -> str:
     """Format a number for st.metric; undefined values (NaN) show as a dash."""
     return format(value, spec) if np.isfinite(value) else "—"

@@ -240,16 +240,15 @@ def conversion_results(job: BackgroundJob, about: dict) -> None:
     intervals = [scores.ci95 for _, scores, _ in bars] + [(view.chance, view.chance)]
     fig = go.Figure(go.Bar(
         x=[name for name, _, _ in bars] + ["chance"], y=[unit.scale * v for v in values],
-        text=[unit.show(v) for v in values], textposition="outside",
+        text=[unit.show(v) for v in values], textposition="inside",
         marker_color=[colour for _, _, colour in bars] + ["#d9d9d9"],
         error_y=dict(type="data", array=[unit.scale * (high - v) for v, (_, high)
                                          in zip(values, intervals, strict=True)],
                      arrayminus=[unit.scale * (v - low) for v, (low, _)
                                  in zip(values, intervals, strict=True)])))
     better = "higher" if unit.higher_is_better else "lower"
-    fig.update_layout(title=f"{unit.name} on the evaluation set, 95 % intervals ({better} is "
-                            "better)", height=320,
-                      yaxis_title=f"{unit.name} ({unit.suffix})",
+    fig.update_layout(title=f"{unit.name.capitalize()}, 95 % intervals", height=320,
+                      yaxis_title=f"{unit.name} ({unit.suffix}, {better} is better)",
                       margin=dict(l=10, r=10, t=40, b=10))
     if unit.name == "accuracy":
         fig.update_yaxes(range=[0, 105])

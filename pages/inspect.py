@@ -112,7 +112,7 @@ HEADLINE_WAIT_S = 0.5  # the header waits this long for the evaluation, then pol
 def headline_metric(column) -> None:
     """The metric on the task's evaluation set with its interval: the length sweep's 1×,
     so the header, the ablation and the sweep show one number."""
-    label = f"{about.metric_name} on the evaluation set"
+    label = f"Evaluation {about.metric_name}"
     if task is None:
         column.metric(label, "—", help=f"The task cannot be rebuilt here: {task_error}")
         return
@@ -130,9 +130,8 @@ def headline_metric(column) -> None:
     scores = sweep.scores[0]
     low, high = scores.ci95
     column.metric(label, _ui.metric_text(scores.metric, about.metric_name), help=help_text)
-    column.caption(f"95 % interval {_ui.metric_text(low, about.metric_name)} to "
-                   f"{_ui.metric_text(high, about.metric_name)} · {scores.sequences:,} "
-                   "sequences")
+    column.caption(f"95 % interval {_ui.interval_text((low, high), about.metric_name)} · "
+                   f"{scores.sequences:,} sequences")
 
 
 def model_card_downloads() -> None:
@@ -144,10 +143,11 @@ def model_card_downloads() -> None:
     if task is None:
         st.caption(f"No model card: its task cannot be rebuilt here ({task_error}).")
         return
-    for column, (name, suffix) in zip(st.columns(3), (("markdown", "md"), ("csv", "csv"),
-                                                        ("json", "json")), strict=True):
+    files = (("markdown", "md", "Model card and layers (Markdown)"),
+             ("csv", "csv", "Every channel (CSV)"), ("json", "json", "Everything (JSON)"))
+    for column, (name, suffix, label) in zip(st.columns(3), files, strict=True):
         column.download_button(
-            f"Report ({name})",
+            label,
             lambda name=name: inspect_lab.report_text(_ui.model_report(key), name),
             file_name=f"{key.replace('/', '-').replace(':', '-')}-report.{suffix}",
             key=f"report_{name}", icon=":material/download:",
@@ -181,14 +181,17 @@ left, right = st.columns([1, 2])
 with left:
     st.markdown("**Configuration**")
     st.json(about.config, expanded=False)
-    model_card_downloads()
 with right:
     if len(about.eval_steps):
         scale = 100.0 if about.metric_name == "accuracy" else 1.0
         unit = "%" if about.metric_name == "accuracy" else about.metric_name
         low, high = about.metric_axis()
-        fig = go.Figure(go.Scatter(x=about.eval_steps, y=scale * about.eval_metric,
-                                   mode="lines+markers", name=f"validation {about.metric_name}"))
+        low, high = scale * about.eval_intervals.T  # (E,) each, NaN where none was recorded
+        values = scale * about.eval_metric
+        fig = go.Figure(go.Scatter(x=about.eval_steps, y=values, mode="lines+markers",
+                                   name=f"validation {about.metric_name}",
+                                   error_y=dict(type="data", array=high - values,
+                                                arrayminus=values - low)))
         if np.isfinite(about.chance):
             fig.add_hline(y=scale * about.chance, line_dash="dash", line_color="grey",
                           annotation_text=f"chance {scale * about.chance:.3g} {unit}",
@@ -207,6 +210,7 @@ with right:
     else:
         st.caption("This checkpoint's training history records no validation metric, so "
                    "there is no curve to draw.")
+model_card_downloads()
 run_comparison.show(key)
 
 
@@ -334,14 +338,13 @@ def band_ablation(band: int, in_band: str) -> None:
         return
     a = st.columns(2 + len(ablation.per_layer))
     scored = [(f"Full kernels, n = {ablation.length}", ablation.full),
-              (f"Every layer {ablation.band}", ablation.restricted)] + [
-        (f"Only layer {layer} {ablation.band}", scores)
+              ("Every layer, band only", ablation.restricted)] + [
+        (f"Only layer {layer}, band only", scores)
         for layer, scores in enumerate(ablation.per_layer)]
     for column, (label, scores) in zip(a, scored, strict=True):
         low, high = scores.ci95
         column.metric(label, _ui.metric_text(scores.metric, about.metric_name))
-        column.caption(f"95 % interval {_ui.metric_text(low, about.metric_name)} to "
-                       f"{_ui.metric_text(high, about.metric_name)}")
+        column.caption(f"95 % interval {_ui.interval_text((low, high), about.metric_name)}")
     st.markdown(ablation.sentence())
     st.caption(f"Every variant scores the same {ablation.full.sequences:,} sequences "
                f"({task.describe_evaluation()}), so the change is measured pair by pair; "
@@ -432,10 +435,9 @@ elif sweep is not None:
     left.dataframe(pd.DataFrame({
         "× training length": sweep.factor, "length n": sweep.length,
         about.metric_name: [_ui.metric_text(v, about.metric_name) for v in sweep.metric],
-        "95 % interval": [f"{_ui.metric_text(low, about.metric_name)} to "
-                          f"{_ui.metric_text(high, about.metric_name)}"
-                          for low, high in intervals],
-        "sequences": [scores.sequences for scores in sweep.scores]}), hide_index=True)
+        "95 % interval": [_ui.interval_text(interval, about.metric_name)
+                          for interval in intervals],
+        "sequences": [f"{scores.sequences:,}" for scores in sweep.scores]}), hide_index=True)
     longer = _ui.extrapolation(key, about.train_n, layer, channel)
     efig = go.Figure()
     styles = (dict(width=4), dict(width=2, dash="dash"), dict(width=1.5, dash="dot"))

@@ -215,8 +215,8 @@ def draw(progress) -> None:
                      "than the evaluation set Inspect scores a saved model on).")
     if view.last_interval is not None:
         low, high = view.last_interval
-        m[1].caption(f"95 % interval {_ui.metric_text(low, name)} to "
-                     f"{_ui.metric_text(high, name)} · {view.last_sequences:,} sequences")
+        m[1].caption(f"95 % interval {_ui.interval_text((low, high), name)} · "
+                     f"{view.last_sequences:,} sequences")
     m[2].metric("Throughput (tokens/s)", f"{progress.tokens_per_s:,.0f}",
                 help="Training tokens per second over the last steps, on this machine.")
     m[3].metric("Chance level", _ui.metric_text(run.task.chance, name),

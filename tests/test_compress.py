@@ -368,15 +368,41 @@ def test_cli_output_round_trips_through_the_saved_checkpoint(tmp_path, capsys):
     assert info.history["steps"] == 2 and len(info.history["train_loss"]) == 2
 
 
-def test_cli_search_saves_the_chosen_plan(tmp_path, capsys):
-    out = tmp_path / "searched.safetensors"
+def test_cli_search_prints_what_it_measured(capsys):
+    """Without --out a search prints its candidates, whether one was named or they tied;
+    a named plan's speed-up interval lies above every other plan's within δ."""
     assert main([str(DIGITS_TNO), "--search", "--delta", "0.05", "--bands", "9",
-                 "--ranks", "16,32,999", "--repeats", "1", "--out", str(out)]) == 0
-    printed = json.loads(capsys.readouterr().out)
-    found = printed["search"]
+                 "--ranks", "16,32,999", "--repeats", "3"]) == 0
+    found = json.loads(capsys.readouterr().out)["search"]
     assert {json.dumps(s["plan"]) for s in found["scores"]} >= {
         json.dumps(CompressionPlan.uniform(2, 9, r).to_dict()) for r in (16, 32)}
-    assert printed["plan"] == found["scores"][found["best"]]["plan"]
+    within = [s for s in found["scores"] if s["drop_ci95"][1] <= 0.05]
+    if found["best"] is not None:
+        best = found["scores"][found["best"]]["speedups"]["1"]["speedup_ci95"]
+        assert all(s["speedups"]["1"]["speedup_ci95"][1] < best[0] for s in within
+                   if s is not found["scores"][found["best"]])
+    else:
+        assert len(found["tied"]) >= 2 or not within
+
+
+def test_cli_search_saves_the_chosen_plan(tmp_path, capsys, monkeypatch):
+    """With timings that separate (r = 16 twice as fast, r = 32 as fast as the source), the
+    search names r = 16 and --out saves it with its lineage."""
+    from tnn_core.compress import planner
+
+    def timed(source, converted, vocab_size, length, repeats=9, seed=0):
+        ratio = 2.0 if converted.config.operator.rank == 16 else 1.0
+        return Speedup(length, tuple(ratio + 0.01 * k for k in range(repeats)),
+                       (1.0,) * repeats)
+
+    monkeypatch.setattr(planner, "speedup", timed)
+    out = tmp_path / "searched.safetensors"
+    assert main([str(DIGITS_TNO), "--search", "--delta", "0.05", "--bands", "9",
+                 "--ranks", "16,32", "--repeats", "3", "--out", str(out)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    found = printed["search"]
+    assert printed["plan"] == found["scores"][found["best"]]["plan"] == \
+        CompressionPlan.uniform(2, 9, 16).to_dict()
     assert found["scores"][found["best"]]["drop_ci95"][1] <= 0.05  # the whole interval
     assert load(out)[1].history["lineage"]["plan"] == printed["plan"]
 
@@ -493,3 +519,19 @@ def test_search_scores_candidates_and_picks_the_fastest_within_delta():
     stop.set()
     stopped = search(model, task, delta=0.02, points=points, repeats=1, stop_event=stop)
     assert stopped.stopped and stopped.scores == [] and stopped.best is None
+
+
+def test_the_study_keeps_the_first_plan_whose_whole_drop_interval_is_within_tolerance():
+    """compress.study on digits-tno (no fine-tuning): rows in order of cost, each scored on
+    the evaluation set with its paired drop; "kept" is the first that keeps the quality."""
+    from tnn_core.compress.study import markdown, study_checkpoint
+
+    result = study_checkpoint("digits-tno", finetune_steps=0, repeats=1)
+    rows = result["rows"]
+    costs = [layer_cost(64, (row["band"], row["rank"]), False) for row in rows]
+    assert costs == sorted(costs) and result["source"]["sequences"] == 360
+    kept = result["kept"]
+    assert kept is not None and kept["drop_ci95"][1] <= 0.02 and kept["keeps"]
+    assert not any(row["keeps"] for row in rows[: rows.index(kept)])
+    table = markdown([result])
+    assert f"m = {kept['band']}, r = {kept['rank']}: {100 * kept['metric']:.1f} %" in table

@@ -284,3 +284,20 @@ def test_make_plan_names_the_layer_the_value_and_the_range():
     ski, _ = checkpoint.load(checkpoint.SHIPPED_DIR / "digits-ski.safetensors")
     with pytest.raises(ValueError, match=r"^layer 0 is a ski operator and cannot be converted"):
         lab.make_plan([(9, 16, "fit"), (9, 16, "keep")], ski.config, 64, uniform=False)
+
+
+def test_the_progress_line_says_what_each_stage_is_doing():
+    import numpy as np
+
+    from tnn_core.training.scores import Scores
+
+    unit = lab.Unit("accuracy", True)
+    right = Scores("accuracy", True, np.zeros(4), np.array([1.0, 1.0, 1.0, 0.0]), np.ones(4))
+    assert lab.progress_text([], unit) == "Converting the layers…"
+    assert lab.progress_text([("metric", right, right)], unit).startswith(
+        "Source 75.0 %, converted 75.0 %")
+    assert lab.progress_text([("finetuned", right)], unit) == "Fine-tuned: 75.0 %"
+    assert lab.progress_text([("retime", 3, 2)], unit).startswith(
+        "Re-timing the 3 fastest plans within δ (round 2)")
+    with pytest.raises(ValueError, match="unknown progress item 'other'"):
+        lab.progress_text([("other",)], unit)

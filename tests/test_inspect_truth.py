@@ -308,7 +308,7 @@ def test_save_and_inspect_opens_the_saved_model(tmp_path, monkeypatch):
     metrics = dict((m.label, m.value) for m in at.metric)
     assert metrics["Task"] == "listops"
     scored = score(model, task_from_info(info.task))  # the evaluation set, not the history
-    assert metrics["accuracy on the evaluation set"] == f"{100 * scored.metric:.1f} %"
+    assert metrics["Evaluation accuracy"] == f"{100 * scored.metric:.1f} %"
 
 
 def test_a_link_opens_the_same_checkpoint_layer_and_channel():

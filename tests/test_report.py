@@ -322,7 +322,7 @@ def test_a_converted_checkpoint_reports_its_lineage(tmp_path):
     text = to_markdown(report_for(converted, saved, task))
     assert f"converted from digits-tno.safetensors (SHA-256 {info.sha256[:16]}" in text
     assert "fine-tuned 2 steps (all parameters, lr 0.0003)" in text
-    assert f"source metric {result.source.metric:.4g}" in text
+    assert f"source {100 * result.source.metric:.1f} % (95 % interval" in text
     assert '"rank":16' in text and "    convert it" in text
 
 
@@ -351,3 +351,22 @@ def test_cli_bad_checkpoint_is_one_error_line(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.startswith("error: ")
     assert captured.err.count("\n") == 1
+
+
+def test_inspect_offers_the_report_or_says_why_not():
+    """lab.inspect's side of the download: the three files from one report, and a sentence
+    for a model the report refuses (an operator without Toeplitz kernels)."""
+    from tnn_core.lab.inspect import lineage_text, model_report, report_refusal, report_text
+
+    model, info = load(ROOT / "checkpoints" / "digits-fd.safetensors")
+    task = task_from_info(info.task)
+    assert report_refusal(model, task.seq_len) is None
+    made = model_report(model, info, task)
+    assert report_text(made, "markdown") == to_markdown(made)
+    assert report_text(made, "csv").startswith("layer,channel,operator,n,band,rank")
+    assert json.loads(report_text(made, "json"))["card"]["sequences"] == 360
+    assert lineage_text(info) is None  # trained from scratch
+    togeipi = build_model(ModelConfig(dim=8, layers=1, operator=OperatorConfig(
+        kind="togeipi", heads=2, max_length=64)))
+    assert "togeipi" in report_refusal(togeipi, 64)
+    assert "MAX_N" in report_refusal(model, 4096)

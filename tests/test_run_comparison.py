@@ -15,6 +15,10 @@ from streamlit.testing.v1 import AppTest
 from pages.figures.run_comparison import final_text
 from tnn_core.lab.run_comparison import FinalMetric, config_diff, curves, final_metric, settings
 from tnn_core.training import checkpoint
+from tnn_core.training.evaluate import score
+from tnn_core.training.scores import difference
+from tnn_core.training.tasks import task_from_info
+from tnn_core.training.verdicts import change_text
 
 DECAY, NO_DECAY = "charlm-tno-decay099", "charlm-tno-nodecay"
 
@@ -194,10 +198,16 @@ def test_the_page_overlays_the_decay_pair_and_diffs_their_configs():
                                                  f"{NO_DECAY}, validation",
                                                  f"{NO_DECAY}, training"]
 
-    metrics = [(m.label, m.value) for m in at.metric]
-    finals = [shipped(name).history["evals"][-1]["metric"] for name in (DECAY, NO_DECAY)]
-    assert metrics == [(DECAY, f"{finals[0]:.3f} bpc"), (NO_DECAY, f"{finals[1]:.3f} bpc")]
+    metrics = [(m.label, m.value) for m in at.metric]  # both on the one evaluation set
+    scored = [score(checkpoint.load(checkpoint.SHIPPED_DIR / f"{name}.safetensors")[0],
+                    task_from_info(shipped(name).task)) for name in (DECAY, NO_DECAY)]
+    assert metrics == [(DECAY, f"{scored[0].metric:.3f} bpc"),
+                       (NO_DECAY, f"{scored[1].metric:.3f} bpc")]
     assert all("no interval recorded" in c.value for c in at.caption if "at step 600" in c.value)
+    change = difference(scored[0], scored[1], paired=True)  # one task: paired, with interval
+    assert [m.value for m in at.markdown if m.value.startswith("On the same 2,208 sequences")] \
+        == [f"On the same 2,208 sequences the second run is {change_text(change)} than the "
+            "first."]
 
     table = at.dataframe[0].value
     assert list(table.columns) == ["field", DECAY, NO_DECAY, ""]

@@ -41,6 +41,7 @@ from tnn_core.operators.config import KINDS
 from tnn_core.training.answer import one_line
 from tnn_core.training.checkpoint import CheckpointInfo, load
 from tnn_core.training.evaluate import evaluate_model, layer_kernels
+from tnn_core.training.scores import format_metric
 from tnn_core.training.tasks import Task, task_from_info
 from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
 
@@ -217,12 +218,13 @@ def _card_markdown(card: ModelCard) -> list[str]:
     rest = {k: v for k, v in card.run.items() if k != "command" and k not in card.training}
     if rest:
         lines += ["", f"Run: {_settings(rest)}."]
-    lines += ["", lineage_markdown(card.lineage)]
+    lines += ["", lineage_markdown(card.lineage, card.metric_name)]
     return lines
 
 
-def lineage_markdown(lineage: dict) -> str:
-    """A checkpoint's lineage (``training.history``) in a paragraph and its commands."""
+def lineage_markdown(lineage: dict, metric_name: str | None = None) -> str:
+    """A checkpoint's lineage (``training.history``) in a paragraph and its commands; its
+    metrics in their unit when ``metric_name`` ("bpc" or "accuracy") is given."""
     if not lineage:
         return "**Lineage.** None recorded: trained from scratch, or converted before " \
                "checkpoints recorded their source."
@@ -239,8 +241,10 @@ def lineage_markdown(lineage: dict) -> str:
                      f"lr {tune['lr']:g})")
     for stage, scored in lineage.get("metrics", {}).items():
         low, high = scored["ci95"] or (math.nan, math.nan)
-        parts.append(f"{stage} metric {scored['metric']:.4g} (95 % interval {low:.4g} to "
-                     f"{high:.4g}, {scored['sequences']:,} sequences)")
+        shown = (lambda value: format_metric(value, metric_name)) if metric_name in (
+            "bpc", "accuracy") else (lambda value: f"{value:.4g}")
+        parts.append(f"{stage} {shown(scored['metric'])} (95 % interval {shown(low)} to "
+                     f"{shown(high)}, {scored['sequences']:,} sequences)")
     text = f"**Lineage.** {'; '.join(parts) or 'recorded'}."
     commands = [f"    {command}" for command in lineage.get("commands", [])]
     return "\n\n".join([text, "\n".join(commands)]) if commands else text

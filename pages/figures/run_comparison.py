@@ -1,5 +1,5 @@
 """Inspect's "Compare with another run": a second checkpoint's training curves drawn over this
-one's on the same axes, both runs' last validation metric side by side, and where their
+one's on the same axes, both runs on the evaluation set side by side, and where their
 configurations differ (``tnn_core.lab.run_comparison``). Inspect calls ``show(key)``."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def show(key: str) -> None:
             _ui.show_error(err)
             return
         _draw_curves(runs)
-        _draw_final_metrics(runs)
+        _draw_final_metrics(runs, (key, other))
         _draw_config_diff(runs)
 
 
@@ -182,15 +182,29 @@ def final_text(final: lab.FinalMetric) -> str:
     return f"{value} [{low}, {high}] {unit}, {final.sequences:,} sequences"
 
 
-def _draw_final_metrics(runs: tuple[Run, Run]) -> None:
-    st.markdown("**The last evaluation during training**")
-    for column, run in zip(st.columns(2), runs, strict=True):
+def _draw_final_metrics(runs: tuple[Run, Run], keys: tuple[str, str]) -> None:
+    """Both runs on their task's evaluation set, with intervals and the paired change when
+    they share a task; each run's last training evaluation under it."""
+    st.markdown("**On the evaluation set**")
+    try:
+        scores = tuple(_ui.evaluation(key) for key in keys)
+    except ValueError as err:
+        scores = None
+        st.caption(f"Not scored on the evaluation set: {err}")
+    for i, (column, run) in enumerate(zip(st.columns(2), runs, strict=True)):
         final = run.final
-        column.metric(run.name, _ui.metric_text(final.value, final.name),
-                      help="Each run's own validation batches, as its training evaluated "
-                           "them; the two need not be the same sequences.")
+        if scores is not None:
+            name = scores[i].metric_name
+            column.metric(run.name, _ui.metric_text(scores[i].metric, name),
+                          help="The task's evaluation set, the one every page scores.")
+            column.caption(f"95 % interval {_ui.interval_text(scores[i].ci95, name)} · "
+                           f"{scores[i].sequences:,} sequences")
         where = "" if final.step is None else f" at step {final.step:,}"
-        column.caption(f"Validation {final.name}{where}: {final_text(final)}.")
+        column.caption(f"Its last evaluation during training{where}: {final_text(final)}.")
+    if scores is not None:
+        said = lab.evaluation_change(*scores, runs[0].info.task == runs[1].info.task)
+        st.markdown(said or "Their tasks differ, so their evaluation sets do: the two "
+                            "numbers are not compared.")
 
 
 # -- the configurations ----------------------------------------------------------------------

@@ -190,8 +190,7 @@ def _ablation(checkpoint: str) -> None:
         for column, (label, scores) in zip(row, scored, strict=False):
             low, high = scores.ci95
             column.metric(label, _ui.metric_text(scores.metric, name),
-                          help=f"95 % interval {_ui.metric_text(low, name)} to "
-                               f"{_ui.metric_text(high, name)}")
+                          help=f"95 % interval {_ui.interval_text((low, high), name)}")
         row[-1].metric("Chance", _ui.metric_text(ablation.chance, name))
         st.caption(f"{name} at the training length n = {ablation.length} on the same "
                    f"{ablation.full.sequences:,} sequences for every variant (hover a value "
@@ -225,8 +224,7 @@ def _conversion(checkpoint: str, band: int, rank: int, method: str) -> None:
         for column, (label, scores) in zip(row, scored, strict=False):
             low, high = scores.ci95
             column.metric(label, _ui.metric_text(scores.metric, name),
-                          help=f"95 % interval {_ui.metric_text(low, name)} to "
-                               f"{_ui.metric_text(high, name)}")
+                          help=f"95 % interval {_ui.interval_text((low, high), name)}")
         row[-1].metric("Chance", _ui.metric_text(result.chance, name))
         misses = ", ".join(f"layer {i} {e:.2f}" for i, e in enumerate(result.errors))
         st.caption(f"{name} at the training length on the same {result.source.sequences:,} "

@@ -14,7 +14,8 @@ part of the kernel outside the band that band + low rank misses). --max-error EP
 plans by an error budget: per layer, the cheapest (m, r) of the grid within EPS. With
 --search it adds the planner's candidates, their Pareto front and the chosen plan,
 which --out saves; plans tied for the fastest (their speed-up intervals overlap) are
-named and none is chosen. Every metric comes with its 95 % interval and the number of
+listed and none is chosen (the JSON holds the search alone; with --out it is an error
+naming them, and nothing is written). Every metric comes with its 95 % interval and the number of
 sequences of the task's evaluation set.
 
 A plan file is JSON: {"layers": [{"band": 9, "rank": 32, "method": "fit"},
@@ -177,6 +178,8 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> dict:
     elif plan is None:
         found = search(model, task, args.delta, args.method, points, args.repeats)
         output["search"] = found.to_dict()
+        if found.best is None and args.out is None:
+            return output  # what the search measured; it names no plan, so none is converted
         if found.tied:
             plans = "; ".join(found.scores[i].plan.describe() for i in found.tied)
             raise ValueError(f"these plans are tied for the fastest within delta "

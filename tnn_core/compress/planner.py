@@ -328,7 +328,7 @@ def search(model: nn.Module, task: Task, delta: float | None = None, method: str
         if report is not None:
             report((k + 1) / len(plans), ("plan", result.scores[-1]))
     if not stopping():
-        _settle(model, task, result.scores, delta, repeats, stop_event)
+        _settle(model, task, result.scores, delta, repeats, stop_event, report)
     result.stopped = stopping()
     result.pareto = pareto_front(result.scores)
     ranked = ranking(result.scores, delta)
@@ -337,7 +337,7 @@ def search(model: nn.Module, task: Task, delta: float | None = None, method: str
 
 
 def _settle(model: nn.Module, task: Task, scores: list[PlanScore], delta: float, repeats: int,
-            stop_event: threading.Event | None = None) -> None:
+            stop_event: threading.Event | None = None, report: Progress | None = None) -> None:
     """Re-time the two fastest plans within δ once, in a fresh batch of ``repeats`` rounds
     (a batch that ran lucky then widens its plan's interval), then the plans tied for the
     fastest (``ranking``), up to SPEED_ROUNDS times, until one's interval lies above the
@@ -348,6 +348,8 @@ def _settle(model: nn.Module, task: Task, scores: list[PlanScore], delta: float,
     for retimed in rounds:
         if stop_event is not None and stop_event.is_set():
             return
+        if report is not None:
+            report(1.0, ("retime", len(retimed), len(rounds)))
         for i in retimed:
             scores[i] = _retimed(model, task, scores[i], repeats)
         tied = ranking(scores, delta).tied

@@ -251,6 +251,10 @@ def progress_text(items: list, unit: Unit, finetune_steps: int = 0) -> str:
         score: PlanScore = rest[0]
         return f"Scored a candidate plan: {unit.show(score.metric)}, " \
                f"{score.speedups[1].ratio:.2f}× at the training length"
+    if kind == "retime":
+        plans, round_number = rest
+        return (f"Re-timing the {plans} fastest plans within δ (round {round_number}), so that "
+                "one is named only if its speed-up's interval lies above the others'…")
     raise ValueError(f"unknown progress item {kind!r}")
 
 

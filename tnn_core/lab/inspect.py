@@ -178,6 +178,7 @@ class Summary:
     config: dict  # the model (the fields it reads), task and training settings, for a JSON view
     eval_steps: np.ndarray  # [E] steps of the evaluations that recorded the metric
     eval_metric: np.ndarray  # [E] their metric, finite
+    eval_intervals: np.ndarray  # [E, 2] its 95 % interval where recorded, else NaN
 
     def metric_axis(self) -> tuple[float, float]:
         """A y-range that shows chance and the final value: [0, 1] for an accuracy; from 0
@@ -218,8 +219,9 @@ def summary(info: CheckpointInfo, task: Task | None = None) -> Summary:
     ``info.history`` is the loader's (``training.history.validated_history``): an
     evaluation may lack the metric or hold null, and any field may be absent."""
     config, history = info.model_config, info.history or {}
-    measured = [(e["step"], m) for e in history.get("evals", [])
-                if (m := _finite_metric(e)) is not None]  # [E] (step, metric)
+    measured = [(e["step"], m, e.get("ci95") or (math.nan, math.nan))
+                for e in history.get("evals", [])
+                if (m := _finite_metric(e)) is not None]  # [E] (step, metric, interval)
     command = history.get("command")
     if command is not None and len(command) > COMMAND_SHOWN:
         command = f"{command[:COMMAND_SHOWN - 1]}…"
@@ -238,8 +240,10 @@ def summary(info: CheckpointInfo, task: Task | None = None) -> Summary:
                 "task": {k: v for k, v in info.task.items() if k != "vocab"},
                 "training": {k: v for k, v in (history.get("train_config") or {}).items()
                              if k != "model"}},
-        eval_steps=np.array([step for step, _ in measured], dtype=np.int64),
-        eval_metric=np.array([metric for _, metric in measured], dtype=float))
+        eval_steps=np.array([step for step, *_ in measured], dtype=np.int64),
+        eval_metric=np.array([metric for _, metric, _ in measured], dtype=float),
+        eval_intervals=np.array([interval for *_, interval in measured],
+                                dtype=float).reshape(-1, 2))
 
 
 def training_kernels(info: CheckpointInfo) -> SnapshotView | None:
@@ -403,7 +407,8 @@ def lineage_text(info: CheckpointInfo) -> str | None:
     """Where a converted or fine-tuned checkpoint came from, in markdown; None for one
     trained from scratch (``training.history``'s lineage)."""
     lineage = (info.history or {}).get("lineage")
-    return report.lineage_markdown(lineage) if lineage else None
+    return report.lineage_markdown(lineage, info.history.get("metric_name")) if lineage \
+        else None
 
 
 def model_report(model: nn.Module, info: CheckpointInfo, task: Task) -> report.Report:
@@ -460,7 +465,7 @@ class BandAblation:
     def sentence(self) -> str:
         """The verdict on the band alone (``training.verdicts``), with its numbers."""
         return quality_sentence(self.change(self.restricted), "the model",
-                                f"With every layer {self.band},")
+                                f"With every layer kept to its band ({self.band}),")
 
 
 def band_ablation(model: nn.Module, task: Task, band: int) -> BandAblation:

@@ -26,9 +26,11 @@ from typing import Literal
 import numpy as np
 
 from tnn_core.training.checkpoint import CheckpointInfo
+from tnn_core.training.scores import Scores, difference
+from tnn_core.training.verdicts import change_text
 
 __all__ = ["ConfigRow", "config_diff", "settings", "RunCurves", "curves", "FinalMetric",
-           "final_metric"]
+           "final_metric", "evaluation_change"]
 
 
 # -- the configurations ----------------------------------------------------------------------
@@ -174,3 +176,15 @@ def final_metric(info: CheckpointInfo) -> FinalMetric:
     last = max(measured, key=lambda entry: entry["step"])
     ci95, sequences = _interval(last)
     return FinalMetric(name, _number(last, "metric"), int(last["step"]), ci95, sequences)
+
+
+# -- the evaluation set ----------------------------------------------------------------------
+def evaluation_change(first: Scores, second: Scores, same_task: bool) -> str | None:
+    """How the second run compares with the first on their task's evaluation set, with the
+    95 % interval of the difference (paired: one task, one set of sequences); None when
+    their tasks differ, so the sequences do."""
+    if not same_task or first.metric_name != second.metric_name:
+        return None
+    change = difference(first, second, paired=True)
+    return (f"On the same {first.sequences:,} sequences the second run is "
+            f"{change_text(change)} than the first.")

@@ -48,8 +48,10 @@ def change_text(change: Difference) -> str:
     each end in words when the interval spans no change."""
     name = change.reference.metric_name
 
-    def signed(value: float, unit: bool = True) -> str:
-        size = amount(abs(value), name) if unit else amount(abs(value), name).split()[0]
+    def signed(value: float) -> str:
+        size = amount(abs(value), name)
+        if float(size.split()[0]) == 0:  # rounds to nothing in the unit shown
+            return "no change"
         return f"{size} {'worse' if value > 0 else 'better'}"
 
     if change.low > 0 or change.high < 0:  # one direction: say it once
