@@ -209,9 +209,10 @@ def start(jobs: Callable[[], Iterable[Iterator[object]]], timer: QuietTimer) -> 
 
 
 @atexit.register
-def _close(timeout_s: float = 30.0) -> None:
+def _close(timeout_s: float = 90.0) -> None:
     """At exit: no new step, and wait for the steps and computations under way (a daemon
-    thread still inside torch when the interpreter exits aborts the process)."""
+    thread still inside torch when the interpreter exits aborts the process). The longest
+    step, a length sweep over the evaluation set, stops at its 60 s deadline."""
     _CLOSING.set()
     for thread in threading.enumerate():
         if thread.name == "warm-up" or thread.name.startswith(_STARTED_PREFIX):

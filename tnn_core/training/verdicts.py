@@ -44,7 +44,7 @@ def amount(value: float, metric_name: str) -> str:
 
 
 def change_text(change: Difference) -> str:
-    """"0.062 bpc worse (95 % interval 0.031 to 0.094 worse)": the change and its interval,
+    """"0.062 bpc worse (95 % interval 0.031 to 0.094 bpc worse)": the change and its interval,
     each end in words when the interval spans no change."""
     name = change.reference.metric_name
 
