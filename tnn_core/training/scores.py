@@ -50,6 +50,7 @@ class Scores:
             raise ValueError(f"scores need one loss, correct and targets count per sequence, "
                              f"at least one; got {len(self.loss)}, {len(self.correct)}, "
                              f"{len(self.targets)}")
+        self.ci95  # noqa: B018 - computed now, so a cached copy of these scores carries it
 
     @property
     def sequences(self) -> int:
@@ -70,7 +71,14 @@ class Scores:
 
     @property
     def ci95(self) -> tuple[float, float]:
-        """The metric's 95 % interval (module docstring)."""
+        """The metric's 95 % interval (module docstring), computed once, at construction: a
+        bootstrap takes tens of ms, and a page that draws cached scores on every rerun gets
+        a copy that carries it."""
+        if "_ci95" not in self.__dict__:  # frozen: set past __setattr__, kept when pickled
+            object.__setattr__(self, "_ci95", self._interval())
+        return self.__dict__["_ci95"]
+
+    def _interval(self) -> tuple[float, float]:
         if self.metric_name == "accuracy" and np.all(self.targets == 1):
             return clopper_pearson(int(self.correct.sum()), self.sequences)
         low, high = np.quantile(self._resampled(), [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
