@@ -298,7 +298,7 @@ def conversion_results(job: BackgroundJob, about: dict) -> None:
             except (CheckpointError, ValueError) as err:
                 _ui.show_error(err)
             else:
-                _ui.open_page("pages/inspect.py", {"checkpoint": saved})
+                _ui.open_page("pages/inspect_checkpoint.py", {"checkpoint": saved})
 
 
 if running(convert_job):

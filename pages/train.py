@@ -294,5 +294,5 @@ else:
                     _ui.show_error(err)
                 else:
                     discard_autosave(_ui.USER_CHECKPOINTS, run_id)
-                    _ui.open_page("pages/inspect.py", {"checkpoint": key})
+                    _ui.open_page("pages/inspect_checkpoint.py", {"checkpoint": key})
     autosave_list()

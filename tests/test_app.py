@@ -622,7 +622,7 @@ def test_train_page_rejects_a_bad_text_upload(data, message):
     ],
 )
 def test_inspect_page_shows_an_error_for_a_bad_upload(data, message):
-    at = open_page("pages/inspect.py")
+    at = open_page("pages/inspect_checkpoint.py")
     at.file_uploader(key="upload").upload("bad.safetensors", data, "application/octet-stream")
     at.run()
     assert not at.exception
@@ -634,7 +634,7 @@ SHIPPED = sorted(p.stem for p in (Path(APP).parent / "checkpoints").glob("*.safe
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_inspect_page_loads_every_shipped_checkpoint(name):
-    at = open_page("pages/inspect.py")
+    at = open_page("pages/inspect_checkpoint.py")
     at.selectbox(key="checkpoint").set_value(name)
     at.slider(key="atlas_channels").set_value(4)
     at.run()
@@ -647,7 +647,7 @@ def test_inspect_page_draws_one_subsampling_rule():
     the atlas grid every 16th (64 at most), and the title says so."""
     import json
 
-    at = open_page("pages/inspect.py")
+    at = open_page("pages/inspect_checkpoint.py")
     at.slider(key="atlas_channels").set_value(4)
     at.slider(key="atlas_n").set_value(1024).run()
     assert not at.exception and not at.error, [e.value for e in at.error]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,9 @@ def _bound_keys(path: Path) -> set[str]:
     return keys
 
 
+# url_path -> the page's script, as app.py lists them
+PAGE_FILES = {url: ROOT / path for path, url in re.findall(
+    r'st\.Page\("([^"]+)"[^)]*?url_path="([^"]+)"', (ROOT / "app.py").read_text(), re.S)}
 SHARED = {"checkpoint_select": {"checkpoint"}, "follow_cell": {"cell_i", "cell_j"}}  # in _ui
 NOT_CONTROLS = {"train": {"run"}}  # in the address but no control: the running run's id
 
@@ -96,10 +100,10 @@ def test_view_controls_are_the_pages_bound_widgets():
     the shared controls of _ui it draws."""
     assert _bound_keys(ROOT / "pages" / "_ui.py") == set().union(*SHARED.values())
     for page, keys in lesson_lab.VIEW_PAGES.items():
-        source = (ROOT / "pages" / f"{page}.py").read_text()
+        source = PAGE_FILES[page].read_text()
         shared = set().union(*(k for f, k in SHARED.items() if f"_ui.{f}(" in source))
         own = set().union(*(_bound_keys(path) for path in _figure_modules(source)))
-        bound = _bound_keys(ROOT / "pages" / f"{page}.py") - NOT_CONTROLS.get(page, set())
+        bound = _bound_keys(PAGE_FILES[page]) - NOT_CONTROLS.get(page, set())
         assert set(keys) == bound | own | shared, page
 
 

@@ -16,7 +16,7 @@ from tnn_core.lab.inspect import band_description, summary
 from tnn_core.training.checkpoint import CheckpointError
 
 _ui.ensure_app_frame()
-_ui.receive_values("pages/inspect.py")
+_ui.receive_values("pages/inspect_checkpoint.py")
 
 GRID_CELLS = 64  # rows/columns of each small heatmap in the atlas grid
 GRID_COLUMNS, GRID_ROWS = 6, 2  # the grid's tiles: the first 12 channels in the chosen order
