@@ -3,7 +3,16 @@
 import numpy as np
 import pytest
 
-from tnn_core.checks import check_choice, check_fraction, check_int, check_number
+from tnn_core.checks import (
+    SHORT_REPR_CHARS,
+    check_choice,
+    check_fraction,
+    check_int,
+    check_number,
+    is_integer,
+    is_number,
+    short_repr,
+)
 
 
 @pytest.mark.parametrize("value", [2, 5, np.int64(3)])
@@ -46,3 +55,27 @@ def test_check_choice():
     assert check_choice("method", "fit", ("sample", "fit")) == "fit"
     with pytest.raises(ValueError, match=r"method must be one of \('sample', 'fit'\); got 'svd'"):
         check_choice("method", "svd", ("sample", "fit"))
+
+
+# -- the readers of untrusted data ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "integer", "number"), [
+    (3, True, True), (np.int64(-2), True, True), (2.0, False, True),
+    (np.float32(0.5), False, True), (float("nan"), False, True), (True, False, False),
+    (np.bool_(True), False, False), ("3", False, False), (None, False, False), ([1], False, False),
+])
+def test_is_integer_and_is_number_refuse_bools(value, integer, number):
+    assert is_integer(value) is integer
+    assert is_number(value) is number
+
+
+def test_short_repr_quotes_small_values_whole_and_cuts_large_ones():
+    assert short_repr([1, "a"]) == "[1, 'a']"
+    nested = [[[[[[[[1]]]]]]]]
+    assert len(short_repr(nested)) <= SHORT_REPR_CHARS
+    huge = "x" * 10**6
+    text = short_repr(huge)
+    assert len(text) <= SHORT_REPR_CHARS and text.startswith("'xxx")
+    text = short_repr(["y" * 40] * 10)  # reprlib alone: six strings of 30 characters
+    assert len(text) == SHORT_REPR_CHARS and text.endswith("...")

@@ -7,16 +7,40 @@ every layer, the functional core included, may use it.
 
 Every config in tnn_core is a frozen dataclass without **kwargs; ``config_from_dict``
 calls ``check_fields`` so an unknown key is a ValueError naming it, never ignored.
+
+``is_integer`` and ``short_repr`` serve the readers of untrusted data (checkpoint
+headers, histories, kernel snapshots, task info): a test that is not fooled by ``True``,
+and a value quoted in a message without quoting all of it.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+import reprlib
 from dataclasses import fields
 
 __all__ = ["check_int", "check_number", "check_fraction", "check_choice", "check_fields",
-           "config_from_dict"]
+           "config_from_dict", "is_integer", "is_number", "short_repr"]
+
+SHORT_REPR_CHARS = 60  # the longest value a message quotes
+
+
+def is_integer(value) -> bool:
+    """Whether ``value`` is an integer (numpy's too), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_number(value) -> bool:
+    """Whether ``value`` is a real number (numpy's too, inf and NaN included), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def short_repr(value) -> str:
+    """A repr of an untrusted value for a message, at most SHORT_REPR_CHARS characters
+    (``reprlib``: a huge or deeply nested value is never rendered whole)."""
+    text = reprlib.repr(value)
+    return text if len(text) <= SHORT_REPR_CHARS else f"{text[:SHORT_REPR_CHARS - 3]}..."
 
 
 def _range(low, high, span: str | None, closed_low: bool = True) -> str:

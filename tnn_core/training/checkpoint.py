@@ -57,10 +57,8 @@ import hashlib
 import json
 import logging
 import math
-import numbers
 import os
 import re
-import reprlib
 import struct
 import tempfile
 import time
@@ -74,6 +72,7 @@ from safetensors.torch import save as save_tensors
 from torch import nn
 
 from tnn_core import __version__
+from tnn_core.checks import is_integer, short_repr
 from tnn_core.files import FileRefused, read_bounded
 from tnn_core.models import ModelConfig, build_model
 from tnn_core.training.budget import BudgetError, check_sweep, meta_layers, parameter_count
@@ -244,10 +243,6 @@ def _json(text: bytes, what: str, source: str):
         raise CheckpointError(f"{source} is corrupt: {what} is not JSON ({err})") from None
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
 @dataclass(frozen=True)
 class _Entry:
     """One tensor of the header: its dtype name, shape and byte range in the data section."""
@@ -291,7 +286,7 @@ def _header(data: bytes, source: str) -> tuple[dict, dict[str, _Entry]]:
     if not isinstance(metadata, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
         raise CheckpointError(f"{source} is corrupt: its __metadata__ must map strings to "
-                              f"strings; got {_describe(metadata)}")
+                              f"strings; got {short_repr(metadata)}")
     entries = {name: _entry(name, value, source) for name, value in header.items()}
     dtypes = sorted({e.dtype for e in entries.values()})
     if len(dtypes) > 1:
@@ -317,30 +312,24 @@ def _entry(name: str, value, source: str) -> _Entry:
                               f"{_MAX_NAME}")
     if not isinstance(value, dict) or set(value) != _ENTRY_KEYS:
         raise CheckpointError(f"{where}: its entry must hold exactly {sorted(_ENTRY_KEYS)}; "
-                              f"got {_describe(value)}")
+                              f"got {short_repr(value)}")
     dtype, shape, offsets = value["dtype"], value["shape"], value["data_offsets"]
     if not isinstance(dtype, str) or dtype not in _DTYPES:
         raise CheckpointError(f"{where}: dtype must be one of {sorted(_DTYPES)}; got "
-                              f"{_describe(dtype)}")
+                              f"{short_repr(dtype)}")
     if not (isinstance(shape, list) and len(shape) <= _MAX_RANK
-            and all(_is_int(s) and 0 <= s <= MAX_BYTES for s in shape)):
+            and all(is_integer(s) and 0 <= s <= MAX_BYTES for s in shape)):
         raise CheckpointError(f"{where}: shape must be a list of at most {_MAX_RANK} integers "
-                              f"in [0, {MAX_BYTES:,}]; got {_describe(shape)}")
-    if not (isinstance(offsets, list) and len(offsets) == 2 and all(map(_is_int, offsets))
+                              f"in [0, {MAX_BYTES:,}]; got {short_repr(shape)}")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(map(is_integer, offsets))
             and 0 <= offsets[0] <= offsets[1] <= MAX_BYTES):
         raise CheckpointError(f"{where}: data_offsets must be two integers 0 <= start <= end "
-                              f"<= {MAX_BYTES:,}; got {_describe(offsets)}")
+                              f"<= {MAX_BYTES:,}; got {short_repr(offsets)}")
     size = math.prod(shape) * _DTYPES[dtype][1]
     if offsets[1] - offsets[0] != size:
         raise CheckpointError(f"{where}: data_offsets {offsets} span {offsets[1] - offsets[0]:,} "
                               f"bytes; {dtype} of shape {shape} needs {size:,}")
     return _Entry(dtype, tuple(shape), offsets[0], offsets[1])
-
-
-def _describe(value) -> str:
-    """A short repr of an untrusted value, for a message (reprlib: never the whole of it)."""
-    text = reprlib.repr(value)
-    return text if len(text) <= 60 else f"{text[:57]}..."
 
 
 # -- load: the metadata, typed -----------------------------------------------------------------
@@ -351,7 +340,7 @@ def _metadata(meta: dict, source: str) -> dict:
                               f"checkpoint: metadata {missing} missing")
     if meta["format"] != FORMAT:
         raise CheckpointError(f"{source}: format must be {FORMAT!r}; got "
-                              f"{_describe(meta['format'])}")
+                              f"{short_repr(meta['format'])}")
     out = {key: _json(meta.get(key, "{}").encode(), f"metadata {key}", source)
            for key in ("model_config", "task", "history")}
     out["version"] = meta.get("version", "")
@@ -457,7 +446,7 @@ def _checked(data: bytes, source: str) -> tuple[CheckpointInfo, dict[str, _Entry
         raise
     except Exception as err:  # noqa: BLE001 - the documented safety net
         raise CheckpointError(f"{source} could not be validated ({type(err).__name__}: "
-                              f"{_describe(str(err))})") from err
+                              f"{short_repr(str(err))})") from err
 
 
 def read_info(path: str | os.PathLike) -> CheckpointInfo:

@@ -53,10 +53,9 @@ the field, the value and what is allowed.
 from __future__ import annotations
 
 import math
-import numbers
 import re
-import reprlib
 
+from tnn_core.checks import is_integer, is_number, short_repr
 from tnn_core.training.snapshots import MAX_STEP, KernelSnapshots
 
 __all__ = ["MAX_TEXT", "MAX_LABEL", "MAX_EVALS", "MAX_EVAL_KEYS", "MAX_COMMANDS", "TEXTS",
@@ -77,20 +76,6 @@ MAX_COMMANDS = 16  # commands in a lineage: the source's, then each conversion's
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _AT_MOST_ONE = ("accuracy",)  # evaluation keys that are fractions
 _SURROGATE = re.compile("[\ud800-\udfff]")  # in a str decoded from JSON, only lone ones
-
-
-def _describe(value) -> str:
-    """A short repr of an untrusted value (reprlib: never the whole of it)."""
-    text = reprlib.repr(value)
-    return text if len(text) <= 60 else f"{text[:57]}..."
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _finite(value) -> bool:
@@ -115,40 +100,40 @@ def _without_surrogates(value):
 def _string(name: str, value, longest: int) -> str:
     if not isinstance(value, str) or len(value) > longest:
         raise ValueError(f"{name} must be a string of at most {longest:,} characters; got "
-                         f"{_describe(value)}")
+                         f"{short_repr(value)}")
     return value
 
 
 def _integer(name: str, value, low: int) -> int:
-    if not (_is_int(value) and low <= value <= MAX_STEP):
+    if not (is_integer(value) and low <= value <= MAX_STEP):
         raise ValueError(f"{name} must be an integer in [{low}, {MAX_STEP:,}]; got "
-                         f"{_describe(value)}")
+                         f"{short_repr(value)}")
     return int(value)
 
 
 def _measurement(name: str, value, highest: float = math.inf) -> float | int | None:
     """A number in [0, highest], None when not finite (not recorded)."""
-    if not _is_number(value):
-        raise ValueError(f"{name} must be a number or null; got {_describe(value)}")
+    if not is_number(value):
+        raise ValueError(f"{name} must be a number or null; got {short_repr(value)}")
     if not _finite(value):
         return None
     if not 0 <= value <= highest:
-        raise ValueError(f"{name} must be in [0, {highest:g}]; got {_describe(value)}")
+        raise ValueError(f"{name} must be in [0, {highest:g}]; got {short_repr(value)}")
     return value
 
 
 def _list(name: str, value, longest: int) -> list:
     if not (isinstance(value, list) and len(value) <= longest):
         raise ValueError(f"{name} must be a list of at most {longest:,} entries; got "
-                         f"{_describe(value)}")
+                         f"{short_repr(value)}")
     return value
 
 
 def _eval(i: int, entry, metric_name: str | None) -> dict:
     where = f"evals[{i}]"
-    if not (isinstance(entry, dict) and _is_int(entry.get("step"))):
+    if not (isinstance(entry, dict) and is_integer(entry.get("step"))):
         raise ValueError(f"{where} must be an object with an integer step; got "
-                         f"{_describe(entry)}")
+                         f"{short_repr(entry)}")
     if len(entry) > 1 + MAX_EVAL_KEYS:
         raise ValueError(f"{where} must hold at most {MAX_EVAL_KEYS} metrics besides step; got "
                          f"{len(entry) - 1}")
@@ -174,19 +159,19 @@ def _eval(i: int, entry, metric_name: str | None) -> dict:
 def _interval(name: str, value, highest: float) -> list[float] | None:
     """[low, high] of two numbers in [0, highest]; None when either is not finite."""
     if not (isinstance(value, list) and len(value) == 2):
-        raise ValueError(f"{name} must be a list [low, high] or null; got {_describe(value)}")
+        raise ValueError(f"{name} must be a list [low, high] or null; got {short_repr(value)}")
     low, high = (_measurement(name, end, highest) for end in value)
     if low is None or high is None:
         return None
     if low > high:
-        raise ValueError(f"{name} must have low <= high; got {_describe(value)}")
+        raise ValueError(f"{name} must have low <= high; got {short_repr(value)}")
     return [low, high]
 
 
 def _lineage(raw) -> dict:
     """The ``lineage`` object of the module docstring, typed; unknown keys dropped."""
     if not isinstance(raw, dict):
-        raise ValueError(f"lineage must be an object; got {_describe(raw)}")
+        raise ValueError(f"lineage must be an object; got {short_repr(raw)}")
     out: dict = {}
     if "source" in raw:
         source = _object("lineage.source", raw["source"])
@@ -194,7 +179,7 @@ def _lineage(raw) -> dict:
                          "sha256": _string("lineage.source.sha256", source.get("sha256"), 64)}
         if not _SHA256.fullmatch(out["source"]["sha256"]):
             raise ValueError(f"lineage.source.sha256 must be 64 lower-case hex digits; got "
-                             f"{_describe(out['source']['sha256'])}")
+                             f"{short_repr(out['source']['sha256'])}")
     if "plan" in raw:
         out["plan"] = _object("lineage.plan", raw["plan"])
     if "finetune" in raw:
@@ -223,7 +208,7 @@ def _lineage(raw) -> dict:
 
 def _object(name: str, value) -> dict:
     if not isinstance(value, dict):
-        raise ValueError(f"{name} must be an object; got {_describe(value)}")
+        raise ValueError(f"{name} must be an object; got {short_repr(value)}")
     return value
 
 
@@ -232,7 +217,7 @@ def validated_history(raw) -> dict:
     normalised: a new dict holding schema keys only. ValueError of one sentence naming
     the field, the value and what is allowed."""
     if not isinstance(raw, dict):
-        raise ValueError(f"must be a JSON object; got {_describe(raw)}")
+        raise ValueError(f"must be a JSON object; got {short_repr(raw)}")
     raw = _without_surrogates({k: v for k, v in raw.items() if k in _SCHEMA and v is not None})
     out: dict = {}
     for key in TEXTS:
@@ -247,7 +232,7 @@ def validated_history(raw) -> dict:
     for key in OBJECTS:
         if key in raw:
             if not isinstance(raw[key], dict):
-                raise ValueError(f"{key} must be an object; got {_describe(raw[key])}")
+                raise ValueError(f"{key} must be an object; got {short_repr(raw[key])}")
             out[key] = raw[key]
     if "steps" in raw:
         out["steps"] = _integer("steps", raw["steps"], 0)
@@ -255,11 +240,11 @@ def validated_history(raw) -> dict:
         out["world_size"] = _integer("world_size", raw["world_size"], 1)
     if "train_loss" in raw:
         losses = _list("train_loss", raw["train_loss"], MAX_STEP)
-        bad = next((i for i, v in enumerate(losses) if not (_is_number(v) and _finite(v))),
+        bad = next((i for i, v in enumerate(losses) if not (is_number(v) and _finite(v))),
                    None)
         if bad is not None:
             raise ValueError(f"train_loss[{bad}] must be a finite number (a run stops before "
-                             f"it records a loss that is not); got {_describe(losses[bad])}")
+                             f"it records a loss that is not); got {short_repr(losses[bad])}")
         out["train_loss"] = losses
     if "resumed_at" in raw:
         out["resumed_at"] = [_integer(f"resumed_at[{i}]", v, 0) for i, v in

@@ -38,13 +38,13 @@ import base64
 import binascii
 import itertools
 import math
-import numbers
-import reprlib
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
+
+from tnn_core.checks import is_integer, is_number, short_repr
 
 __all__ = ["MAX_SNAPSHOTS", "MAX_LAYERS", "MAX_CHANNELS", "MAX_LAGS", "MAX_SCALE",
            "SnapshotLayout", "snapshot_layout", "take_snapshot", "every_for",
@@ -124,22 +124,13 @@ def _encode(kernels: np.ndarray) -> tuple[float, str]:
     return scale, base64.b64encode(q.astype("<i2").tobytes()).decode("ascii")
 
 
-def _describe(value) -> str:
-    text = reprlib.repr(value)
-    return text if len(text) <= 60 else f"{text[:57]}..."
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
 def _int_list(record: dict, key: str, longest: int, low: int, high: int) -> list[int]:
     value = record[key]
     if not (isinstance(value, list) and 1 <= len(value) <= longest
-            and all(_is_int(v) and low <= v <= high for v in value)
+            and all(is_integer(v) and low <= v <= high for v in value)
             and all(a < b for a, b in itertools.pairwise(value))):
         raise ValueError(f"kernel_snapshots.{key} must be 1 to {longest} increasing integers "
-                         f"in [{low}, {high:,}]; got {_describe(value)}")
+                         f"in [{low}, {high:,}]; got {short_repr(value)}")
     return value
 
 
@@ -210,39 +201,38 @@ class KernelSnapshots:
         field (``kernel_snapshots.FIELD``), the value and the allowed range."""
         if not isinstance(record, dict) or sorted(record) != sorted(_KEYS):
             raise ValueError(f"kernel_snapshots must be an object with exactly {list(_KEYS)}; "
-                             f"got {_describe(record)}")
+                             f"got {short_repr(record)}")
         n = record["n"]
-        if not (_is_int(n) and 1 <= n <= MAX_N):
+        if not (is_integer(n) and 1 <= n <= MAX_N):
             raise ValueError(f"kernel_snapshots.n must be an integer in [1, {MAX_N:,}]; got "
-                             f"{_describe(n)}")
+                             f"{short_repr(n)}")
         layers = _int_list(record, "layers", MAX_LAYERS, 0, 100_000)
         channels = _int_list(record, "channels", MAX_CHANNELS, 0, 100_000)
         lags = record["lags"]
-        if not (isinstance(lags, list) and len(lags) == 2 and all(map(_is_int, lags))
+        if not (isinstance(lags, list) and len(lags) == 2 and all(map(is_integer, lags))
                 and -(n - 1) <= lags[0] <= lags[1] <= n - 1
                 and lags[1] - lags[0] < MAX_LAGS):
             raise ValueError(f"kernel_snapshots.lags must be [first, last], integers with "
                              f"-(n-1) <= first <= last <= n-1 and at most {MAX_LAGS} lags; "
-                             f"got {_describe(lags)}")
+                             f"got {short_repr(lags)}")
         every = record["every"]
-        if not (_is_int(every) and 1 <= every <= MAX_STEP):
+        if not (is_integer(every) and 1 <= every <= MAX_STEP):
             raise ValueError(f"kernel_snapshots.every must be an integer in [1, {MAX_STEP:,}]; "
-                             f"got {_describe(every)}")
+                             f"got {short_repr(every)}")
         steps, scales, encoded = record["steps"], record["scales"], record["kernels"]
         if not (isinstance(steps, list) and len(steps) <= MAX_SNAPSHOTS):
             raise ValueError(f"kernel_snapshots.steps must be a list of at most "
-                             f"{MAX_SNAPSHOTS} steps; got {_describe(steps)}")
+                             f"{MAX_SNAPSHOTS} steps; got {short_repr(steps)}")
         if steps:
             _int_list(record, "steps", MAX_SNAPSHOTS, 0, MAX_STEP)
         for key, values in (("scales", scales), ("kernels", encoded)):
             if not (isinstance(values, list) and len(values) == len(steps)):
                 raise ValueError(f"kernel_snapshots.{key} must be a list of one entry per "
-                                 f"step ({len(steps)}); got {_describe(values)}")
+                                 f"step ({len(steps)}); got {short_repr(values)}")
         for i, scale in enumerate(scales):
-            if not (isinstance(scale, numbers.Real) and not isinstance(scale, bool)
-                    and 0 <= scale <= MAX_SCALE):  # NaN fails every comparison
+            if not (is_number(scale) and 0 <= scale <= MAX_SCALE):  # NaN fails every comparison
                 raise ValueError(f"kernel_snapshots.scales[{i}] must be a finite number in "
-                                 f"[0, {MAX_SCALE:g}]; got {_describe(scale)}")
+                                 f"[0, {MAX_SCALE:g}]; got {short_repr(scale)}")
         layout = SnapshotLayout(n, tuple(layers), tuple(channels), (lags[0], lags[1]))
         size = 2 * math.prod(layout.shape)  # bytes of int16 [L, C, K]
         length = 4 * math.ceil(size / 3)  # its base64
@@ -250,14 +240,14 @@ class KernelSnapshots:
             if not (isinstance(text, str) and len(text) == length):
                 raise ValueError(f"kernel_snapshots.kernels[{i}] must be {length} characters "
                                  f"of base64 (int16 {list(layout.shape)}); got "
-                                 f"{_describe(text)}")
+                                 f"{short_repr(text)}")
             try:
                 decoded = len(base64.b64decode(text, validate=True))
             except binascii.Error:
                 decoded = -1
             if decoded != size:
                 raise ValueError(f"kernel_snapshots.kernels[{i}] must be base64 of {size} "
-                                 f"bytes; got {_describe(text)}")
+                                 f"bytes; got {short_repr(text)}")
         snapshots = cls(layout, every)
         snapshots.steps, snapshots.scales, snapshots.encoded = list(steps), \
             [float(s) for s in scales], list(encoded)

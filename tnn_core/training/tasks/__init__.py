@@ -14,10 +14,9 @@ fixed ``validation(batch_size, batches, length=None)`` batches, ``chance``,
 from __future__ import annotations
 
 import hashlib
-import reprlib
 from dataclasses import dataclass, is_dataclass
 
-from tnn_core.checks import check_choice, config_from_dict
+from tnn_core.checks import check_choice, config_from_dict, short_repr
 from tnn_core.training.tasks.base import IGNORE, Task
 from tnn_core.training.tasks.charlm import CharLMConfig, CharLMTask
 from tnn_core.training.tasks.digits import LEVELS, DigitsConfig, DigitsTask
@@ -96,7 +95,7 @@ def task_shape(info) -> TaskShape:
     ``settings.text`` path is dropped."""
     if not isinstance(info, dict) or not isinstance(info.get("name"), str):
         raise ValueError(f"task info must be a dict with a string 'name'; got "
-                         f"{_short(info)}")
+                         f"{short_repr(info)}")
     name = info["name"]
     task_cls, _ = _entry(name)
     config = task_config(name, _settings(info))
@@ -105,17 +104,17 @@ def task_shape(info) -> TaskShape:
         if not (isinstance(vocab, str) and len(vocab) < config.max_vocab
                 and len(set(vocab)) == len(vocab)):
             raise ValueError(f"charlm vocab must be a string of at most max_vocab - 1 = "
-                             f"{config.max_vocab - 1} distinct characters; got {_short(vocab)}")
+                             f"{config.max_vocab - 1} distinct characters; got {short_repr(vocab)}")
         if list(vocab) != sorted(vocab):
             raise ValueError(f"charlm vocab must be in code-point order, as the task builds it; "
-                             f"got {_short(vocab)} (a reordered vocabulary maps every "
+                             f"got {short_repr(vocab)} (a reordered vocabulary maps every "
                              f"character to another)")
         if source is not None and not (
                 isinstance(source, dict) and source.get("kind", "stdlib") in _SOURCE_KINDS
                 and all(isinstance(source.get(k, ""), str) and len(source.get(k, "")) <= 4096
                         for k in ("name", "sha256"))):
             raise ValueError(f"charlm source must be a dict with kind in {_SOURCE_KINDS} and "
-                             f"string name and sha256; got {_short(source)}")
+                             f"string name and sha256; got {short_repr(source)}")
         vocab_size = len(vocab) + 1  # as CharLMTask.__init__: UNK, then the vocabulary
     elif name == "recall":
         vocab_size = 1 + config.num_keys + config.num_values  # as RecallTask.__init__
@@ -124,12 +123,6 @@ def task_shape(info) -> TaskShape:
     seq_len = config.size**2 if name == "digits" else config.seq_len
     return TaskShape(name, task_cls.kind, vocab_size, task_cls.num_classes, seq_len,
                      task_cls.extrapolates)
-
-
-def _short(value) -> str:
-    """A short repr of an untrusted value, for a message (reprlib: never the whole of it)."""
-    text = reprlib.repr(value)
-    return text if len(text) <= 60 else f"{text[:57]}..."
 
 
 def task_from_info(info: dict, data: bytes | None = None) -> Task:
@@ -146,7 +139,7 @@ def task_from_info(info: dict, data: bytes | None = None) -> Task:
             raise ValueError(f"a text was given, but task {name} has no text")
         return get_task(name, config)
     source = info.get("source") or {"kind": "stdlib"}
-    kind, text_name = source.get("kind", "stdlib"), _short(source.get("name", ""))
+    kind, text_name = source.get("kind", "stdlib"), short_repr(source.get("name", ""))
     if kind not in _USER_TEXT:
         if data is not None:
             raise ValueError("a text was given, but this charlm model was trained on the Python "
