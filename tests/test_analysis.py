@@ -25,6 +25,7 @@ from tnn_core.analysis import (
     frequency_response,
 )
 from tnn_core.analysis.norms import single_threaded_blas, symmetric_lanczos
+from tnn_core.analysis.persymmetric import leading_singular_count
 from tnn_core.analysis.profiles import decay_fit
 from tnn_core.operators import OperatorConfig, build_operator
 
@@ -223,6 +224,16 @@ def test_large_n_singular_values_and_frobenius_without_dense():
     assert rel(e.frobenius, np.linalg.norm(R)) < 1e-8
     assert rel(e.optimal_spectral, sigma[rank]) < 1e-7
     assert rel(e.optimal_frobenius, np.sqrt(np.sum(sigma[rank:] ** 2))) < 1e-6
+
+
+@pytest.mark.parametrize(("n", "rank", "k"), [
+    (1000, 2, 6), (1000, 16, 34), (1000, 127, 256), (1000, 200, 256), (1000, 300, 301),
+    (20, 16, 20), (5, 5, 5), (3, 2, 3), (1, 1, 1),
+])
+def test_leading_singular_count_reaches_past_sigma_r_plus_1(n, rank, k):
+    """σ_1..σ_{2r+2}, capped at 256 unless σ_{r+1} lies further, never more than n."""
+    assert leading_singular_count(n, rank) == k
+    assert min(n, rank + 1) <= k <= n
 
 
 def test_symmetric_lanczos_on_dense_maps():

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from tnn_core.analysis.curves import error_curve
+from tnn_core.analysis.dense import diagonal_lengths
 from tnn_core.analysis.gram import band_lags
 from tnn_core.analysis.profiles import decay_profile
 
@@ -58,8 +59,7 @@ def channel_stats(coeffs: torch.Tensor, band: int, rank: int, causal: bool) -> d
     locality = float(mass[inside].sum()) / total_mass
     if 1 - locality < BAND_ONLY_MASS:
         return {**nan, "locality": locality}
-    copies = n - np.abs(np.arange(-(n - 1), n))  # (2n-1,) entries of T on each diagonal
-    off_band_norm = math.sqrt(float((copies * t**2)[~inside].sum()))  # ||T - band||_F
+    off_band_norm = math.sqrt(float((diagonal_lengths(n) * t**2)[~inside].sum()))  # ||T - band||_F
     decay = decay_profile(coeffs, causal=causal).fit.rate
     low_rank = optimal = math.nan
     if 2 <= rank <= n and band <= 2 * n - 2:

@@ -39,7 +39,8 @@ from tnn_core.analysis.decompose import (
     sample_inducing_coeffs,
     smooth_continuation,
 )
-from tnn_core.analysis.errors import ZERO_KERNEL_NOTE, frobenius_sq, optimal_errors
+from tnn_core.analysis.dense import frobenius_sq
+from tnn_core.analysis.errors import ZERO_KERNEL_NOTE, optimal_errors
 from tnn_core.analysis.gram import (
     band_lags,
     fit_inducing_coeffs,

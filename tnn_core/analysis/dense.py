@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 __all__ = ["HEATMAP_CELLS", "LINE_POINTS", "display_indices", "display_line",
-           "dense_toeplitz"]
+           "dense_toeplitz", "diagonal_lengths", "frobenius_sq"]
 
 HEATMAP_CELLS = 192  # rows/columns a heatmap draws at most; larger matrices show every k-th
 LINE_POINTS = 1024  # points a line chart draws (plus one per gap): about its width in pixels
@@ -55,3 +55,15 @@ def dense_toeplitz(coeffs, idx: np.ndarray | None = None) -> np.ndarray:
     n = (len(t) + 1) // 2
     i = np.arange(n) if idx is None else np.asarray(idx)
     return t[(n - 1) + i[:, None] - i[None, :]]
+
+
+def diagonal_lengths(n: int) -> np.ndarray:
+    """n - |k| for k = -(n-1)..n-1: how many entries of an n × n Toeplitz T hold t_k. [2n-1]"""
+    return n - np.abs(np.arange(-(n - 1), n))
+
+
+def frobenius_sq(coeffs) -> float:
+    """||Toeplitz(coeffs)||²_F = Σ_k (n - |k|) t_k², exact. coeffs [2n-1]."""
+    t = np.asarray(coeffs, dtype=np.float64)
+    n = (len(t) + 1) // 2
+    return float(np.sum(diagonal_lengths(n) * t**2))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tnn_core.analysis.dense import dense_toeplitz
+from tnn_core.analysis.dense import dense_toeplitz, frobenius_sq
 from tnn_core.analysis.gram import SkiGram, inducing_projection, residual_frobenius_sq
 from tnn_core.analysis.low_rank import (
     interpolation_weights,
@@ -46,7 +46,7 @@ from tnn_core.analysis.persymmetric import (
 from tnn_core.core.interpolation import Interpolation
 from tnn_core.core.toeplitz import fft_size
 
-__all__ = ["DecompositionErrors", "frobenius_sq", "optimal_errors", "decomposition_errors",
+__all__ = ["DecompositionErrors", "optimal_errors", "decomposition_errors",
            "ZERO_KERNEL_NOTE", "THEOREM1_DENSE_MAX_N", "Theorem1Terms", "theorem1_terms"]
 
 DENSE_FROBENIUS_MAX_N = 512  # form R densely for its Frobenius norm up to this n
@@ -94,13 +94,6 @@ class DecompositionErrors:
     def note(self) -> str:
         """Why the relative errors are undefined, or "" when they are not."""
         return ZERO_KERNEL_NOTE if self.norm_frobenius == 0 else ""
-
-
-def frobenius_sq(coeffs) -> float:
-    """||Toeplitz(coeffs)||²_F = Σ_k (n - |k|) t_k², exact. coeffs [2n-1]."""
-    t = np.asarray(coeffs, dtype=np.float64)
-    n = (len(t) + 1) // 2
-    return float(np.sum((n - np.abs(np.arange(-(n - 1), n))) * t**2))
 
 
 def optimal_errors(sigma: np.ndarray, complete: bool, r: int, n: int,

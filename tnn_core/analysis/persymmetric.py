@@ -23,14 +23,18 @@ import numpy as np
 import scipy.fft
 import torch
 
-from tnn_core.analysis.dense import dense_toeplitz
+from tnn_core.analysis.dense import dense_toeplitz, frobenius_sq
 from tnn_core.analysis.norms import LanczosResult, NumpyProduct, symmetric_lanczos
+from tnn_core.checks import check_int
 from tnn_core.core.toeplitz import fft_size
 
 __all__ = ["persymmetric_singular_values", "kernel_rfft", "toeplitz_product",
-           "toeplitz_singular_values", "NORM_MAX_STEPS", "capped_norm", "toeplitz_norm"]
+           "toeplitz_singular_values", "LEADING_SINGULAR_MAX", "leading_singular_count",
+           "NORM_MAX_STEPS", "capped_norm", "toeplitz_norm"]
 
 logger = logging.getLogger(__name__)
+
+LEADING_SINGULAR_MAX = 256  # leading_singular_count asks for at most this, or r + 1 if more
 
 
 def persymmetric_singular_values(M: torch.Tensor | np.ndarray) -> np.ndarray:
@@ -84,8 +88,7 @@ def toeplitz_singular_values(coeffs: torch.Tensor, k: int, dense_max_n: int = 51
         return persymmetric_singular_values(dense_toeplitz(t)), "dense"
     energy = None
     if energy_rank is not None:
-        total = float(np.sum((n - np.abs(np.arange(-(n - 1), n))) * t**2))  # ||T||²_F
-        energy = (energy_rank, total, energy_rtol)
+        energy = (energy_rank, frobenius_sq(t), energy_rtol)
     result = symmetric_lanczos(toeplitz_product(t, flip=True), n, k, tol=tol,
                                max_steps=max(4 * k, k + 100), energy=energy)
     if result.converged:
@@ -95,6 +98,19 @@ def toeplitz_singular_values(coeffs: torch.Tensor, k: int, dense_max_n: int = 51
     logger.warning("top %d singular values not converged in %d steps at n=%d; using Ritz "
                    "values", k, result.steps, n)
     return result.values, "lanczos (not converged)"
+
+
+def leading_singular_count(n: int, rank: int) -> int:
+    """How many leading singular values of an n × n matrix show its spectrum around rank
+    r: σ_1 .. σ_{2r+2} (σ_{r+1}, the Eckart–Young error at rank r, with as many values
+    after it as before), at most LEADING_SINGULAR_MAX unless σ_{r+1} itself lies
+    further, and never more than n:
+
+        k = min(n, max(min(2r + 2, 256), r + 1))
+
+    The k to pass to ``toeplitz_singular_values``."""
+    n, rank = check_int("n", n, 1), check_int("rank", rank, 1)
+    return min(n, max(min(2 * rank + 2, LEADING_SINGULAR_MAX), rank + 1))
 
 
 NORM_MAX_STEPS = 300  # cap for a spectral norm; see ``capped_norm``

@@ -30,8 +30,7 @@ import torch
 from tnn_core.analysis.atlas import band_mask
 from tnn_core.analysis.curves import error_curve
 from tnn_core.analysis.decompose import DENSE_MAX_N, as_kernel
-from tnn_core.analysis.dense import dense_toeplitz
-from tnn_core.analysis.errors import frobenius_sq
+from tnn_core.analysis.dense import dense_toeplitz, diagonal_lengths, frobenius_sq
 from tnn_core.analysis.norms import single_threaded_blas
 from tnn_core.analysis.persymmetric import persymmetric_singular_values
 from tnn_core.checks import check_int
@@ -115,8 +114,7 @@ def band_mass(coeffs, band: int, causal: bool) -> float:
     n = (len(t) + 1) // 2
     inside = band_mask(n, check_int("band", band, 1), causal)  # (2n-1,)
     total = frobenius_sq(t)
-    copies = n - np.abs(np.arange(-(n - 1), n))  # (2n-1,) entries of T on each diagonal
-    return float(np.sum((copies * t**2)[inside])) / total if total > 0 else math.nan
+    return float(np.sum((diagonal_lengths(n) * t**2)[inside])) / total if total > 0 else math.nan
 
 
 @dataclass(frozen=True)

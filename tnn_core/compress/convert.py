@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from tnn_core.analysis.decompose import decompose, sample_inducing_coeffs, smooth_continuation
-from tnn_core.analysis.errors import frobenius_sq
+from tnn_core.analysis.dense import frobenius_sq
 from tnn_core.analysis.gram import band_lags, residual_frobenius_sq
 from tnn_core.compress.plan import CompressionPlan, LayerPlan
 from tnn_core.models import ModelConfig, build_model
