@@ -1,8 +1,9 @@
-"""Independent references shared by the analysis and lab tests: scipy and plain loops,
-no tnn_core code."""
+"""Independent references shared by the tests: scipy, torch and plain loops, no tnn_core
+code."""
 
 import numpy as np
 import scipy.linalg
+import torch
 
 
 def toeplitz_ref(t: np.ndarray) -> np.ndarray:
@@ -38,3 +39,13 @@ def lopsided(n: int, causal: bool = False) -> np.ndarray:
     if causal:
         t[: n - 1] = 0
     return t
+
+
+def bidirectional_spectrum(real: torch.Tensor, imag: torch.Tensor) -> torch.Tensor:
+    """Complex response of a real kernel from its two halves (§3.3.2 of SKI to go Faster):
+    real + i imag with the imaginary part 0 at ω = 0 and ω = π, where the response of a
+    real kernel is real. real, imag: [..., N//2+1] -> complex [..., N//2+1]."""
+    assert real.shape == imag.shape, (real.shape, imag.shape)
+    mask = torch.ones(real.shape[-1], dtype=imag.dtype)
+    mask[0] = mask[-1] = 0
+    return torch.complex(real, imag * mask)

@@ -147,8 +147,7 @@ def test_decompose_sample_matches_dense_reference(n, band, rank, causal):
     np.testing.assert_allclose(d.low_rank_matrix(idx), ref["L"][np.ix_(idx, idx)], atol=1e-11)
     np.testing.assert_allclose(d.band_matrix(idx), ref["B"][np.ix_(idx, idx)], atol=1e-11)
     np.testing.assert_allclose(d.residual_matrix(idx), ref["R"][np.ix_(idx, idx)], atol=1e-11)
-    h = (n - 1) / (rank - 1)
-    assert d.theorem1_factor == pytest.approx(h * h / 8)
+    assert d.spacing == pytest.approx((n - 1) / (rank - 1))  # h, as in Theorem 1's h²/8
 
 
 @pytest.mark.parametrize("n,band,rank", CASES)

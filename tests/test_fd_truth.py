@@ -87,9 +87,9 @@ def test_fd_input_is_validated_and_old_configs_load_unchanged():
     old = OperatorConfig(kind="fd").to_dict()
     del old["fd_input"]  # a config written before the option existed
     assert OperatorConfig.from_dict(old).fd_input == "omega"
-    infos = checkpoint.shipped()
-    assert infos, "no shipped checkpoints"
-    for info in infos:
+    paths = sorted(checkpoint.SHIPPED_DIR.glob("*.safetensors"))
+    assert paths, "no shipped checkpoints"
+    for info in map(checkpoint.read_info, paths):
         assert info.model_config.operator.fd_input == "omega", info.source
 
 

@@ -14,7 +14,7 @@ import scipy.signal
 import torch
 from torch.func import functional_call
 
-from tnn_core.core.spectrum import bidirectional_spectrum
+from tests.references import bidirectional_spectrum
 from tnn_core.core.toeplitz import dense, fft_size
 from tnn_core.operators import FD, SKI, TNO, OperatorConfig, build_operator
 
@@ -208,12 +208,20 @@ def test_fd_bidirectional_spectrum(n):
     assert torch.equal(S.imag[:, -1], torch.zeros(D, dtype=F64))
     torch.testing.assert_close(S.real, out[:D], rtol=0, atol=1e-12)
     torch.testing.assert_close(S.imag[:, 1:-1], out[D:, 1:-1], rtol=0, atol=1e-12)
+    # the spectrum of a real kernel: the round trip closes only because the imaginary part
+    # vanishes at DC and Nyquist
+    kernel = torch.fft.irfft(S, n=N)  # (D, N) real
+    torch.testing.assert_close(torch.fft.rfft(kernel, n=N), S, rtol=0, atol=1e-12)
+    if N > 2:  # the halves as the RPE gives them, imaginary at DC: no real kernel has them
+        raw = torch.complex(out[:D], out[D:])
+        assert not torch.allclose(torch.fft.rfft(torch.fft.irfft(raw, n=N), n=N), raw,
+                                  atol=1e-6)
 
 
 @pytest.mark.parametrize("n", [1, 2, 7, 64])
 def test_fd_bidirectional_spectrum_node_equals_reference(n):
     """FD.spectrum (its output layer applied as W hᵀ) gives the values and the parameter
-    gradients of spectrum.bidirectional_spectrum on the RPE's two halves."""
+    gradients of the plain two-halves spectrum (tests/references.py) on the RPE's output."""
     op = make_op("fd", False)
     N = fft_size(n)
     omega = torch.linspace(0, math.pi, N // 2 + 1, dtype=F64)

@@ -1,5 +1,5 @@
-"""tnn_core.spectrum: the discrete Hilbert transform behind causal FD kernels (Algorithm 2
-of "SKI to go Faster"), bidirectional spectra and the spectrum -> lag-kernel map.
+"""tnn_core.core.spectrum: the discrete Hilbert transform behind causal FD kernels
+(Algorithm 2 of "SKI to go Faster") and the spectrum -> lag-kernel map.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 import scipy.signal
 import torch
 
+from tests.references import bidirectional_spectrum
 from tnn_core.core.spectrum import (
-    bidirectional_spectrum,
     causal_kernel,
     causal_spectrum,
     causal_weights,
@@ -127,32 +127,6 @@ def test_causal_spectrum_gives_a_causal_toeplitz_kernel(N):
 def test_causal_kernel_rejects_wrong_bin_count():
     with pytest.raises(ValueError, match="real_response"):
         causal_kernel(torch.zeros(2, 5, dtype=F64), 10)
-
-
-# -- the bidirectional spectrum -------------------------------------------------------
-
-
-@pytest.mark.parametrize("N", GRIDS)
-def test_bidirectional_spectrum_is_real_at_dc_and_nyquist(N):
-    real = random_response(3, N, seed=4)
-    imag = random_response(3, N, seed=5)
-    S = bidirectional_spectrum(real, imag)
-    assert torch.equal(S.real, real)
-    assert torch.equal(S.imag[:, 0], torch.zeros(3, dtype=F64))
-    assert torch.equal(S.imag[:, -1], torch.zeros(3, dtype=F64))
-    assert torch.equal(S.imag[:, 1:-1], imag[:, 1:-1])
-    # a real kernel whose spectrum is exactly S: the round trip only closes because the
-    # imaginary part vanishes at DC and Nyquist
-    kernel = torch.fft.irfft(S, n=N)  # (3, N)
-    assert not kernel.is_complex()
-    torch.testing.assert_close(torch.fft.rfft(kernel, n=N), S, rtol=0, atol=1e-12)
-    assert not torch.allclose(torch.fft.rfft(torch.fft.irfft(torch.complex(real, imag), n=N)),
-                              torch.complex(real, imag), atol=1e-6)
-
-
-def test_bidirectional_spectrum_rejects_shape_mismatch():
-    with pytest.raises(ValueError, match="shapes differ"):
-        bidirectional_spectrum(torch.zeros(2, 5), torch.zeros(2, 6))
 
 
 # -- spectrum -> lag kernel -----------------------------------------------------------

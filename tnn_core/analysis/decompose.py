@@ -6,7 +6,7 @@ Algorithm 1 of "SKI to go Faster" approximates T (T[i, j] = t_{i-j}) by
   lags with |k| >= n dropped. Given the low-rank part, its best taps (in
   Frobenius) are the diagonal means of T - W A Wᵀ on those lags.
 * W [n, r]: linear interpolation onto r inducing points evenly spaced on
-  [0, n-1], spacing h = (n-1)/(r-1) (``tnn_core.interpolation``).
+  [0, n-1], spacing h = (n-1)/(r-1) (``tnn_core.core.interpolation``).
 * A [r, r]: Toeplitz with lag coefficients a_l at the fractional lags l h.
   ``method="sample"``: a_l = k̃(l h), k̃ the kernel continued linearly across the
   band (the spike removed, the smooth part kept), read between integer lags by
@@ -14,9 +14,10 @@ Algorithm 1 of "SKI to go Faster" approximates T (T[i, j] = t_{i-j}) by
   ||T - B - W A Wᵀ||_F over a with B's taps optimal (``gram.fit_inducing_coeffs``),
   so its Frobenius error is never above sample's.
 
-Theorem 1 bounds the low-rank error through the linear-interpolation factor
-h²/8 (``Decomposition.theorem1_factor``). ``Decomposition.errors`` compares the
-approximation with T and with the Eckart–Young optimum σ_{r+1}(T - B).
+Theorem 1 bounds the low-rank error through the linear-interpolation factor h²/8, h the
+inducing spacing (``Decomposition.spacing``; ``errors.theorem1_terms`` evaluates the
+bound). ``Decomposition.errors`` compares the approximation with T and with the
+Eckart–Young optimum σ_{r+1}(T - B).
 
 Errors and singular values are computed when first read, then cached
 (``errors``, by ``errors.decomposition_errors`` on plain arrays): building a
@@ -149,11 +150,6 @@ class Decomposition:
     def spacing(self) -> float:
         """h = (n-1)/(r-1), the inducing-point spacing."""
         return (self.n - 1) / (self.rank - 1)
-
-    @property
-    def theorem1_factor(self) -> float:
-        """h²/8: Theorem 1's linear-interpolation factor max|ψ(i)|/2! <= h²/8."""
-        return self.spacing**2 / 8
 
     @cached_property
     def inducing_points(self) -> np.ndarray:  # [r] p_i

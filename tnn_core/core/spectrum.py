@@ -27,7 +27,6 @@ __all__ = [
     "causal_weights",
     "causal_kernel",
     "causal_spectrum",
-    "bidirectional_spectrum",
     "kernel_from_spectrum",
 ]
 
@@ -75,20 +74,6 @@ def causal_spectrum(real_response: torch.Tensor, N: int) -> torch.Tensor:
     real_response: [..., N//2+1] real  ->  complex [..., N//2+1].
     """
     return torch.fft.rfft(causal_kernel(real_response, N), n=N)  # (..., F)
-
-
-def bidirectional_spectrum(real: torch.Tensor, imag: torch.Tensor) -> torch.Tensor:
-    """Complex response of a real kernel from its two halves (§3.3.2 of SKI to go Faster).
-
-    real, imag: [..., N//2+1]  ->  complex [..., N//2+1], with the imaginary part
-    forced to 0 at ω = 0 and ω = π, where the response of a real kernel is real.
-    """
-    if real.shape != imag.shape:
-        raise ValueError(f"real and imag shapes differ: {tuple(real.shape)} vs {tuple(imag.shape)}")
-    mask = torch.ones(real.shape[-1], device=imag.device, dtype=imag.dtype)
-    mask[0] = 0
-    mask[-1] = 0
-    return torch.complex(real, imag * mask)
 
 
 def kernel_from_spectrum(spectrum: torch.Tensor, n: int, N: int) -> torch.Tensor:

@@ -66,8 +66,9 @@ class FD(TokenMixer):
         """The kernel's frequency response on the size-N grid, complex [D, N//2+1]."""
         if self.config.causal:
             return causal_spectrum(self.real_response(N).contiguous(), N)  # (D, F)
-        # = bidirectional_spectrum(out[:D], weight * out[D:]) for out = rpe(input).T, with the
-        # output layer applied as W hᵀ so that the real and imaginary halves come out contiguous
+        # the response of a real kernel from its two halves (§3.3.2 of SKI to go Faster):
+        # out[:D] + i weight out[D:] for out = rpe(input).T, with the output layer applied as
+        # W hᵀ so that the real and imaginary halves come out contiguous
         p = self._param()
         h = self._rpe_features(self.rpe_input(N))  # (F, e)
         out = torch.addmm(self.rpe.out.bias[:, None], self.rpe.out.weight, h.T)  # (2D, F)

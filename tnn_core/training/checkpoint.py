@@ -82,7 +82,7 @@ from tnn_core.training.tasks import TASKS, task_shape
 __all__ = ["CheckpointError", "CheckpointInfo", "FORMAT", "MAX_BYTES",
            "MAX_HEADER_BYTES", "MAX_JSON_DEPTH", "MAX_PARAMETERS", "SHIPPED_DIR",
            "STALE_TEMP_SECONDS", "save", "write_atomically", "load",
-           "load_bytes", "read_info", "shipped", "migrate_train_config"]
+           "load_bytes", "read_info", "migrate_train_config"]
 
 log = logging.getLogger(__name__)
 
@@ -482,16 +482,3 @@ def load(path: str | os.PathLike) -> tuple[nn.Module, CheckpointInfo]:
     """Rebuild the model stored at ``path``; any problem raises CheckpointError."""
     return load_bytes(_read(path), str(path))
 
-
-def shipped(directory: str | os.PathLike | None = None) -> list[CheckpointInfo]:
-    """The checkpoints in the repository's ``checkpoints/`` folder, by file name.
-
-    Files that fail validation are logged and left out."""
-    folder = Path(directory) if directory is not None else SHIPPED_DIR
-    out = []
-    for path in sorted(folder.glob("*.safetensors")):
-        try:
-            out.append(read_info(path))
-        except CheckpointError as err:
-            log.warning("skipping %s: %s", path, err)
-    return out
