@@ -4,7 +4,7 @@ Examples:
     python -m tnn_core.bench                                # the full grid, CPU, 2 threads
     python -m tnn_core.bench --ns 1024 4096 --ops tno tno-reference fd --json out.json
     python -m tnn_core.bench --quick                        # a tiny grid, seconds
-    python -m tnn_core.bench --togeipi-table                # Togeipi vs attention (the seed's grid)
+    python -m tnn_core.bench --togeipi-table                # Togeipi vs attention (report's grid)
     python -m tnn_core.bench --ski-study                    # SKI routes, parts and band crossover
     python -m tnn_core.bench --fd-study                     # FD vs TNO: the product and the rest
     python -m tnn_core.bench --analysis                     # the Decomposition page's compute path
@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="PATH", help="write one record per (op, causal, n, mode)")
     p.add_argument("--quick", action="store_true", help="a tiny grid (n = 64, 256; 3 repeats)")
     p.add_argument("--togeipi-table", action="store_true",
-                   help="Togeipi vs multi-head attention over the seed's L x D x H grid")
+                   help="Togeipi vs multi-head attention over the project's L x D x H grid")
     p.add_argument("--table-batch", type=int, default=2, help="batch of --togeipi-table")
     p.add_argument("--table-repeats", type=int, default=7, help="repeats of --togeipi-table")
     p.add_argument("--ski-study", action="store_true",

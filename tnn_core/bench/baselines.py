@@ -1,8 +1,8 @@
 """Baselines the harness times our operators against.
 
 * ``TnoReference``: the official TNN code's algorithm and layout (Doraemonzzz/tnn-pytorch,
-  ``Tno.forward_non_causal`` / ``forward_causal`` / ``compute``, read for us in
-  shared/RECIPES.md): x [B, n, D] viewed as [B, h, n, d] with the FFT along the strided
+  ``Tno.forward_non_causal`` / ``forward_causal`` / ``compute``), as follows:
+  x [B, n, D] viewed as [B, h, n, d] with the FFT along the strided
   n axis at size 2n, the kernel assembled on every call from three RPE calls (lag 0,
   lags 1..n-1, lags -(n-1)..-1), the decay applied to each half, and
   a = [t0, t1..t(n-1), t0 (wrap slot), t(-(n-1))..t(-1)]; plain autograd throughout.

@@ -1,15 +1,15 @@
 """The Togeipi course project's timing table, reproduced in relative terms on this machine.
 
-The seed (shared/seeds/togeipi-course-project.txt, "Conclusion and Results") times the
-forward pass of its Togeipi module against multi-head attention on a GPU server, batch
-64, for L = 64..1024, D = 64..2048 and H = 2, 8, 16, and reports Togeipi/MHA per cell.
+The project's report ("Conclusion and Results") times the forward pass of its Togeipi
+module against multi-head attention on a GPU server, batch 64, for L = 64..1024,
+D = 64..2048 and H = 2, 8, 16, and reports Togeipi/MHA per cell.
 Here both run forward under ``torch.no_grad()`` (inference; Togeipi's kept sparse entries
-and PSF spectrum are cached, as the seed's forward also applies an already-pruned S),
+and PSF spectrum are cached, as the project's forward also applies an already-pruned S),
 interleaved in rounds, medians. Attention is ``baselines.Attention`` (q/k/v/out
 projections and ``F.scaled_dot_product_attention``); Togeipi is the operator "togeipi"
 (in/out projections, Toeplitz PSF per head by FFT, top-30 % sparse matrix by dense matmul).
 What changes on a 2-core CPU: batch 2 instead of 64 and fewer repeats (``repeats``) so
-the full 5 x 6 x 3 grid runs in minutes; the grid itself is the seed's.
+the full 5 x 6 x 3 grid runs in minutes; the grid itself is the report's.
 
 Letters: B batch, L length, D width, H heads.
 """
@@ -41,7 +41,7 @@ def run_togeipi_table(lengths: Iterable[int] = SEED_LENGTHS, widths: Iterable[in
                       stop_event: threading.Event | None = None) -> list[dict]:
     """Forward medians of Togeipi and MHA for every (H, D, L); one record per cell:
     heads, dim, length, batch, togeipi_ms, attention_ms, ratio (= togeipi / attention).
-    ``causal`` as in the seed's speed test (its config sets causal_attn = True)."""
+    ``causal`` as in the project's speed test (its config sets causal_attn = True)."""
     cells = [(h, d, n) for h in heads for d in widths for n in lengths]
     dev = torch.device(device)
     old_threads = torch.get_num_threads()
@@ -72,7 +72,7 @@ def run_togeipi_table(lengths: Iterable[int] = SEED_LENGTHS, widths: Iterable[in
 
 
 def togeipi_markdown(records: list[dict]) -> str:
-    """Per H: Togeipi/MHA (percent) with D rows and L columns, as in the seed's tables."""
+    """Per H: Togeipi/MHA (percent) with D rows and L columns, as in the report's tables."""
     lines = []
     for h in sorted({rec["heads"] for rec in records}):
         rows = [rec for rec in records if rec["heads"] == h]

@@ -59,7 +59,7 @@ class OperatorConfig:
     sparse_density: float = 0.3  # togeipi: fraction of the sparse matrix's entries kept (top |.|)
     max_length: int = 1024  # togeipi: longest n (the sparse matrix is max_length x max_length)
     sparse_l1: float = 1e-5  # togeipi: weight of l1_penalty() = sparse_l1 * sum |S_ij|
-    psf_activation: str = "none"  # togeipi: "none" keeps mixing linear; "gelu" as in the seed
+    psf_activation: str = "none"  # togeipi: "none" keeps mixing linear; "gelu" as the project
 
     def __post_init__(self):
         check_choice("kind", self.kind, ALL_KINDS)

@@ -1,7 +1,7 @@
 """Togeipi: a Toeplitz-plus-sparse token mixer in place of multi-head attention.
 
-From the Cornell CS 5223 course project "Togeipi" (Gangavarapu and Molter, 2023,
-shared/seeds/togeipi-course-project.txt), which approximates attention by
+From the Cornell CS 5223 course project "Togeipi" (Gangavarapu and Molter, 2023), which
+approximates attention by
 
     softmax(Q Kᵀ / √d) V  ≈  S (X Wˣ) Wˢ + Z* Σ Z (X Wˣ) Wᵗ
 
@@ -19,18 +19,18 @@ augmentation unit") plus a learned sparse matrix S for long-range links. Here:
   keeps only its top ``sparse_density`` (30 %) entries by magnitude (counted among
   the allowed entries: all, or the lower triangle incl. the diagonal when causal);
   gradients reach the kept entries. ``l1_penalty()`` = sparse_l1 · Σ|S_ij| pushes the
-  rest towards zero (the seed's "regularization"). The kept entries are applied as a
+  rest towards zero (the project's "regularization"). The kept entries are applied as a
   dense matmul, faster than torch.sparse.mm at 30 % density (docs/benchmarks.md).
 * ``max_length`` bounds n, since S is n x n; a longer input raises ValueError
   (``check_length``, part of the input contract every operator shares: ``base``).
 
-Differences from the seed, on purpose: the mixing is linear (``psf_activation=
-"none"``; the seed applies a gelu after the convolution, available as "gelu", then
+Differences from the project's code, on purpose: the mixing is linear (``psf_activation=
+"none"``; the project applies a gelu after the convolution, available as "gelu", then
 ``mixing_matrix`` no longer describes the operator); one post-projection for both
-branches (the seed has a pre-projection of its own on the sparse branch and a
+branches (the project has a pre-projection of its own on the sparse branch and a
 post-projection on the convolution only; since S and T act on time and the
 projections on channels, ours is the same form with the two channel maps tied, and
-gives one [H, n, n] matrix per head); a 1-D PSF along time (the seed's fftn over
+gives one [H, n, n] matrix per head); a 1-D PSF along time (the project's fftn over
 (time, channel) also convolves circularly across a head's channels); no bias, norm,
 residual or dropout inside the mixer (the TNN layer owns those).
 
