@@ -14,13 +14,10 @@ turns it into today's nested one on load.
 
 ``load`` / ``load_bytes`` validate before they allocate. In order:
 
-1. the bytes: a pickle (protocol 2+ starts with 0x80) or a ``torch.save`` zip ("PK") is
-   refused without ever unpickling, since unpickling can run code; only a regular file
-   is read (no FIFO, device or directory), and never more than ``MAX_BYTES`` + 1 bytes;
-2. the safetensors header: at most ``MAX_HEADER_BYTES`` (metadata included), JSON nested
-   at most ``MAX_JSON_DEPTH`` deep (counted before ``json.loads`` recurses), every tensor
-   entry exactly {dtype, shape, data_offsets} of the right types, one dtype for all, byte
-   ranges that match dtype × shape and tile the data section exactly;
+1. the bytes: never a pickle or a ``torch.save`` zip, a regular file only, at most
+   ``MAX_BYTES`` (``checkpoint_header``);
+2. the safetensors header: bounded in size and nesting, every tensor entry well typed,
+   byte ranges that tile the data section exactly (``checkpoint_header``);
 3. the metadata: a dict of strings, each JSON value depth-checked, then typed: the model
    config by ``ModelConfig`` (every field bounded above and below, floats finite), the
    task by ``tasks.task_shape`` (it must be the model's: kind, vocabulary, classes; it
@@ -33,10 +30,10 @@ turns it into today's nested one on load.
 5. the tensors: names and shapes compared with the model built on the meta device (no
    memory), and only then the data read, checked finite, and the real model built.
 
-Every failure is a ``CheckpointError`` (a ValueError) of one sentence naming the field,
-the value and the limit. Steps 2–4 run inside a last safety net that turns an exception
-nobody foresaw into a CheckpointError too: they parse untrusted data and allocate
-nothing large, so there is nothing to leak.
+Every failure is a ``CheckpointError`` (a ValueError, defined with the header checks) of
+one sentence naming the field, the value and the limit. Steps 2–4 run inside a last
+safety net that turns an exception nobody foresaw into a CheckpointError too: they parse
+untrusted data and allocate nothing large, so there is nothing to leak.
 
 Tensors stored in float16 or bfloat16 are widened to float32 on load (exactly): the
 operators compute in float32 or float64.
@@ -56,7 +53,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import os
 import re
 import struct
@@ -65,53 +61,44 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
 from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 from torch import nn
 
 from tnn_core import __version__
-from tnn_core.checks import is_integer, short_repr
-from tnn_core.files import FileRefused, read_bounded
+from tnn_core.checks import short_repr
 from tnn_core.models import ModelConfig, build_model
 from tnn_core.training.budget import BudgetError, check_sweep, meta_layers, parameter_count
+from tnn_core.training.checkpoint_header import (
+    DTYPES,
+    MAX_BYTES,
+    MAX_HEADER_BYTES,
+    CheckpointError,
+    TensorEntry,
+    parse_json,
+    read_bytes,
+    read_header,
+)
 from tnn_core.training.history import validated_history
 from tnn_core.training.tasks import TASKS, task_shape
 
-__all__ = ["CheckpointError", "CheckpointInfo", "FORMAT", "MAX_BYTES",
-           "MAX_HEADER_BYTES", "MAX_JSON_DEPTH", "MAX_PARAMETERS", "SHIPPED_DIR",
+__all__ = ["CheckpointError", "CheckpointInfo", "FORMAT", "MAX_PARAMETERS", "SHIPPED_DIR",
            "STALE_TEMP_SECONDS", "save", "write_atomically", "load",
            "load_bytes", "read_info", "migrate_train_config"]
 
 log = logging.getLogger(__name__)
 
 FORMAT = "toeplitz-lab/1"
-MAX_BYTES = 200_000_000  # larger files are refused before they are read
-# The header JSON, metadata included. The history holds one training loss per step
-# (about 20 bytes each), so this allows runs of some 150 000 steps.
-MAX_HEADER_BYTES = 4_000_000
-MAX_JSON_DEPTH = 64  # nesting of the header and of each metadata value; ours nest 4 deep
 MAX_PARAMETERS = 50_000_000  # 200 MB of float32, as large as MAX_BYTES allows
 STALE_TEMP_SECONDS = 600  # a temp file this old is stale even if its pid is alive (reused)
 SHIPPED_DIR = Path(__file__).resolve().parents[2] / "checkpoints"
-_DTYPES = {"F16": (torch.float16, 2), "BF16": (torch.bfloat16, 2), "F32": (torch.float32, 4),
-           "F64": (torch.float64, 8)}  # safetensors name -> (dtype, bytes per element)
 _WIDENED = {"F16", "BF16"}  # loaded as float32
-_MAX_RANK = 8  # dimensions of one tensor
-_MAX_NAME = 300  # characters of a tensor name
 _REQUIRED = ("format", "model_config", "task")
-_ENTRY_KEYS = {"dtype", "shape", "data_offsets"}
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 _TEMP = re.compile(r"^\..+\.(?P<pid>\d+)\.[A-Za-z0-9_]+\.tmp$")  # save's temp file names
 # the model fields a 0.1.0 TrainConfig repeated beside the optimisation ones
 _FLAT_MODEL_FIELDS = ("operator", "causal", "dim", "layers", "expand_ratio", "decay", "rank",
                       "band", "rpe_dim", "rpe_layers", "activation")
-
-
-class CheckpointError(ValueError):
-    """A file that is not a valid Toeplitz Lab checkpoint; the message says why."""
 
 
 @dataclass
@@ -218,120 +205,6 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-# -- load: the bytes and the header ------------------------------------------------------------
-def _read(path: str | os.PathLike) -> bytes:
-    """The file's bytes: a regular file of at most MAX_BYTES, never more read (files.py)."""
-    try:
-        return read_bounded(path, MAX_BYTES, "checkpoint")
-    except FileRefused as err:
-        raise CheckpointError(str(err)) from None
-
-
-def _json(text: bytes, what: str, source: str):
-    """``text`` parsed as JSON after its bracket nesting is checked (json.loads recurses)."""
-    brackets = np.frombuffer(_JSON_STRING.sub(b"", text).translate(None, _NOT_BRACKET),
-                             np.uint8)  # the [ ] { } outside strings, in order
-    if brackets.size:
-        opens = (brackets == ord("[")) | (brackets == ord("{"))
-        depth = int(np.cumsum(np.where(opens, 1, -1)).max())
-        if depth > MAX_JSON_DEPTH:
-            raise CheckpointError(f"{source}: {what} nests {depth} levels deep; the limit is "
-                                  f"{MAX_JSON_DEPTH}")
-    try:
-        return json.loads(text)
-    except (UnicodeDecodeError, ValueError, RecursionError) as err:
-        raise CheckpointError(f"{source} is corrupt: {what} is not JSON ({err})") from None
-
-
-@dataclass(frozen=True)
-class _Entry:
-    """One tensor of the header: its dtype name, shape and byte range in the data section."""
-
-    dtype: str
-    shape: tuple[int, ...]
-    start: int
-    end: int
-
-
-def _header(data: bytes, source: str) -> tuple[dict, dict[str, _Entry]]:
-    """(metadata, tensor entries) of the safetensors file ``data``, validated."""
-    # a safetensors header length can start with the bytes of a pickle's protocol marker
-    # (a length of 0x0380 + 65536 k reads as 80 03): byte 8 opens its JSON header
-    if data[:1] == b"\x80" and data[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05") and \
-            data[8:9] != b"{":
-        raise CheckpointError(f"{source} is a pickle file (protocol {data[1]}); pickles can "
-                              f"run code, so it is never opened. Use a .safetensors file")
-    if data[:4] == b"PK\x03\x04":
-        raise CheckpointError(f"{source} is a zip archive (the torch.save format, which holds "
-                              f"a pickle); it is never opened. Use a .safetensors file")
-    if len(data) < 10:
-        raise CheckpointError(f"{source} is not a safetensors file: only {len(data)} bytes "
-                              f"(truncated or empty)")
-    (length,) = struct.unpack("<Q", data[:8])
-    if data[8:9] != b"{":
-        raise CheckpointError(f"{source} is not a safetensors file (no JSON header after the "
-                              f"8-byte length)")
-    if length > MAX_HEADER_BYTES:
-        raise CheckpointError(f"{source}: its header has {length:,} bytes; the limit is "
-                              f"MAX_HEADER_BYTES = {MAX_HEADER_BYTES:,}")
-    if 8 + length > len(data):
-        raise CheckpointError(f"{source} is truncated: its header needs {8 + length:,} bytes, "
-                              f"the file has {len(data):,}")
-    header = _json(data[8 : 8 + length], "its header", source)
-    if not isinstance(header, dict):
-        raise CheckpointError(f"{source} is corrupt: its header is not a JSON object")
-    metadata = header.pop("__metadata__", None)
-    if metadata is None:
-        metadata = {}
-    if not isinstance(metadata, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
-        raise CheckpointError(f"{source} is corrupt: its __metadata__ must map strings to "
-                              f"strings; got {short_repr(metadata)}")
-    entries = {name: _entry(name, value, source) for name, value in header.items()}
-    dtypes = sorted({e.dtype for e in entries.values()})
-    if len(dtypes) > 1:
-        raise CheckpointError(f"{source}: tensors must share one dtype; got {dtypes}")
-    body, offset = len(data) - 8 - length, 0
-    for name, entry in sorted(entries.items(), key=lambda item: item[1].start):
-        if entry.start != offset:
-            raise CheckpointError(f"{source} is corrupt: tensor {name} starts at byte "
-                                  f"{entry.start:,} of the data section; the one before it "
-                                  f"ends at {offset:,}")
-        offset = entry.end
-    if offset != body:
-        raise CheckpointError(f"{source} is truncated or corrupt: its tensors span "
-                              f"{offset:,} bytes of a {body:,}-byte data section")
-    return metadata, entries
-
-
-def _entry(name: str, value, source: str) -> _Entry:
-    """One tensor's header entry, checked: types, dtype, shape and a consistent byte range."""
-    where = f"{source} is corrupt: tensor {name[:_MAX_NAME]!r}"
-    if len(name) > _MAX_NAME:
-        raise CheckpointError(f"{where}: its name has {len(name)} characters; the limit is "
-                              f"{_MAX_NAME}")
-    if not isinstance(value, dict) or set(value) != _ENTRY_KEYS:
-        raise CheckpointError(f"{where}: its entry must hold exactly {sorted(_ENTRY_KEYS)}; "
-                              f"got {short_repr(value)}")
-    dtype, shape, offsets = value["dtype"], value["shape"], value["data_offsets"]
-    if not isinstance(dtype, str) or dtype not in _DTYPES:
-        raise CheckpointError(f"{where}: dtype must be one of {sorted(_DTYPES)}; got "
-                              f"{short_repr(dtype)}")
-    if not (isinstance(shape, list) and len(shape) <= _MAX_RANK
-            and all(is_integer(s) and 0 <= s <= MAX_BYTES for s in shape)):
-        raise CheckpointError(f"{where}: shape must be a list of at most {_MAX_RANK} integers "
-                              f"in [0, {MAX_BYTES:,}]; got {short_repr(shape)}")
-    if not (isinstance(offsets, list) and len(offsets) == 2 and all(map(is_integer, offsets))
-            and 0 <= offsets[0] <= offsets[1] <= MAX_BYTES):
-        raise CheckpointError(f"{where}: data_offsets must be two integers 0 <= start <= end "
-                              f"<= {MAX_BYTES:,}; got {short_repr(offsets)}")
-    size = math.prod(shape) * _DTYPES[dtype][1]
-    if offsets[1] - offsets[0] != size:
-        raise CheckpointError(f"{where}: data_offsets {offsets} span {offsets[1] - offsets[0]:,} "
-                              f"bytes; {dtype} of shape {shape} needs {size:,}")
-    return _Entry(dtype, tuple(shape), offsets[0], offsets[1])
-
-
 # -- load: the metadata, typed -----------------------------------------------------------------
 def _metadata(meta: dict, source: str) -> dict:
     missing = [key for key in _REQUIRED if key not in meta]
@@ -341,7 +214,7 @@ def _metadata(meta: dict, source: str) -> dict:
     if meta["format"] != FORMAT:
         raise CheckpointError(f"{source}: format must be {FORMAT!r}; got "
                               f"{short_repr(meta['format'])}")
-    out = {key: _json(meta.get(key, "{}").encode(), f"metadata {key}", source)
+    out = {key: parse_json(meta.get(key, "{}").encode(), f"metadata {key}", source)
            for key in ("model_config", "task", "history")}
     out["version"] = meta.get("version", "")
     if len(out["version"]) > 100:
@@ -384,9 +257,9 @@ def _expected_tensors(config: ModelConfig, source: str) -> dict[str, torch.Size]
     return expected
 
 
-def _validated(data: bytes, source: str) -> tuple[CheckpointInfo, dict[str, _Entry]]:
+def _validated(data: bytes, source: str) -> tuple[CheckpointInfo, dict[str, TensorEntry]]:
     """Steps 2-5 of the module docstring, all but reading the tensors' data."""
-    raw_meta, entries = _header(data, source)
+    raw_meta, entries = read_header(data, source)
     meta = _metadata(raw_meta, source)
     try:
         config = ModelConfig.from_dict(meta["model_config"])
@@ -412,7 +285,7 @@ def _validated(data: bytes, source: str) -> tuple[CheckpointInfo, dict[str, _Ent
     except ValueError as err:
         raise CheckpointError(f"{source}: bad history metadata: {err}") from None
     expected = _expected_tensors(config, source)
-    element = _DTYPES[next(iter(entries.values())).dtype][1] if entries else 4
+    element = DTYPES[next(iter(entries.values())).dtype][1] if entries else 4
     try:
         check_sweep(config, shape.seq_len, shape.extrapolates, max(element, 4))
     except BudgetError as err:
@@ -435,7 +308,7 @@ def _validated(data: bytes, source: str) -> tuple[CheckpointInfo, dict[str, _Ent
     return info, entries
 
 
-def _checked(data: bytes, source: str) -> tuple[CheckpointInfo, dict[str, _Entry]]:
+def _checked(data: bytes, source: str) -> tuple[CheckpointInfo, dict[str, TensorEntry]]:
     """``_validated``, with any exception it did not foresee turned into a CheckpointError.
 
     The net is this wide on purpose: everything inside parses untrusted bytes with small
@@ -451,7 +324,7 @@ def _checked(data: bytes, source: str) -> tuple[CheckpointInfo, dict[str, _Entry
 
 def read_info(path: str | os.PathLike) -> CheckpointInfo:
     """The metadata of a checkpoint file, validated (tensor shapes too), without its data."""
-    data = _read(path)
+    data = read_bytes(path)
     return _checked(data, str(path))[0]
 
 
@@ -471,7 +344,7 @@ def load_bytes(data: bytes, source: str = "<bytes>") -> tuple[nn.Module, Checkpo
         if not torch.isfinite(tensor).all():
             raise CheckpointError(f"{source}: tensor {name} has NaN or Inf values")
     stored = next(iter(entries.values())).dtype if entries else "F32"
-    dtype = torch.float32 if stored in _WIDENED else _DTYPES[stored][0]
+    dtype = torch.float32 if stored in _WIDENED else DTYPES[stored][0]
     model = build_model(info.model_config).to(dtype)
     model.load_state_dict({k: v.to(dtype) for k, v in tensors.items()}, strict=True)
     model.eval()
@@ -480,5 +353,5 @@ def load_bytes(data: bytes, source: str = "<bytes>") -> tuple[nn.Module, Checkpo
 
 def load(path: str | os.PathLike) -> tuple[nn.Module, CheckpointInfo]:
     """Rebuild the model stored at ``path``; any problem raises CheckpointError."""
-    return load_bytes(_read(path), str(path))
+    return load_bytes(read_bytes(path), str(path))
 
