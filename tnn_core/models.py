@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tnn_core.checks import check_choice, check_fields, check_int
-from tnn_core.operators import OperatorConfig, Togeipi, build_operator
+from tnn_core.operators import DRAW_LOCK, OperatorConfig, Togeipi, build_operator
 
 __all__ = ["ModelConfig", "GTU", "GLU", "TNNLayer", "CausalLM", "SequenceClassifier",
            "build_model", "MAX_VOCAB", "MAX_CLASSES", "MAX_DIM", "MAX_LAYERS", "MAX_EXPAND_RATIO"]
@@ -179,7 +179,7 @@ class _Backbone(nn.Module):
     def l1_penalty(self) -> torch.Tensor:
         """Sum of the togeipi layers' ``l1_penalty()`` (sparse_l1 · Σ|S_ij|); 0 otherwise.
 
-        The training loop adds it to the loss (``training.loop.objective``)."""
+        The training loop adds it to the loss (``training.objective.objective``)."""
         total = self.embed.weight.new_zeros(())
         for op in self.operators():
             if isinstance(op, Togeipi):
@@ -216,4 +216,7 @@ class SequenceClassifier(_Backbone):
 
 
 def build_model(config: ModelConfig) -> nn.Module:
-    return CausalLM(config) if config.task == "lm" else SequenceClassifier(config)
+    """The model of ``config``; its weights drawn under ``operators.DRAW_LOCK`` (seed them
+    with ``operators.seeded_weights``)."""
+    with DRAW_LOCK:
+        return CausalLM(config) if config.task == "lm" else SequenceClassifier(config)

@@ -38,6 +38,7 @@ import torch
 from tnn_core.checks import check_choice, check_int
 from tnn_core.core.spectrum import frequency_grid, kernel_from_spectrum
 from tnn_core.core.toeplitz import fft_size
+from tnn_core.operators import seeded_weights
 from tnn_core.operators.config import FD_INPUTS, OperatorConfig
 from tnn_core.operators.fd import FD
 
@@ -83,8 +84,8 @@ def fd_response(activation: str, width: int, depth: int, n: int, seed: int = 0,
     """A seeded one-channel FD operator's response and kernel at length n (float64).
 
     The operator is ``FD(OperatorConfig(kind="fd", causal, activation, rpe_dim=width,
-    rpe_layers=depth, fd_input), dim=1)``, its weights drawn after ``torch.manual_seed(seed)``
-    without touching the global generator.
+    rpe_layers=depth, fd_input), dim=1)``, its weights drawn under
+    ``operators.seeded_weights(seed)``, which leaves the global generator as it was.
     """
     check_choice("activation", activation, tuple(THEOREMS))
     check_choice("fd_input", fd_input, FD_INPUTS)
@@ -94,8 +95,7 @@ def fd_response(activation: str, width: int, depth: int, n: int, seed: int = 0,
         raise ValueError(f"causal must be True or False; got {causal!r}")
     config = OperatorConfig(kind="fd", causal=causal, activation=activation, rpe_dim=width,
                             rpe_layers=depth, fd_input=fd_input)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with seeded_weights(seed):
         op = FD(config, dim=1).double()
     N = fft_size(n)
     with torch.no_grad():

@@ -14,7 +14,7 @@ import math
 import torch
 
 from tnn_core.core.toeplitz import causal_part, check_length, lags
-from tnn_core.operators import KINDS, OperatorConfig, build_operator
+from tnn_core.operators import KINDS, OperatorConfig, build_operator, seeded_weights
 
 __all__ = ["SYNTHETIC", "PRESETS", "OPERATOR_CHANNELS", "MAX_TYPED_LENGTH", "MAX_TYPED_CHARS",
            "synthetic_kernel", "operator_kernel",
@@ -65,8 +65,7 @@ def operator_kernel(kind: str, n: int, decay: float, causal: bool = False, seed:
         raise ValueError(f"channel must be in [0, {OPERATOR_CHANNELS - 1}]; got {channel}")
     config = OperatorConfig(kind=kind, causal=causal, decay=decay, rank=rank, band=band,
                             activation=activation)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with seeded_weights(seed):
         op = build_operator(config, OPERATOR_CHANNELS).double()
     with torch.no_grad():
         return op.kernel(n)[channel]

@@ -28,7 +28,7 @@ from tnn_core.bench.harness import interleaved_times, quartiles
 from tnn_core.checks import check_choice, check_int, check_number
 from tnn_core.operators import SKIKnots
 from tnn_core.training.evaluate import score
-from tnn_core.training.loop import task_loss
+from tnn_core.training.objective import task_loss
 from tnn_core.training.scores import Scores, median_ci
 from tnn_core.training.tasks import Task
 

@@ -7,7 +7,20 @@ with a Toeplitz plus sparse matrix between two projections, up to ``max_length``
 its dense reference is ``mixing_matrix(n)`` [H, n, n]. An ``ski`` config with
 ``low_rank="knots"`` builds ``SKIKnots``, the operator of a converted model
 (``tnn_core.compress``).
+
+Weights are drawn from torch's global generator (nn.Module constructors such as
+nn.Linear's take no generator of their own). ``with seeded_weights(seed):`` seeds it for
+one build and leaves it as it was; ``DRAW_LOCK`` makes that block, ``build_operator`` and
+``models.build_model`` run one at a time across threads, so two builds never draw from
+the generator at once (a seeded build in one thread gets its seed's weights whatever
+another thread builds meanwhile).
 """
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+import torch
 
 from tnn_core.operators.base import TokenMixer
 from tnn_core.operators.config import ALL_KINDS, KINDS, OperatorConfig, OperatorKind
@@ -18,15 +31,26 @@ from tnn_core.operators.tno import TNO
 from tnn_core.operators.togeipi import Togeipi
 
 __all__ = ["KINDS", "ALL_KINDS", "OperatorConfig", "OperatorKind", "TokenMixer", "TNO", "SKI",
-           "FD", "Togeipi", "SKIKnots", "build_operator"]
+           "FD", "Togeipi", "SKIKnots", "build_operator", "DRAW_LOCK", "seeded_weights"]
 
 _CLASSES = {"tno": TNO, "ski": SKI, "fd": FD, "togeipi": Togeipi}
+DRAW_LOCK = threading.RLock()  # held while weights are drawn from torch's global generator
+
+
+@contextlib.contextmanager
+def seeded_weights(seed: int) -> Iterator[None]:
+    """Weights built inside the block are drawn from torch's global generator seeded with
+    ``seed``, and no other thread builds meanwhile; the generator is restored after."""
+    with DRAW_LOCK, torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 def build_operator(config: OperatorConfig, dim: int) -> TokenMixer:
     """The operator of ``config.kind`` for D = ``dim`` channels."""
     if not isinstance(config, OperatorConfig):
         raise ValueError(f"config must be an OperatorConfig; got {type(config).__name__}")
-    if config.kind == "ski" and config.low_rank == "knots":
-        return SKIKnots(config, dim)
-    return _CLASSES[config.kind](config, dim)
+    with DRAW_LOCK:
+        if config.kind == "ski" and config.low_rank == "knots":
+            return SKIKnots(config, dim)
+        return _CLASSES[config.kind](config, dim)

@@ -56,7 +56,8 @@ from tnn_core.operators import ALL_KINDS, OperatorConfig
 from tnn_core.operators.config import FD_INPUTS
 from tnn_core.training.checkpoint import save
 from tnn_core.training.config import DEVICES, DTYPES, SCHEDULES, TrainConfig, model_for_task
-from tnn_core.training.loop import Callbacks, CollectiveTimeout, train
+from tnn_core.training.distributed import CollectiveTimeout
+from tnn_core.training.loop import Callbacks, train
 from tnn_core.training.resume import load_resume, resume_path, write_state
 from tnn_core.training.tasks import TASKS, CharLMTask, Task, get_task, task_config
 from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES

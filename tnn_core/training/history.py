@@ -3,7 +3,7 @@ may read.
 
     history = validated_history(raw)   # a new, normalised dict; ValueError names the field
 
-Writers: the training loop (``loop._loop``: ``history_now``, ``run_eval``), its resume, and
+Writers: the training loop (``loop._Record``: ``now``, ``evaluate``), its resume, and
 ``compress.pipeline.save_converted`` (the source's history plus a fine-tuning evaluation and
 ``compression``). Readers: Inspect (``lab.inspect.summary``, ``training_kernels``), the
 loop's resume, the compress pipeline. Every key is optional:

@@ -4,15 +4,15 @@
     result = train(config, callbacks=Callbacks(on_step=..., on_eval=...), stop_event=event)
     result.model, result.history, result.status   # "completed" | "stopped" | "diverged"
 
-* The loss is the task's cross-entropy; togeipi models add their ``l1_penalty()``
-  (``objective``).
-* AdamW (weight decay on matrices only), linear warm-up then cosine (down to 10 % of
-  ``lr``) or inverse square root, gradient clipping by global norm.
+* The loss is the task's cross-entropy; togeipi models add their ``l1_penalty()``.
+  AdamW (weight decay on matrices only), linear warm-up then cosine (down to 10 % of
+  ``lr``) or inverse square root (training/objective.py), gradient clipping by global
+  norm; one update of one process: training/update.py.
 * Evaluation on the task's fixed validation batches at step 0, every ``eval_every``
   steps and at the last step.
-* Seeded: the model from ``seed`` (under ``torch.random.fork_rng``, so the caller's
-  global RNG is left as it was), the batches from a generator seeded with ``seed`` and
-  the rank.
+* Seeded: the model from ``seed`` (``operators.seeded_weights``: the caller's global
+  generator is left as it was, and no other thread builds a model meanwhile), the
+  batches from a generator seeded with ``seed`` and the rank.
 * A non-finite loss or gradient stops the run: the weights go back to the last ones
   whose loss was finite (never the diverged ones), status "diverged"; the final
   evaluation is of those weights.
@@ -33,7 +33,8 @@
   (gloo on CPU, nccl on CUDA; DDP broadcasts rank 0's initial weights); every rank draws
   different batches, the loss is averaged over ranks, and only rank 0 evaluates and
   calls the callbacks. A collective that waits longer than ``ddp_timeout`` seconds (a
-  rank stopped or hung) raises ``CollectiveTimeout`` on the ranks still running.
+  rank stopped or hung) raises ``distributed.CollectiveTimeout`` on the ranks still
+  running.
 
 The data flow is model-agnostic: a task gives (tokens [B, n], targets), the model maps
 tokens to logits ([B, n, V] for lm, [B, C] for classify), cross-entropy skips IGNORE.
@@ -42,45 +43,32 @@ tokens to logits ([B, n, V] for lm, [B, C] for classify), cross-entropy skips IG
 from __future__ import annotations
 
 import logging
-import math
-import os
-import re
 import statistics
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from tnn_core import __version__
-from tnn_core.checks import check_choice
 from tnn_core.models import ModelConfig, build_model
+from tnn_core.operators import seeded_weights
 from tnn_core.training.budget import TRAINING_MEMORY_LIMIT, check_cost, check_sweep, pass_cost
-from tnn_core.training.config import DEVICES, SCHEDULES, TrainConfig
-from tnn_core.training.evaluate import autocast, evaluate
-from tnn_core.training.resume import Resume, TrainState, load_optimizer_tensors, optimizer_tensors
+from tnn_core.training.config import TrainConfig
+from tnn_core.training.distributed import process_group, resolve_device, torchrun_ranks
+from tnn_core.training.evaluate import evaluate
+from tnn_core.training.objective import learning_rate
+from tnn_core.training.resume import Resume, TrainState
 from tnn_core.training.snapshots import KernelSnapshots, every_for, snapshot_layout, take_snapshot
-from tnn_core.training.tasks import IGNORE, Task, get_task, task_shape
+from tnn_core.training.tasks import Task, get_task, task_shape
+from tnn_core.training.update import LastGood, Updater
 
-__all__ = ["Callbacks", "TrainResult", "CollectiveTimeout", "train", "learning_rate",
-           "task_loss", "objective", "resolve_device"]
+__all__ = ["Callbacks", "TrainResult", "train"]
 
 log = logging.getLogger(__name__)
 _THROUGHPUT_WARMUP = 5  # steps left out of the median tokens/s
-
-
-def resolve_device(name: str, local_rank: int = 0) -> torch.device:
-    """auto: CUDA (this rank's GPU) when available, else CPU; cuda without a GPU raises."""
-    check_choice("device", name, DEVICES)
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device must be 'cpu' or 'auto' here: CUDA is not available")
-    if name == "cpu" or not torch.cuda.is_available():
-        return torch.device("cpu")
-    return torch.device("cuda", local_rank)
 
 
 @dataclass
@@ -93,10 +81,6 @@ class Callbacks:
     on_checkpoint: Callable[[nn.Module, dict, TrainState], None] | None = None
     # (the kernel snapshots' record so far, a fresh dict) after each snapshot
     on_snapshot: Callable[[dict], None] | None = None
-
-
-class CollectiveTimeout(RuntimeError):
-    """Under torchrun: a collective waited longer than ``ddp_timeout`` for another rank."""
 
 
 @dataclass
@@ -114,62 +98,6 @@ class TrainResult:
     def final_metrics(self) -> dict:
         evals = self.history.get("evals") or [{}]
         return evals[-1]
-
-
-def learning_rate(step: int, config: TrainConfig) -> float:
-    """The learning rate for update ``step`` (0-based): warm-up, then the schedule."""
-    lr, warmup = config.lr, config.warmup
-    if step < warmup:
-        return lr * (step + 1) / warmup
-    if config.schedule == "cosine":
-        progress = (step - warmup) / max(1, config.steps - warmup)
-        return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0))))
-    if config.schedule == "inverse_sqrt":
-        return lr * math.sqrt(max(warmup, 1) / (step + 1))
-    raise ValueError(f"schedule must be one of {SCHEDULES}; got {config.schedule!r}")
-
-
-def task_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy over the targets that are not IGNORE.
-
-    logits [B, n, V] with targets [B, n] (lm), or logits [B, C] with targets [B]."""
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1),
-                           ignore_index=IGNORE)
-
-
-def objective(model: nn.Module, loss: torch.Tensor) -> torch.Tensor:
-    """What the optimizer minimises: the task loss plus the model's ``l1_penalty()``.
-
-    For togeipi that is sparse_l1 · Σ|S_ij| of every layer's sparse matrix (the Togeipi
-    project's regularisation, which pushes the dropped entries towards zero); the
-    Toeplitz kinds add 0."""
-    return loss + model.l1_penalty()
-
-
-def _distributed() -> tuple[int, int, int]:
-    """(rank, world size, local rank) from torchrun's environment; (0, 1, 0) alone."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world <= 1:
-        return 0, 1, 0
-    return int(os.environ["RANK"]), world, int(os.environ.get("LOCAL_RANK", "0"))
-
-
-def _build(config: TrainConfig, task: Task, device: torch.device) -> tuple[ModelConfig, nn.Module]:
-    model_config = config.model_config(task)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(config.seed)
-        model = build_model(model_config)
-    if config.dtype == "float64":
-        model = model.double()
-    return model_config, model.to(device)
-
-
-def _optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.AdamW:
-    decay = [p for p in model.parameters() if p.ndim >= 2]
-    no_decay = [p for p in model.parameters() if p.ndim < 2]
-    groups = [{"params": decay, "weight_decay": config.weight_decay},
-              {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.98))
 
 
 def train(config: TrainConfig, task: Task | None = None, callbacks: Callbacks | None = None,
@@ -190,35 +118,22 @@ def train(config: TrainConfig, task: Task | None = None, callbacks: Callbacks | 
     check_cost(f"a training step of {config.batch_size} sequences of {task.seq_len}",
                pass_cost(model_config, config.batch_size, task.seq_len, grad=True),
                memory_limit=TRAINING_MEMORY_LIMIT, seconds_limit=None)
-    callbacks = callbacks or Callbacks()
-    rank, world, local_rank = _distributed()
+    rank, world, local_rank = torchrun_ranks()
     device = resolve_device(config.device, local_rank)
-    own_group = False
-    if world > 1 and not torch.distributed.is_initialized():
-        if device.type == "cuda":
-            torch.cuda.set_device(device)
-        backend = "nccl" if device.type == "cuda" else "gloo"
-        torch.distributed.init_process_group(backend,
-                                             timeout=timedelta(seconds=config.ddp_timeout))
-        own_group = True
-    try:
-        result = _loop(config, task, callbacks, stop_event, command, resume, rank, world,
-                       device)
-        if own_group:  # leave together: gloo can abort a rank whose peer tears down first
-            torch.distributed.barrier()
-        return result
-    except RuntimeError as err:
-        # gloo: "Timed out waiting 10000ms for recv ..."; nccl's watchdog: "... timeout"
-        if world <= 1 or not re.search(r"timed out|timeout", str(err), re.IGNORECASE):
-            raise
-        others = ", ".join(str(r) for r in range(world) if r != rank)
-        raise CollectiveTimeout(
-            f"rank {rank} of {world}: a collective waited more than ddp_timeout="
-            f"{config.ddp_timeout:g} s, so rank {others} has stopped or hung "
-            f"({str(err).splitlines()[0]})") from None
-    finally:
-        if own_group:
-            torch.distributed.destroy_process_group()
+    with process_group(rank, world, device, config.ddp_timeout):
+        result = _loop(config, task, callbacks or Callbacks(), stop_event, command, resume,
+                       rank, world, device)
+    return result
+
+
+def _build(config: TrainConfig, task: Task, device: torch.device) -> tuple[ModelConfig, nn.Module]:
+    """The model of ``config`` for ``task``, its weights drawn from ``config.seed`` alone."""
+    model_config = config.model_config(task)
+    with seeded_weights(config.seed):
+        model = build_model(model_config)
+    if config.dtype == "float64":
+        model = model.double()
+    return model_config, model.to(device)
 
 
 def _stop_requested(stop_event: threading.Event | None, world: int,
@@ -232,94 +147,161 @@ def _stop_requested(stop_event: threading.Event | None, world: int,
     return bool(flag.item() > 0)
 
 
-def _state(model, optimizer, generator, step, config, task, world) -> TrainState:
-    """The resumable state after ``step`` updates; under torchrun a collective (every
-    rank's generator is gathered), so every rank calls it at the same step."""
-    generators = [generator.get_state()]  # [5056] uint8
-    if world > 1:
-        generators = [torch.empty_like(generators[0]) for _ in range(world)]
-        torch.distributed.all_gather(generators, generator.get_state())
-    return TrainState(step, optimizer_tensors(model, optimizer), generators, config.to_dict(),
-                      task.info())
+class _Record:
+    """What a run records as it goes (schema: training/history.py): the history (losses,
+    evaluations, wall time, throughput) and, on rank 0, the kernel snapshots; rank 0
+    evaluates and hands each record on to the callbacks."""
+
+    def __init__(self, config: TrainConfig, task: Task, model: nn.Module, callbacks: Callbacks,
+                 history: dict, elapsed: float, snapshots: KernelSnapshots | None, lead: bool):
+        self.config, self.task, self.model, self.callbacks = config, task, model, callbacks
+        self.history = history
+        self.snapshots = snapshots  # None: not rank 0, or a model without Toeplitz kernels
+        self.lead = lead  # rank 0
+        self.tokens_per_s: list[float] = []
+        self.start = time.perf_counter() - elapsed
+        last_eval = history["evals"][-1]["step"] if history["evals"] else 0
+        self.window = history["train_loss"][last_eval:]  # losses since the last evaluation
+
+    def throughput(self) -> float:
+        """Median tokens/s, the first few steps left out."""
+        return statistics.median(self.tokens_per_s[_THROUGHPUT_WARMUP:] or self.tokens_per_s
+                                 or [0.0])
+
+    def now(self, status: str, message: str, step: int) -> dict:
+        """The history after ``step`` updates, as a checkpoint stores it."""
+        recorded = {} if self.snapshots is None else {"kernel_snapshots":
+                                                      self.snapshots.to_record()}
+        return {**self.history, **recorded, "status": status, "message": message,
+                "steps": step, "wall_s": time.perf_counter() - self.start,
+                "tokens_per_s": self.throughput(), "train_config": self.config.to_dict()}
+
+    def evaluate(self, step: int, lr: float) -> None:
+        if not self.lead:
+            return
+        metrics = evaluate(self.model, self.task, self.config.eval_batches,
+                           self.config.eval_batch_size, dtype=self.config.dtype)
+        entry = {"step": step, **metrics,
+                 "train_loss": statistics.fmean(self.window) if self.window else None,
+                 "lr": lr, "wall_s": time.perf_counter() - self.start,
+                 "tokens_per_s": self.throughput()}
+        self.window.clear()
+        self.history["evals"].append(entry)
+        log.info("step %d: %s %.4f, loss %.4f", step, self.task.metric_name, entry["metric"],
+                 entry["loss"])
+        if self.callbacks.on_eval is not None:
+            self.callbacks.on_eval(step, dict(entry))
+
+    def snapshot(self, step: int) -> None:
+        if self.snapshots is None:
+            return
+        self.snapshots.add(step, take_snapshot(self.model, self.snapshots.layout))
+        if self.callbacks.on_snapshot is not None:
+            self.callbacks.on_snapshot(self.snapshots.to_record())
+
+    def update(self, step: int, loss: float, rate: float, lr: float) -> None:
+        """After update ``step``: its loss and tokens/s, then the snapshot and the
+        evaluation if one is due (the last step's come at the end, ``finish``)."""
+        self.tokens_per_s.append(rate)
+        self.history["train_loss"].append(loss)
+        self.window.append(loss)
+        if self.lead and self.callbacks.on_step is not None:
+            self.callbacks.on_step(step, loss, rate, lr)
+        if self.snapshots is not None and self.snapshots.due(step):
+            self.snapshot(step)
+        if step % self.config.eval_every == 0 and step < self.config.steps:
+            self.evaluate(step, lr)
+
+    def finish(self, step: int, lr: float) -> None:
+        """The evaluation and the snapshot of the final weights, unless taken already."""
+        evals = self.history["evals"]
+        if not evals or evals[-1]["step"] != step:
+            self.evaluate(step, lr)
+        if self.snapshots is not None and (not self.snapshots.steps
+                                           or self.snapshots.steps[-1] != step):
+            self.snapshot(step)
 
 
-def _loop(config, task, callbacks, stop_event, command, resume, rank, world,
-          device) -> TrainResult:
-    model_config, model = _build(config, task, device)
-    optimizer = _optimizer(model, config)
-    generator = torch.Generator().manual_seed(config.seed + 7919 * rank)
+def _history(config: TrainConfig, task: Task, command: str | None, device: torch.device,
+             world: int, resume: Resume | None, step: int) -> dict:
+    """The history a run starts from: a new one, or the resumed run's up to ``step``."""
     history = {"command": command, "device": str(device), "dtype": config.dtype,
                "world_size": world, "torch": torch.__version__, "version": __version__,
-               "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "metric_name": task.metric_name,
-               "train_loss": [], "evals": []}
-    step, elapsed = 0, 0.0
+               "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+               "metric_name": task.metric_name, "train_loss": [], "evals": []}
     if resume is not None:
-        if len(resume.state.generators) != world:
-            raise ValueError(f"cannot resume a run of {len(resume.state.generators)} "
-                             f"process(es) with {world}: the batches would differ")
-        with torch.no_grad():
-            model.load_state_dict(resume.weights, strict=True)
-        load_optimizer_tensors(model, optimizer, resume.state.optimizer, "the resume file")
-        generator.set_state(resume.state.generators[rank])
-        step, elapsed = resume.state.step, float(resume.history.get("wall_s") or 0.0)
-        history.update(started=resume.history.get("started"),
-                       train_loss=list(resume.history.get("train_loss", []))[:step],
-                       evals=[e for e in resume.history.get("evals", []) if e["step"] <= step],
-                       resumed_at=[*resume.history.get("resumed_at", []), step])
-    layout = snapshot_layout(model, task.seq_len) if rank == 0 else None
-    snapshots = None if layout is None else KernelSnapshots(layout, every_for(config.steps))
-    if snapshots is not None and resume is not None and "kernel_snapshots" in resume.history:
+        old = resume.history
+        history.update(started=old.get("started"),
+                       train_loss=list(old.get("train_loss", []))[:step],
+                       evals=[e for e in old.get("evals", []) if e["step"] <= step],
+                       resumed_at=[*old.get("resumed_at", []), step])
+    return history
+
+
+def _snapshots(model: nn.Module, task: Task, config: TrainConfig, resume: Resume | None,
+               step: int) -> KernelSnapshots | None:
+    """Rank 0's kernel snapshots: the resumed run's (cut at ``step``) when their layout is
+    this model's, else new ones; None for a model without Toeplitz kernels."""
+    layout = snapshot_layout(model, task.seq_len)
+    if layout is None:
+        return None
+    if resume is not None and "kernel_snapshots" in resume.history:
         stored = KernelSnapshots.from_record(resume.history["kernel_snapshots"])
         if stored.layout == layout:
-            snapshots = stored
-            snapshots.until(step)
-    net = model
-    if world > 1:
-        ids = [device.index] if device.type == "cuda" else None
-        net = nn.parallel.DistributedDataParallel(model, device_ids=ids)
-    params = list(model.parameters())
-    good = [p.detach().clone() for p in params]  # the last weights with a finite loss
-    kept = step  # ... after this many updates
-    lead = rank == 0
-    tokens_per_s: list[float] = []
-    start = time.perf_counter() - elapsed
-    last_eval = history["evals"][-1]["step"] if history["evals"] else 0
-    window: list[float] = history["train_loss"][last_eval:]  # losses since the last eval
+            stored.until(step)
+            return stored
+    return KernelSnapshots(layout, every_for(config.steps))
 
-    def history_now(status: str, message: str) -> dict:
-        recorded = {} if snapshots is None else {"kernel_snapshots": snapshots.to_record()}
-        return {**history, **recorded, "status": status, "message": message, "steps": step,
-                "wall_s": time.perf_counter() - start,
-                "tokens_per_s": statistics.median(tokens_per_s[_THROUGHPUT_WARMUP:]
-                                                  or tokens_per_s or [0.0]),
-                "train_config": config.to_dict()}
 
-    def run_eval(step: int, lr: float) -> None:
-        if not lead:
-            return
-        metrics = evaluate(model, task, config.eval_batches, config.eval_batch_size,
-                           dtype=config.dtype)
-        rate = statistics.median(tokens_per_s[_THROUGHPUT_WARMUP:] or tokens_per_s or [0.0])
-        entry = {"step": step, **metrics, "train_loss": statistics.fmean(window) if window
-                 else None, "lr": lr, "wall_s": time.perf_counter() - start,
-                 "tokens_per_s": rate}
-        window.clear()
-        history["evals"].append(entry)
-        log.info("step %d: %s %.4f, loss %.4f", step, task.metric_name, entry["metric"],
-                 entry["loss"])
-        if callbacks.on_eval is not None:
-            callbacks.on_eval(step, dict(entry))
+def _checkpoint(updater: Updater, record: _Record, step: int) -> None:
+    """Every ``checkpoint_every`` steps before the last, the resumable state (a collective
+    under torchrun: every rank takes part) to ``on_checkpoint``."""
+    config, on_checkpoint = updater.config, record.callbacks.on_checkpoint
+    wanted = on_checkpoint is not None or updater.world > 1  # other ranks: no callbacks
+    if not (wanted and config.checkpoint_every and step % config.checkpoint_every == 0
+            and step < config.steps):
+        return
+    state = updater.state(step)
+    if record.lead and on_checkpoint is not None:
+        message = f"checkpoint after {step} of {config.steps} steps"
+        on_checkpoint(updater.model, record.now("checkpoint", message, step), state)
 
-    def snapshot(step: int) -> None:
-        snapshots.add(step, take_snapshot(model, layout))
-        if callbacks.on_snapshot is not None:
-            callbacks.on_snapshot(snapshots.to_record())
 
+def _settle(status: str, message: str, step: int, last_good: LastGood,
+            record: _Record) -> tuple[str, str, int]:
+    """(status, message, step) at the end: a diverged run, or one whose weights are not
+    finite, goes back to the last weights whose loss was finite."""
+    if status != "diverged":
+        if all(bool(torch.isfinite(p).all()) for p in last_good.params):
+            return status, message, step
+        message = (f"weights became non-finite at step {step}; kept the weights after "
+                   f"step {last_good.step}, the last with a finite loss")
+    last_good.restore()
+    if record.snapshots is not None:
+        record.snapshots.until(last_good.step)
+    log.warning("%s", message)
+    return "diverged", message, last_good.step
+
+
+def _loop(config: TrainConfig, task: Task, callbacks: Callbacks,
+          stop_event: threading.Event | None, command: str | None, resume: Resume | None,
+          rank: int, world: int, device: torch.device) -> TrainResult:
+    model_config, model = _build(config, task, device)
+    updater = Updater(config, task, model, device, rank, world)
+    step, elapsed = 0, 0.0
+    if resume is not None:
+        updater.restore(resume)
+        step, elapsed = resume.state.step, float(resume.history.get("wall_s") or 0.0)
+    snapshots = _snapshots(model, task, config, resume, step) if rank == 0 else None
+    record = _Record(config, task, model, callbacks,
+                     _history(config, task, command, device, world, resume, step), elapsed,
+                     snapshots, lead=rank == 0)
+    updater.distribute()
+    last_good = LastGood(list(model.parameters()), step)
     status, message, lr = "completed", f"trained {config.steps} steps", 0.0
     if step == 0:
-        run_eval(0, learning_rate(0, config))
-        if snapshots is not None:
-            snapshot(0)
+        record.evaluate(0, learning_rate(0, config))
+        record.snapshot(0)
     model.train()
     while step < config.steps:
         if _stop_requested(stop_event, world, device):
@@ -327,77 +309,16 @@ def _loop(config, task, callbacks, stop_event, command, resume, rank, world,
             break
         t0 = time.perf_counter()
         lr = learning_rate(step, config)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        tokens, targets = task.batch("train", config.batch_size, generator)
-        tokens, targets = tokens.to(device), targets.to(device)
-        with autocast(device, config.dtype):
-            logits = net(tokens)  # (B, n, V) or (B, C)
-        loss = task_loss(logits, targets)  # logged: comparable with the validation loss
-        mean_loss = loss.detach().clone()
-        if world > 1:
-            torch.distributed.all_reduce(mean_loss)
-            mean_loss /= world
-        loss_value = mean_loss.item()
-        if not math.isfinite(loss_value):
-            status = "diverged"
-            message = (f"loss became {loss_value} at step {step + 1}; stopped and kept the "
-                       f"weights after step {kept}, the last with a finite loss")
+        loss, tokens, diverged = updater.update(step, lr, last_good)
+        if diverged:
+            status, message = "diverged", diverged
             break
-        for g, p in zip(good, params, strict=True):
-            g.copy_(p.detach())
-        kept = step
-        optimizer.zero_grad(set_to_none=True)
-        objective(model, loss).backward()
-        max_norm = config.clip if config.clip > 0 else math.inf
-        grad_norm = float(nn.utils.clip_grad_norm_(params, max_norm))
-        if not math.isfinite(grad_norm):
-            status = "diverged"
-            message = (f"gradient norm became {grad_norm} at step {step + 1}; stopped and kept "
-                       f"the weights after step {kept}")
-            break
-        optimizer.step()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
         step += 1
-        rate = tokens.numel() * world / max(time.perf_counter() - t0, 1e-9)
-        tokens_per_s.append(rate)
-        history["train_loss"].append(loss_value)
-        window.append(loss_value)
-        if lead and callbacks.on_step is not None:
-            callbacks.on_step(step, loss_value, rate, lr)
-        if snapshots is not None and snapshots.due(step):
-            snapshot(step)
-        if step % config.eval_every == 0 and step < config.steps:
-            run_eval(step, lr)
-        wanted = callbacks.on_checkpoint is not None or world > 1  # other ranks: no callbacks
-        if wanted and config.checkpoint_every and step % config.checkpoint_every == 0 \
-                and step < config.steps:
-            state = _state(model, optimizer, generator, step, config, task, world)
-            if lead and callbacks.on_checkpoint is not None:
-                message_now = f"checkpoint after {step} of {config.steps} steps"
-                callbacks.on_checkpoint(model, history_now("checkpoint", message_now), state)
-
-    finite = all(bool(torch.isfinite(p).all()) for p in params)
-    if status == "diverged" or not finite:
-        if status != "diverged":
-            status = "diverged"
-            message = (f"weights became non-finite at step {step}; kept the weights after "
-                       f"step {kept}, the last with a finite loss")
-        with torch.no_grad():
-            for g, p in zip(good, params, strict=True):
-                p.copy_(g)
-        step = kept
-        if snapshots is not None:
-            snapshots.until(step)
-        log.warning("%s", message)
-    state = None
-    if status != "diverged":
-        state = _state(model, optimizer, generator, step, config, task, world)
-    if not history["evals"] or history["evals"][-1]["step"] != step:
-        run_eval(step, lr)
-    if snapshots is not None and (not snapshots.steps or snapshots.steps[-1] != step):
-        snapshot(step)
+        record.update(step, loss, tokens * world / max(time.perf_counter() - t0, 1e-9), lr)
+        _checkpoint(updater, record, step)
+    status, message, step = _settle(status, message, step, last_good, record)
+    state = None if status == "diverged" else updater.state(step)
+    record.finish(step, lr)
     model.eval()
     return TrainResult(model, task, config, model_config, status, message,
-                       history_now(status, message), state)
+                       record.now(status, message, step), state)
