@@ -380,7 +380,7 @@ def figure_kernel(data: dict) -> np.ndarray:
 )
 def test_decomposition_extremes(source, settings):
     from tnn_core.analysis.decompose import decompose
-    from tnn_core.lab.decomposition_figures import drawn
+    from tnn_core.lab.decomposition import drawn
 
     at = decomposition(source=source, **settings)
     assert not at.error, [e.value for e in at.error]

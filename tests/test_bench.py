@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import torch
 
-from tnn_core.bench import live_speed, ski_pareto
 from tnn_core.bench.__main__ import main as bench_main
 from tnn_core.bench.baselines import Attention, TnoReference
 from tnn_core.bench.cases import make_case
@@ -26,6 +25,7 @@ from tnn_core.bench.harness import (
 )
 from tnn_core.bench.memory import profiler_peak_mb, rss_peak_mb
 from tnn_core.lab import speed
+from tnn_core.lab.common.live import live_speed, ski_pareto
 from tnn_core.operators import SKI, OperatorConfig, build_operator
 from tnn_core.operators.fast.interp import INTERP_METHOD
 

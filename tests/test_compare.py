@@ -20,6 +20,8 @@ from pages.figures import script
 from tnn_core.analysis.decompose import decompose
 from tnn_core.analysis.dense import display_indices
 from tnn_core.analysis.presets import preset_kernel
+from tnn_core.lab.common.browser_data import packed
+from tnn_core.lab.common.decomposition_figures import synthetic_parts
 from tnn_core.lab.compare import (
     DIFFERENCE_CELLS,
     change_text,
@@ -29,7 +31,6 @@ from tnn_core.lab.compare import (
     side_drawn,
     side_figure_data,
 )
-from tnn_core.lab.decomposition_figures import packed, synthetic_parts
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 

@@ -27,8 +27,9 @@ from tnn_core.analysis.dense import dense_toeplitz
 from tnn_core.analysis.errors import DENSE_FROBENIUS_MAX_N
 from tnn_core.analysis.presets import SYNTHETIC, synthetic_kernel
 from tnn_core.core.interpolation import interpolation
+from tnn_core.lab.common.browser_data import js_number, packed
+from tnn_core.lab.common.decomposition_figures import drawn, synthetic_parts
 from tnn_core.lab.decomposition import CURVE_FLOOR
-from tnn_core.lab.decomposition_figures import drawn, js_number, packed, synthetic_parts
 
 pytestmark = pytest.mark.browser
 RTOL = 1e-9  # the issue's: the browser's float64 against the core's

@@ -29,7 +29,7 @@ from pages.figures import script
 from tnn_core.analysis.dense import dense_toeplitz, display_indices
 from tnn_core.analysis.presets import SYNTHETIC, parse_coefficients, synthetic_kernel
 from tnn_core.lab.basics import FIGURE_CELLS, figure_kernel
-from tnn_core.lab.linked_cell import linked_cell
+from tnn_core.lab.common.linked_cell import linked_cell
 
 pytestmark = pytest.mark.browser
 

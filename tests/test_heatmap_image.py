@@ -1,4 +1,4 @@
-"""Heatmaps drawn as images (tnn_core.lab.heatmap_image): each value gets the colour Plotly
+"""Heatmaps drawn as images (tnn_core.lab.common.heatmap_image): each value gets the colour Plotly
 would give it on a symmetric scale ±limit, given the page's 256-colour table."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import plotly.colors
 import pytest
 
 from pages._ui import colour_table
-from tnn_core.lab.heatmap_image import GAP_COLOUR, colorbar_image, heatmap_image
+from tnn_core.lab.common.heatmap_image import GAP_COLOUR, colorbar_image, heatmap_image
 
 
 def plotly_colour(colorscale: str, position: float) -> np.ndarray:

@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from tnn_core.lab import lesson as lesson_lab
 from tnn_core.lab.lesson import MAX_FILE_BYTES, load_lessons
+from tnn_core.lab.lesson import files as lesson_files
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 DEEP = 60_000  # levels of nesting, as the hostile corpus of issue 21 has
@@ -123,7 +124,7 @@ def test_an_unforeseen_error_is_one_sentence_and_logged(tmp_path, monkeypatch, c
             raise ZeroDivisionError("nobody saw this coming")
         return parse(text, name)
 
-    monkeypatch.setattr(lesson_lab, "parse_lesson", fragile)
+    monkeypatch.setattr(lesson_files, "parse_lesson", fragile)
     lessons, errors = load_within(tmp_path)
     assert [lesson.title for lesson in lessons] == ["1. First", "2. Second"]
     assert errors == ["'3-odd.toml': could not be loaded (ZeroDivisionError); the server log "
@@ -164,7 +165,7 @@ def test_lessons_are_in_number_order_and_hidden_files_are_skipped(tmp_path):
 
 
 def test_a_folder_of_too_many_files_reads_the_first_ones(tmp_path, monkeypatch):
-    monkeypatch.setattr(lesson_lab, "MAX_LESSONS", 2)
+    monkeypatch.setattr(lesson_files, "MAX_LESSONS", 2)
     (good_folder(tmp_path) / "3-third.toml").write_text(lesson("3. Third"))
     lessons, errors = load_within(tmp_path)
     assert len(lessons) == 2

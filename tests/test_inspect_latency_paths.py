@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 from pages import _ui, _warmup
 from tnn_core.lab import inspect as inspect_lab
-from tnn_core.lab.quiet_timing import QuietTimer
+from tnn_core.lab.common.quiet_timing import QuietTimer
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 

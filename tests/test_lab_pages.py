@@ -1,4 +1,5 @@
-"""The Basics and Inspect pages' views (tnn_core.lab.basics, .inspect) against direct sums."""
+"""The Basics and Inspect pages' views (tnn_core.lab.basics, .inspect, .common.kernel_view)
+against direct sums."""
 
 import math
 from types import SimpleNamespace
@@ -9,7 +10,8 @@ import torch
 
 from tnn_core.analysis.dense import display_indices
 from tnn_core.analysis.presets import synthetic_kernel
-from tnn_core.lab.basics import fft_check, kernel_view
+from tnn_core.lab.basics import fft_check
+from tnn_core.lab.common.kernel_view import kernel_view
 from tnn_core.lab.inspect import (
     FACTORS,
     atlas_view,

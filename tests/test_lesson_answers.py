@@ -51,7 +51,7 @@ from tnn_core.lab.inspect import (
     opening_atlas,
     summary,
 )
-from tnn_core.lab.lesson_answers import (
+from tnn_core.lab.lesson.answers import (
     band_only,
     conversion_loss,
     fft_against_dense,
@@ -59,7 +59,7 @@ from tnn_core.lab.lesson_answers import (
     negative_lags,
     smaller_frobenius,
 )
-from tnn_core.lab.lesson_sketch import (
+from tnn_core.lab.lesson.sketch import (
     decay_envelope,
     dense_cost_against_n,
     fd_kernel_decay,

@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tnn_core.lab.basics import circulant_embedding
-from tnn_core.lab.cells_image import cells_image
+from tnn_core.lab.common.cells_image import cells_image
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 

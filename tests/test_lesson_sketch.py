@@ -1,4 +1,4 @@
-"""Drawn predictions (tnn_core.lab.lesson_sketch): the curve a sketch is compared with,
+"""Drawn predictions (tnn_core.lab.lesson.sketch): the curve a sketch is compared with,
 and how far a sketch is from it, against numbers worked out here."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from tnn_core.analysis.decompose import decompose
 from tnn_core.analysis.presets import synthetic_kernel
-from tnn_core.lab.lesson_sketch import Curve, distance, fit_error_against_r
+from tnn_core.lab.lesson.sketch import Curve, distance, fit_error_against_r
 
 
 def line(log_y: bool) -> Curve:

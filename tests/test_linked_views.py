@@ -1,4 +1,4 @@
-"""Linked views (tnn_core.lab.linked_cell): a picked cell's diagonal, lag and inducing points
+"""Linked views (tnn_core.lab.common.linked_cell): a picked cell's diagonal, lag and inducing points
 against independent numpy, and a chart selection mapped to them."""
 
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tnn_core.lab.linked_cell import (
+from tnn_core.lab.common.linked_cell import (
     SELECTION,
     cell_from_selection,
     cell_picker,

@@ -1,4 +1,4 @@
-"""Background timings (tnn_core.lab.quiet_timing): taken once the server is quiet, taken
+"""Background timings (tnn_core.lab.common.quiet_timing): taken once the server is quiet, taken
 again when a page script disturbed them, never when cancelled."""
 
 import threading
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tnn_core.lab.quiet_timing import MAX_ATTEMPTS, QuietTimer
+from tnn_core.lab.common.quiet_timing import MAX_ATTEMPTS, QuietTimer
 
 WAIT = 10.0  # seconds a test waits for the worker before it fails
 

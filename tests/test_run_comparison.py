@@ -13,7 +13,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pages.figures.run_comparison import final_text
-from tnn_core.lab.run_comparison import FinalMetric, config_diff, curves, final_metric, settings
+from tnn_core.lab.inspect.run_comparison import (
+    FinalMetric,
+    config_diff,
+    curves,
+    final_metric,
+    settings,
+)
 from tnn_core.training import checkpoint
 from tnn_core.training.evaluate import score
 from tnn_core.training.scores import difference

@@ -5,10 +5,10 @@ import threading
 
 import pytest
 
+from tnn_core.lab.common.background import BackgroundJob, BackgroundRun, Progress
 from tnn_core.lab.train import progress_view
 from tnn_core.models import ModelConfig
 from tnn_core.operators import OperatorConfig
-from tnn_core.training.background import BackgroundJob, BackgroundRun, Progress
 from tnn_core.training.config import TrainConfig, model_for_task
 from tnn_core.training.tasks import get_task
 
@@ -137,7 +137,7 @@ def test_a_run_sets_torch_threads_and_niceness_on_its_own_thread_only(monkeypatc
 
     import torch
 
-    from tnn_core.training import background
+    from tnn_core.lab.common import background
 
     seen = []
 

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from tnn_core.bench import flops, live_speed, timing
+from tnn_core.bench import flops, timing
 from tnn_core.bench.harness import crossovers, order, quartiles, separated_crossings, slopes
 from tnn_core.lab import speed
+from tnn_core.lab.common.live import live_speed
 from tnn_core.operators.fast.band import extend_taps
 
 pytestmark = pytest.mark.usefixtures("one_thread")

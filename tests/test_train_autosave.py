@@ -15,10 +15,10 @@ from streamlit.testing.v1 import AppTest
 
 from pages import _ui
 from tnn_core.lab import train as lab
+from tnn_core.lab.common import background
+from tnn_core.lab.common.background import BackgroundJob
 from tnn_core.models import ModelConfig
 from tnn_core.operators import OperatorConfig
-from tnn_core.training import background
-from tnn_core.training.background import BackgroundJob
 from tnn_core.training.checkpoint import read_info
 from tnn_core.training.config import TrainConfig, model_for_task
 from tnn_core.training.resume import read_state, resume_path

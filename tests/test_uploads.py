@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tnn_core.lab.uploads import SessionUploads, UploadStore, upload_key
+from tnn_core.lab.common.uploads import SessionUploads, UploadStore, upload_key
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 SHIPPED = Path(APP).parent / "checkpoints" / "digits-tno.safetensors"

@@ -4,7 +4,6 @@
     cases           one grid cell: an operator, its input, one run (OPS, MODES)
     memory          peak memory of one run (profiler, RSS subprocess, CUDA)
     baselines       the official TNO algorithm and softmax attention, for comparison
-    live            live_speed, ski_pareto: the app's quick SKI readouts
     routes          the W routes SKI does not use, timed against the one it does
     ski_study       where SKI's time goes: W routes, its parts, the band crossover
     fd_study        where FD's time goes against TNO's
@@ -14,9 +13,6 @@
     flops           deterministic flop counts of the dense, FFT and SKI products
 
 ``python -m tnn_core.bench --help`` is the command line. Results for the 2-core CPU:
-docs/benchmarks.md.
+docs/benchmarks.md. The app's quick SKI readouts (live_speed, ski_pareto) are
+``tnn_core.lab.common.live``.
 """
-
-from tnn_core.bench.live import live_speed, ski_pareto
-
-__all__ = ["live_speed", "ski_pareto"]

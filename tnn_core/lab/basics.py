@@ -3,22 +3,22 @@
 coeffs [2n-1] holds t_{-(n-1)} .. t_{n-1}: coeffs[n-1+k] = t_k. ``figure_kernel`` is what the
 Toeplitz figure (``pages/figures/toeplitz.js``, which draws T and the kernel in the browser)
 gets for one kernel: the name of a formula it evaluates itself, or the coefficients only the
-server computes. ``kernel_view`` is what the Inspect page draws for one learned channel.
-``circulant_embedding`` is the FFT product's why, step by step (TNN paper §3.1): the 2n - 1
-coefficients, the circulant's first column c [N] with its zero padding, the circulant
-C [N, N], and its top-left block, T.
+server computes. ``circulant_embedding`` is the FFT product's why, step by step (TNN paper
+§3.1): the 2n - 1 coefficients, the circulant's first column c [N] with its zero padding,
+the circulant C [N, N], and its top-left block, T.
 """
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from tnn_core.analysis.dense import HEATMAP_CELLS, dense_toeplitz, display_indices
 from tnn_core.analysis.presets import (
+    MAX_TYPED_CHARS,
+    MAX_TYPED_LENGTH,
+    OPERATOR_CHANNELS,
     SYNTHETIC,
     operator_kernel,
     parse_coefficients,
@@ -26,11 +26,16 @@ from tnn_core.analysis.presets import (
 )
 from tnn_core.bench import timing
 from tnn_core.bench.harness import order
+from tnn_core.bench.timing import format_flops, format_ms, format_ratio
 from tnn_core.core.toeplitz import causal_part, circulant_column, fft_size
+from tnn_core.lab.common.browser_data import packed
 
-__all__ = ["FIGURE_CELLS", "FigureKernel", "packed", "figure_kernel", "KernelView", "kernel_view",
+__all__ = ["FIGURE_CELLS", "TYPED", "FigureKernel", "packed", "figure_kernel",
            "CIRCULANT_CELLS", "CirculantEmbedding", "circulant_embedding", "FftCheck",
-           "fft_difference", "fft_check"]
+           "fft_difference", "fft_check",
+           # what the page and its figures show beside them
+           "MAX_TYPED_CHARS", "MAX_TYPED_LENGTH", "OPERATOR_CHANNELS", "format_flops",
+           "format_ms", "format_ratio"]
 
 FIGURE_CELLS = 256  # rows and columns the Toeplitz figure draws at most (every k-th beyond)
 CIRCULANT_CELLS = 128  # slots of c (rows and columns of C) drawn at most, padding aside
@@ -46,11 +51,6 @@ class FigureKernel:
     # None where the kernel does not depend on it
     inactive: tuple[str, ...]  # the figure's controls this kernel ignores
     coeffs: np.ndarray  # [2n-1] t_k at the settled setting (float64)
-
-
-def packed(values: np.ndarray) -> str:
-    """values as base64 of little-endian float64: exact, and a third of JSON's size."""
-    return base64.b64encode(np.asarray(values, dtype="<f8").tobytes()).decode("ascii")
 
 
 def figure_kernel(name: str, n: int, decay: float, causal: bool, seed: int = 0,
@@ -74,30 +74,6 @@ def figure_kernel(name: str, n: int, decay: float, causal: bool, seed: int = 0,
     return FigureKernel({"coefficients": packed(coeffs.numpy()), "n": n,
                          "decay": decay if decays else None, "causal": causal,
                          "channel": channel}, () if decays else ("decay",), coeffs.numpy())
-
-
-@dataclass(frozen=True)
-class KernelView:
-    """A kernel and its Toeplitz matrix at the rows/columns a heatmap draws."""
-
-    n: int
-    lags: np.ndarray  # [2n-1] k = -(n-1) .. n-1
-    coeffs: np.ndarray  # [2n-1] t_k
-    indices: np.ndarray  # [s] rows (and columns) drawn: analysis.dense.display_indices
-    step: int  # 1 row/column in `step` is drawn
-    matrix: np.ndarray  # [s, s] T[i, j] = t_{i-j} for i, j in indices
-    limit: float  # max |t_k| (1 for the zero kernel): symmetric colour limits
-
-
-def kernel_view(coeffs: np.ndarray, max_cells: int = HEATMAP_CELLS) -> KernelView:
-    """The kernel coeffs [2n-1] and T sampled at ``display_indices(n, max_cells)``."""
-    coeffs = np.asarray(coeffs, dtype=np.float64)
-    n = (len(coeffs) + 1) // 2
-    indices = display_indices(n, max_cells)
-    step = int(indices[1] - indices[0]) if len(indices) > 1 else 1
-    return KernelView(n=n, lags=np.arange(-(n - 1), n), coeffs=coeffs, indices=indices,
-                      step=step, matrix=dense_toeplitz(coeffs, indices),
-                      limit=float(np.abs(coeffs).max()) or 1.0)
 
 
 @dataclass(frozen=True)
@@ -189,8 +165,8 @@ def fft_check(coeffs: np.ndarray, seed: int, device: str) -> FftCheck:
     flop_sentence = (
         f"Counted in flops (batch of {batch}, the kernel's transform included), the FFT "
         f"product needs fewer than the dense one from n = {cross} on. At n = {n} "
-        f"{cheaper} needs fewer: {timing.format_flops(r['fft_flops'])} (FFT) against "
-        f"{timing.format_flops(r['dense_flops'])} (dense).")
+        f"{cheaper} needs fewer: {format_flops(r['fft_flops'])} (FFT) against "
+        f"{format_flops(r['dense_flops'])} (dense).")
     if not separate:
         time_sentence = (
             f"Measured here, the two times overlap within their spread (IQR over "
@@ -198,7 +174,7 @@ def fft_check(coeffs: np.ndarray, seed: int, device: str) -> FftCheck:
     else:
         faster = "FFT product" if speedup > 1 else "dense product"
         factor = speedup if speedup > 1 else 1 / speedup
-        time_sentence = (f"Measured here, the {faster} is {timing.format_ratio(factor)} "
+        time_sentence = (f"Measured here, the {faster} is {format_ratio(factor)} "
                          f"faster, outside the spread of {r['repeats']} rounds.")
         if (speedup > 1) != (flop_ratio > 1):
             time_sentence += (" The measurement and the flop count disagree at this n: fixed "

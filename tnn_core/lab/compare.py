@@ -23,14 +23,18 @@ import numpy as np
 
 from tnn_core.analysis.decompose import decompose
 from tnn_core.analysis.dense import display_indices
-from tnn_core.lab import decomposition_figures as figure_data
+from tnn_core.analysis.presets import PRESETS, SYNTHETIC
+from tnn_core.lab.common import decomposition_figures
+from tnn_core.lab.common.browser_data import json_floats, kernel_id, packed
+from tnn_core.lab.common.decomposition_figures import SIDES, Settings, fit_to_length
 
 __all__ = ["DIFFERENCE_CELLS", "SIDES", "SideView", "compare_side", "side_drawn",
            "side_figure_data", "change_text", "NumberChange", "Difference", "difference",
-           "difference_words", "difference_figure_data"]
+           "difference_words", "difference_figure_data",
+           # the kernels a side may show, and the sliders clamped to n
+           "PRESETS", "SYNTHETIC", "Settings", "fit_to_length"]
 
 DIFFERENCE_CELLS = 128  # rows and columns the strip B − A draws at most
-SIDES = ("a", "b")  # the two settings; a side's controls are named "a_band", "b_rank", …
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,7 @@ def side_drawn(side: str, n: int, band: int, rank: int, decay: float | None,
     a_method=sample``."""
     if side not in SIDES:
         raise ValueError(f"side must be one of {SIDES}; got {side!r}")
-    plain = figure_data.drawn(n, band, rank, decay, method)
+    plain = decomposition_figures.drawn(n, band, rank, decay, method)
     return urlencode([(name if name == "n" else f"{side}_{name}", value)
                       for name, value in parse_qsl(plain)])
 
@@ -95,22 +99,22 @@ def side_figure_data(side: str, view: SideView, causal: bool, decay: float | Non
     for one residual colour scale."""
     if parts is not None:
         base, extra = parts
-        kernel = {"id": figure_data.kernel_id(base, extra), "base": figure_data.packed(base),
-                  "extra": figure_data.packed(extra)}
+        kernel = {"id": kernel_id(base, extra), "base": packed(base),
+                  "extra": packed(extra)}
     else:
-        kernel = {"id": figure_data.kernel_id(view.coeffs),
-                  "coeffs": figure_data.packed(view.coeffs)}
+        kernel = {"id": kernel_id(view.coeffs),
+                  "coeffs": packed(view.coeffs)}
     kernel |= {"n": view.n, "causal": causal, "label": "T"}
     drawn = side_drawn(side, view.n, view.band, view.rank, decay, view.method)
     numbers = dict(zip(("spectral", "optimalSpectral", "optimalFrobenius", "gap"),
-                       figure_data.json_floats([view.relative_spectral,
+                       json_floats([view.relative_spectral,
                                                 view.relative_optimal_spectral,
                                                 view.relative_optimal_frobenius, view.gap]),
                        strict=True))
     other = next(s for s in SIDES if s != side)
     return {"kernel": kernel, "decay": decay, "method": view.method,
             "numbers": {"drawn": drawn} | numbers,
-            "fitted": {"drawn": drawn, "coeffs": figure_data.packed(view.inducing_values)}
+            "fitted": {"drawn": drawn, "coeffs": packed(view.inducing_values)}
             if view.method == "fit" else None,
             "prefix": f"{side}_", "scaleWith": f"{other}_", "factors": False}
 
@@ -196,6 +200,6 @@ def difference_figure_data(diff: Difference, n: int, drawn: tuple[str, str]) -> 
             "rows": diff.idx.tolist(),
             "values": base64.b64encode(values.tobytes()).decode("ascii"),
             "limit": diff.limit, "words": difference_words(diff, n),
-            "numbers": [{"label": c.label, "a": figure_data.json_floats([c.a])[0],
-                         "b": figure_data.json_floats([c.b])[0], "words": c.words}
+            "numbers": [{"label": c.label, "a": json_floats([c.a])[0],
+                         "b": json_floats([c.b])[0], "words": c.words}
                         for c in diff.numbers]}

@@ -8,9 +8,8 @@ lays them out; ``fit_to_length`` clamps the sliders to what n allows. The pictur
 drawn in the browser (pages/figures/decomposition.js).
 
 Log axes: values below a stated floor are round-off (or exact zeros) and carry no
-information, so they are NaN (a gap in the line), never clipped to a tiny number that
-would stretch the axis: ROUNDOFF_FLOOR × the largest value of a chart, and CURVE_FLOOR
-for the error-against-r curve (its Gram formula is a difference of squares).
+information, so they are not drawn: ROUNDOFF_FLOOR × the largest value of a chart, and
+CURVE_FLOOR for the error-against-r curve (``common.rank_curve``).
 
 Letters: n length, r rank (inducing points), s rows and columns drawn, k singular values.
 """
@@ -22,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tnn_core.analysis.curves import CURVE_RANKS, error_curve
 from tnn_core.analysis.decompose import (
     DENSE_MAX_N,
     check_decomposition,
@@ -30,6 +28,7 @@ from tnn_core.analysis.decompose import (
     sample_inducing_coeffs,
     smooth_continuation,
 )
+from tnn_core.analysis.dense import display_line
 from tnn_core.analysis.errors import (
     SINGULAR_RTOL,
     THEOREM1_DENSE_MAX_N,
@@ -39,21 +38,36 @@ from tnn_core.analysis.errors import (
 from tnn_core.analysis.gram import band_lags
 from tnn_core.analysis.norms import single_threaded_blas
 from tnn_core.analysis.persymmetric import kernel_rfft, toeplitz_singular_values
+from tnn_core.analysis.presets import (
+    MAX_TYPED_CHARS,
+    MAX_TYPED_LENGTH,
+    OPERATOR_CHANNELS,
+    SYNTHETIC,
+)
 from tnn_core.bench.harness import order
+from tnn_core.bench.timing import format_flops
 from tnn_core.core.toeplitz import fft_size
+from tnn_core.lab.common.browser_data import js_number, json_floats, kernel_id, packed
+from tnn_core.lab.common.conversion import convertible
+from tnn_core.lab.common.decomposition_figures import (
+    Settings,
+    drawn,
+    fit_to_length,
+    synthetic_parts,
+)
+from tnn_core.lab.common.linked_cell import low_rank_entry
+from tnn_core.lab.common.rank_curve import CURVE_FLOOR, RankCurve, rank_curve
 
 __all__ = ["ROUNDOFF_FLOOR", "CURVE_FLOOR", "ratio_text", "speed_text", "Settings",
            "fit_to_length", "SmoothSpectrum", "smooth_spectrum", "Theorem1Panel",
            "theorem1_panel", "DecompositionView", "decomposition_view", "RankCurve",
-           "rank_curve"]
+           "rank_curve",
+           # what the page and its figures show beside them
+           "MAX_TYPED_CHARS", "MAX_TYPED_LENGTH", "OPERATOR_CHANNELS", "SYNTHETIC",
+           "display_line", "format_flops", "drawn", "js_number", "json_floats", "kernel_id",
+           "packed", "synthetic_parts", "convertible", "low_rank_entry"]
 
 ROUNDOFF_FLOOR = 1e-13  # relative to a chart's largest value: below it is float64 round-off
-CURVE_FLOOR = 1e-7  # relative Frobenius error: the Gram formula reads an exact fit as ~1e-8
-
-def above_floor(values: np.ndarray, floor: float) -> np.ndarray:
-    """values as float64 with NaN where they are below floor (not drawn on a log axis)."""
-    values = np.asarray(values, dtype=np.float64)
-    return np.where(values >= floor, values, np.nan)
 
 
 def ratio_text(ratio: float) -> str:
@@ -72,30 +86,6 @@ def speed_text(ski: tuple[float, float, float], other: tuple[float, float, float
     if order(ski, other) == 0:
         return "≈ same (within noise)"
     return ratio_text(other[1] / ski[1])
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The sliders' band and rank clamped to a kernel of length n."""
-
-    band: int  # in [1, 2n-2]
-    rank: int  # in [2, n]
-    note: str  # what was clamped and why, or ""
-
-
-def fit_to_length(n: int, band: int, rank: int) -> Settings:
-    """Clamp band m to [1, 2n-2] and rank r to [2, n] (n >= 2), saying so in ``note``."""
-    if n < 2:
-        raise ValueError(f"n must be >= 2 to decompose; got n = {n}")
-    changed = []
-    if rank > n:
-        changed.append(f"r = {n} (not {rank})")
-    if band > 2 * n - 2:
-        changed.append(f"m = {2 * n - 2} (not {band})")
-    note = (f"n = {n} allows at most r = {n} inducing points and a band of m = {2 * n - 2} "
-            f"lags (one lag a side is left for the low-rank part), so the page uses "
-            f"{' and '.join(changed)}." if changed else "")
-    return Settings(band=min(band, 2 * n - 2), rank=min(rank, n), note=note)
 
 
 @dataclass(frozen=True)
@@ -251,27 +241,3 @@ def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, m
         lags=np.arange(-(n - 1), n), coeffs=dec.coeffs, band_span=(lo - 0.5, hi + 0.5),
         inducing_lags=np.concatenate([-p[:0:-1], p]),  # lag l: p_l - p_0 = l h
         inducing_values=dec.A_coeffs)
-
-
-@dataclass(frozen=True)
-class RankCurve:
-    """Relative Frobenius error against r at one band; NaN below CURVE_FLOOR (exact up to
-    round-off), and those ranks listed in ``exact``."""
-
-    ranks: np.ndarray  # [q] the ranks of CURVE_RANKS up to n
-    sample: np.ndarray  # [q] SKI with A sampled from the kernel
-    fit: np.ndarray  # [q] SKI with A fitted by least squares
-    optimal: np.ndarray  # [q] the Eckart–Young optimum (SVD) with the fitted band
-    exact: np.ndarray  # [e] ranks where some curve is below CURVE_FLOOR
-
-
-def rank_curve(coeffs: np.ndarray, band: int, causal: bool) -> RankCurve:
-    """The error-against-r curve of kernel coeffs [2n-1] at the ranks of CURVE_RANKS <= n."""
-    n = (len(coeffs) + 1) // 2
-    curve = error_curve(coeffs, band, [r for r in CURVE_RANKS if r <= n], causal=causal)
-    below = np.zeros(len(curve.ranks), bool)
-    for errors in (curve.sample, curve.fit, curve.optimal):
-        below |= errors < CURVE_FLOOR
-    return RankCurve(ranks=curve.ranks, sample=above_floor(curve.sample, CURVE_FLOOR),
-                     fit=above_floor(curve.fit, CURVE_FLOOR),
-                     optimal=above_floor(curve.optimal, CURVE_FLOOR), exact=curve.ranks[below])

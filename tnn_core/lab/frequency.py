@@ -6,9 +6,9 @@ weights ``rpe_weights`` gives for every width it offers (``WIDTHS``); *decay and
 response* fits the decay of the kernels ``frequency_view`` gives, one per activation of
 Theorems 2-4, and says which theorem applies and whether its premise holds here.
 
-What the figures compute is defined here and in ``analysis`` (``fd_response``,
-``profiles.decay_fit``): ``decay_magnitude``, ``decay_curve`` and ``kernel_fit`` are the
-references the browser's arithmetic is tested against.
+What the figures compute is defined here, in ``common.decay_curve`` and in ``analysis``
+(``fd_response``, ``profiles.decay_fit``): ``decay_magnitude``, ``decay_curve`` and
+``kernel_fit`` are the references the browser's arithmetic is tested against.
 
 Letters: n length, N FFT size, F = N//2 + 1 frequency bins, t time lag, e MLP width.
 """
@@ -24,16 +24,18 @@ from tnn_core.analysis.fd_response import THEOREMS, fd_response
 from tnn_core.analysis.profiles import DecayFit, decay_fit
 from tnn_core.checks import check_choice, check_int
 from tnn_core.core.toeplitz import fft_size
+from tnn_core.lab.common.decay_curve import FIT_FLOOR, DecayCurve, decay_curve, decay_magnitude
 from tnn_core.operators.config import FD_INPUTS, OperatorConfig
 from tnn_core.operators.fd import FD
 
 __all__ = ["WIDTHS", "FIT_START", "FIT_FLOOR", "FIT_SHARE", "fit_end", "decay_magnitude",
            "DecayCurve", "decay_curve", "kernel_fit", "RpeWeights", "rpe_weights",
-           "FrequencyView", "frequency_view"]
+           "FrequencyView", "frequency_view",
+           # what the figures compute beside them: the response, the FFT grid, the theorems
+           "THEOREMS", "fd_response", "fft_size"]
 
 WIDTHS = (1, 2, 4, 8, 16, 32, 64, 128)  # MLP widths the kernel figure offers, each sent once
 FIT_START = 2  # the decay fit skips lags 0 and 1, the kernel's head
-FIT_FLOOR = 1e-13  # below this share of max|k[t]|: float64 FFT round-off, neither fitted nor drawn
 # The size-N kernel is the DTFT's kernel summed over shifts by N, which bends its tail near
 # N/2; on t <= N/8 a 1/t² tail is bent by at most (1/7)² ≈ 2 %, so the fit stops there.
 FIT_SHARE = 8
@@ -42,31 +44,6 @@ FIT_SHARE = 8
 def fit_end(n: int, N: int) -> int:
     """The last lag the decay fit uses: N // FIT_SHARE, capped at n - 1."""
     return min(N // FIT_SHARE, n - 1)
-
-
-def decay_magnitude(kernel: np.ndarray) -> np.ndarray:
-    """[n] at t = 0..n-1 of kernel [2n-1]: max(|k[t]|, |k[-t]|) (|k[t]| when causal, whose
-    negative lags are exact zeros): ``profiles.decay_profile``'s magnitude."""
-    n = (len(kernel) + 1) // 2
-    forward = np.abs(kernel[n - 1 :])  # (n,) lags 0..n-1
-    backward = np.abs(kernel[n - 1 :: -1])  # (n,) lags 0..-(n-1)
-    return np.maximum(forward, backward)
-
-
-@dataclass(frozen=True)
-class DecayCurve:
-    t: np.ndarray  # [P] lags >= 1 whose magnitude is above FIT_FLOOR · max
-    magnitude: np.ndarray  # [P]
-    roundoff_from: int | None  # the lag from which every magnitude is below the floor (None: never)
-
-
-def decay_curve(magnitude: np.ndarray) -> DecayCurve:
-    """What the decay figure draws of magnitude [n] on its log axes, and where it stops."""
-    t = np.arange(len(magnitude))
-    above = magnitude > FIT_FLOOR * magnitude.max(initial=0.0)
-    last = int(np.flatnonzero(above)[-1]) if above.any() else -1
-    keep = above & (t >= 1)
-    return DecayCurve(t[keep], magnitude[keep], last + 1 if last + 1 < len(magnitude) else None)
 
 
 def kernel_fit(kernel: np.ndarray, N: int) -> DecayFit:

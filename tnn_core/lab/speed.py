@@ -16,22 +16,27 @@ import numpy as np
 import torch
 
 from tnn_core.analysis.presets import synthetic_kernel
-from tnn_core.bench import flops, ski_pareto
-from tnn_core.bench.cases import train_step
+from tnn_core.bench import flops
+from tnn_core.bench.cases import OPS, train_step
 from tnn_core.bench.harness import (
     BenchConfig,
     crossovers,
     interleaved_times,
     order,
     quartiles,
+    run_grid,
     separated_crossings,
     slopes,
 )
+from tnn_core.lab.common.background import BackgroundJob
+from tnn_core.lab.common.live import ski_pareto
 from tnn_core.operators import OperatorConfig, build_operator
 
 __all__ = ["DIRECTIONS", "bench_config", "Series", "GridPanel", "GridView", "grid_view",
            "slope_text", "slope_trust", "PARETO_SETTINGS", "ParetoView", "measure_pareto",
-           "BANDS", "BandView", "band_crossings_table", "measure_band_crossover"]
+           "BANDS", "BandView", "band_crossings_table", "measure_band_crossover",
+           # the grid's operators, and running it on a background job
+           "OPS", "run_grid", "BackgroundJob"]
 
 DIRECTIONS = {"bidirectional": (False,), "causal": (True,), "both": (False, True)}
 GUIDES = {"O(n)": lambda n: n, "O(n log n)": lambda n: n * np.log2(n), "O(n²)": lambda n: n**2}

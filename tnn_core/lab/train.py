@@ -9,13 +9,12 @@ resumed run needs it. ``LiveRuns`` finds a run still running for a reloaded page
 gone on (``resume.load_resume``). Inspect's list of saved models does not look into the
 autosave folder.
 
-Letters: S snapshots, L layers, C channels, K lags.
+The kernels forming during training are drawn from ``common.snapshot_view``.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import re
 import secrets
 import threading
@@ -25,30 +24,32 @@ from pathlib import Path
 
 import numpy as np
 
+from tnn_core.lab.common.background import JOB_THREADS, BackgroundRun, Progress
+from tnn_core.lab.common.snapshot_view import SnapshotView, snapshot_view
 from tnn_core.models import ModelConfig
 from tnn_core.operators import OperatorConfig
-from tnn_core.training.background import BackgroundRun, Progress
 from tnn_core.training.checkpoint import read_info
 from tnn_core.training.config import TrainConfig, model_for_task
 from tnn_core.training.resume import load_resume, read_state, resume_path
-from tnn_core.training.snapshots import KernelSnapshots
 from tnn_core.training.tasks import CharLMConfig, CharLMTask, Task, get_task, task_from_info
+from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
 
-__all__ = ["SIZES", "TASK_SETTINGS", "TRAINING_THREADS", "TRAINING_NICE",
+__all__ = ["SIZES", "TASK_SETTINGS", "TRAINING_NICE",
            "app_task", "app_config", "form_values",
            "AUTOSAVE_FOLDER", "autosave_path", "new_run", "resumed_run", "Autosave", "autosaves",
            "discard_autosave", "LiveRuns",
-           "ProgressView", "progress_view", "SnapshotView", "snapshot_view"]
+           "ProgressView", "progress_view", "SnapshotView", "snapshot_view",
+           # the run itself, and the largest text a run may be given
+           "BackgroundRun", "MAX_TEXT_BYTES"]
 
 log = logging.getLogger(__name__)
 
 SIZES = {"tiny": (32, 1), "small": (64, 2), "medium": (128, 2)}  # name -> (dim d, layers)
 TASK_SETTINGS = {"charlm": {"seq_len": 128}, "listops": {"seq_len": 128, "max_depth": 2},
                  "digits": {}, "recall": {}}  # shorter than the CLI's, for a laptop CPU
-# torch threads of a run started from the app: every core but one, which stays with the
-# pages and the browser (on 2 cores a run with both took a slider move from 1 s to 3-5 s).
-TRAINING_THREADS = max(1, (os.cpu_count() or 1) - 1)
-TRAINING_NICE = 10  # and the run's thread yields the CPU to page scripts when both want it
+# a run gets JOB_THREADS torch threads (every core but one), and its thread yields the CPU
+# to page scripts when both want it
+TRAINING_NICE = 10
 
 
 def app_task(name: str, text: bytes | None = None, text_name: str = "") -> Task:
@@ -109,7 +110,7 @@ def _text_path(autosave: Path) -> Path:
 
 def _app_run(config: TrainConfig, task: Task, autosave: Path, resume=None) -> BackgroundRun:
     return BackgroundRun(config, task, command=f"app: {config.to_dict()}",
-                         threads=TRAINING_THREADS, nice=TRAINING_NICE, autosave=autosave,
+                         threads=JOB_THREADS, nice=TRAINING_NICE, autosave=autosave,
                          resume=resume)
 
 
@@ -250,43 +251,3 @@ def progress_view(progress: Progress) -> ProgressView:
         last_loss=float(losses[-1, 1]) if len(losses) else None,
         last_metric=float(metrics[-1]) if len(metrics) else None,
         last_sequences=evals[-1].get("sequences") if evals else None)
-
-
-# -- kernels forming during training (shown by Train and Inspect) ----------------------------
-Y_MARGIN = 0.05  # of the value range, above and below the replay's fixed y-range
-
-
-@dataclass(frozen=True)
-class SnapshotView:
-    """A run's kernel snapshots (``training.snapshots``), decoded for the replay."""
-
-    n: int  # the length the kernels were evaluated at
-    steps: np.ndarray  # [S] increasing
-    lags: np.ndarray  # [K] the lags k kept
-    layers: tuple[int, ...]  # [L] the layer indices kept
-    channels: tuple[int, ...]  # [C] the channel indices kept
-    kernels: np.ndarray  # [S, L, C, K] float32 t_k
-
-    def y_range(self, layer: int) -> tuple[float, float]:
-        """One y-range for every step of the ``layer``-th kept layer, so the motion shows."""
-        values = self.kernels[:, layer]  # (S, C, K)
-        low, high = float(values.min()), float(values.max())
-        pad = Y_MARGIN * (high - low) or 1.0
-        return low - pad, high + pad
-
-    @property
-    def caption(self) -> str:
-        last = self.channels[-1]
-        return (f"Kernels t_k at the training length n = {self.n}, lags {self.lags[0]} .. "
-                f"{self.lags[-1]}, channels {self.channels[0]}–{last} of each kept layer, "
-                f"at {len(self.steps)} steps from {self.steps[0]} to {self.steps[-1]}; the "
-                "y-axis is the same at every step, so the motion shows.")
-
-
-def snapshot_view(record: dict) -> SnapshotView:
-    """The record of ``history["kernel_snapshots"]`` decoded (ValueError names a bad field)."""
-    snapshots = KernelSnapshots.from_record(record)
-    layout = snapshots.layout
-    return SnapshotView(n=layout.n, steps=np.array(snapshots.steps, dtype=np.int64),
-                        lags=layout.lag_values(), layers=layout.layers,
-                        channels=layout.channels, kernels=snapshots.kernels())

@@ -17,8 +17,8 @@ import numpy as np
 from tnn_core.analysis.fd_response import fd_response
 from tnn_core.analysis.presets import synthetic_kernel
 from tnn_core.bench.flops import dense_flops
-from tnn_core.lab.decomposition import rank_curve
-from tnn_core.lab.frequency import FIT_FLOOR, decay_magnitude
+from tnn_core.lab.common.decay_curve import FIT_FLOOR, decay_magnitude
+from tnn_core.lab.common.rank_curve import rank_curve
 
 __all__ = ["SKETCHES", "Curve", "fit_error_against_r", "dense_cost_against_n",
            "decay_envelope", "fd_kernel_decay", "distance"]

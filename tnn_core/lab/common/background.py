@@ -1,4 +1,4 @@
-"""Long work on a background thread, watched from outside (the app's Train and Speed pages).
+"""Long work on a background thread, watched from outside (the Train, Compress and Speed pages).
 
     run = BackgroundRun(config, task)       # a training run (training.train)
     run = BackgroundRun(config, task, autosave=path)   # ... kept resumable, as the CLI's --out
@@ -42,9 +42,14 @@ from tnn_core.training.loop import Callbacks, TrainResult, train
 from tnn_core.training.resume import Resume, TrainState
 from tnn_core.training.tasks import Task
 
-__all__ = ["BackgroundThread", "BackgroundJob", "Progress", "BackgroundRun"]
+__all__ = ["JOB_THREADS", "BackgroundThread", "BackgroundJob", "Progress", "BackgroundRun"]
 
 log = logging.getLogger(__name__)
+
+# torch threads of work started from the app (a training run, a conversion, a search): every
+# core but one, which stays with the pages and the browser (on 2 cores a run with both took a
+# slider move from 1 s to 3-5 s)
+JOB_THREADS = max(1, (os.cpu_count() or 1) - 1)
 
 
 class BackgroundThread:

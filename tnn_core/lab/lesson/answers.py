@@ -20,9 +20,9 @@ from tnn_core.analysis.decompose import decompose
 from tnn_core.analysis.dense import dense_toeplitz
 from tnn_core.analysis.fd_response import fd_response
 from tnn_core.core.toeplitz import matvec
-from tnn_core.lab.compress import QuickConversion
-from tnn_core.lab.frequency import decay_curve, decay_magnitude
-from tnn_core.lab.inspect import BandAblation
+from tnn_core.lab.common.band_ablation import BandAblation
+from tnn_core.lab.common.conversion import QuickConversion
+from tnn_core.lab.common.decay_curve import decay_curve, decay_magnitude
 from tnn_core.training.verdicts import quality
 
 __all__ = ["COMPUTED", "OUTCOMES", "first_to_roundoff", "smaller_frobenius",
@@ -49,7 +49,7 @@ def _choice(name: str, outcome: str, choices: Sequence[str]) -> str:
 def first_to_roundoff(choices: Sequence[str], width: int, depth: int, n: int, seed: int,
                       fd_input: str, causal: bool) -> str:
     """Of the activations ``choices``, the one whose FD kernel falls below round-off
-    (``frequency.decay_curve``) at the smallest lag, at this setting."""
+    (``common.decay_curve``) at the smallest lag, at this setting."""
     reached = {}
     for activation in choices:
         kernel = fd_response(activation, width, depth, n, seed, fd_input, causal).kernel
@@ -120,7 +120,7 @@ def band_only(choices: Sequence[str], ablation: BandAblation) -> str:
 
 def conversion_loss(choices: Sequence[str], result: QuickConversion) -> str:
     """What converting every layer to band + low rank costs the task metric
-    (``compress.quick_conversion``): under a point, about ten points (5 to 15), or down
+    (``common.conversion.quick_conversion``): under a point, about ten points (5 to 15), or down
     to chance (within 5 points of it)."""
     loss = abs(result.source.metric - result.converted.metric)
     if loss < 0.01:

@@ -1,4 +1,4 @@
-"""Quick timings for the app's Decomposition and Speed pages (docs/benchmarks.md).
+"""Quick timings for the Decomposition and Speed pages (docs/benchmarks.md).
 
 ``live_speed`` times, at one (n, r, m), the bidirectional SKI operator
 (``tnn_core.operators.SKI``, parameters at their initial values: a timing does not depend
@@ -80,16 +80,9 @@ def live_speed(n: int, rank: int, band: int, batch: int = 8, dim: int = 64, repe
     dense_channels = 0
     if n <= dense_max_n:
         dense_channels = max(1, min(dim, int(dense_budget_mb * 2**20 // (4 * n * n))))
-        M = dense(coeffs[:dense_channels])  # (k, n, n)
-        xt = x[..., :dense_channels].permute(2, 1, 0)  # (k, n, B)
-        fns["dense"] = lambda: torch.matmul(M, xt)
-    times = interleaved_times(fns, repeats, warmup, dev, no_grad=True)
-    ms, iqr, spans = {}, {}, {}
-    for key, values in times.items():
-        scale = dim / dense_channels if key == "dense" else 1.0  # dense: to all D channels
-        low, high = quartiles(values)
-        ms[key], iqr[key] = statistics.median(values) * scale, (high - low) * scale
-        spans[key] = (low * scale, ms[key], high * scale)
+        fns["dense"] = _dense_product(coeffs[:dense_channels], x[..., :dense_channels])
+    ms, iqr, spans = _medians(interleaved_times(fns, repeats, warmup, dev, no_grad=True),
+                              dim / max(dense_channels, 1))
     dense_ms = ms.get("dense")
     return dict(n=n, rank=rank, band=band, batch=batch, dim=dim, repeats=repeats,
                 warmup=warmup, ski_ms=ms["ski"], fft_ms=ms["fft"], dense_ms=dense_ms,
@@ -102,6 +95,26 @@ def live_speed(n: int, rank: int, band: int, batch: int = 8, dim: int = 64, repe
                 dense_channels=dense_channels, speedup_vs_fft=ms["fft"] / ms["ski"],
                 speedup_vs_dense=None if dense_ms is None else dense_ms / ms["ski"],
                 interp_method=INTERP_METHOD, device=str(dev), threads=torch.get_num_threads())
+
+
+def _dense_product(coeffs: torch.Tensor, x: torch.Tensor) -> Callable[[], torch.Tensor]:
+    """The dense product of k channels: coeffs [k, 2n-1], x [B, n, k]."""
+    M = dense(coeffs)  # (k, n, n)
+    xt = x.permute(2, 1, 0)  # (k, n, B)
+    return lambda: torch.matmul(M, xt)
+
+
+def _medians(times: dict[str, list[float]], dense_scale: float
+             ) -> tuple[dict[str, float], dict[str, float], dict[str, tuple[float, float, float]]]:
+    """Per product: the median, the IQR and (first quartile, median, third quartile) of its
+    rounds in ms; the dense product's scaled by ``dense_scale`` (to all D channels)."""
+    ms, iqr, spans = {}, {}, {}
+    for key, values in times.items():
+        scale = dense_scale if key == "dense" else 1.0
+        low, high = quartiles(values)
+        ms[key], iqr[key] = statistics.median(values) * scale, (high - low) * scale
+        spans[key] = (low * scale, ms[key], high * scale)
+    return ms, iqr, spans
 
 
 def ski_pareto(kernel_coeffs, settings: Iterable[tuple[int, int]], batch: int = 8, dim: int = 64,

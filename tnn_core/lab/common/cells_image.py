@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tnn_core.lab.heatmap_image import heatmap_image
+from tnn_core.lab.common.heatmap_image import heatmap_image
 
 __all__ = ["cells_image"]
 

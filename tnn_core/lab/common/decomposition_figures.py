@@ -1,4 +1,5 @@
-"""What the Decomposition page's figures get from the server, and how they name a view.
+"""The band + W A Wᵀ figure (the Decomposition page's, mounted twice on Compare A/B): what
+it gets from the server, the band and rank it draws, and how it names a view.
 
 The figures (``pages/figures/decomposition.js`` and ``error_curve.js``, whose headers hold
 the data contracts) compute SKI's "sample" decomposition in the browser on every move of
@@ -7,15 +8,16 @@ two parts that λ does not touch (``synthetic_parts``), so that the browser deri
 kernel at any λ itself; after a move settles it sends what only it computes (spectral
 norms, optima, the least-squares A of "fit", the error-against-r curve), each labelled
 with the view it belongs to (``drawn``), so the browser can tell current from stale.
+``fit_to_length`` clamps the sliders to what n allows. Compare mounts the figure once per
+side of ``SIDES``, its controls named after the side ("a_band").
 
 Letters: n length, k lag.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import math
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 import numpy as np
@@ -23,10 +25,12 @@ import torch
 
 from tnn_core.analysis.presets import SYNTHETIC
 from tnn_core.core.toeplitz import causal_part, check_length, lags
+from tnn_core.lab.common.browser_data import js_number
 
-__all__ = ["SPIKES", "synthetic_parts", "kernel_id", "json_floats", "js_number", "drawn", "packed"]
+__all__ = ["SPIKES", "SIDES", "synthetic_parts", "drawn", "Settings", "fit_to_length"]
 
 SPIKES = {0: 1.5, 1: -0.8, -1: 0.6, 2: 0.4, -2: -0.3}  # spike_smooth's taps, lag -> value
+SIDES = ("a", "b")  # Compare's two settings; a side's controls are named "a_band", "b_rank", …
 
 
 def synthetic_parts(name: str, n: int, causal: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -56,28 +60,6 @@ def synthetic_parts(name: str, n: int, causal: bool) -> tuple[np.ndarray, np.nda
     return base.numpy(), extra.numpy()
 
 
-def kernel_id(*arrays: np.ndarray) -> str:
-    """A short name for a kernel's numbers: the browser recomputes only when it changes."""
-    digest = hashlib.blake2b(digest_size=8)
-    for array in arrays:
-        digest.update(np.ascontiguousarray(array, dtype=np.float64).tobytes())
-    return digest.hexdigest()
-
-
-def json_floats(values) -> list:
-    """A float array as a JSON list, None where a value is NaN or infinite (JSON has none)."""
-    return [float(v) if math.isfinite(v) else None for v in np.asarray(values, np.float64)]
-
-
-def js_number(value: float | int) -> str:
-    """A number as JavaScript's String() writes it, for the values a slider takes (whole,
-    or short decimals such as 0.995): 1.0 -> "1", 0.95 -> "0.95"."""
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"value must be finite; got {value}")
-    return str(int(value)) if value.is_integer() else repr(value)
-
-
 def drawn(n: int, band: int, rank: int, decay: float | None, method: str) -> str:
     """The figure's ``data-drawn`` for a view: ``n=1024&band=9&rank=33&decay=0.99&method=
     sample`` (decay left out for a kernel that has no λ). band and rank as drawn (clamped
@@ -90,7 +72,25 @@ def drawn(n: int, band: int, rank: int, decay: float | None, method: str) -> str
                       for name, value in params])
 
 
-def packed(values) -> str:
-    """A float array as base64 of little-endian float64: exact, and about half the size of
-    JSON text (the figures' ``decodeArray``)."""
-    return base64.b64encode(np.asarray(values, dtype="<f8").tobytes()).decode("ascii")
+@dataclass(frozen=True)
+class Settings:
+    """The sliders' band and rank clamped to a kernel of length n."""
+
+    band: int  # in [1, 2n-2]
+    rank: int  # in [2, n]
+    note: str  # what was clamped and why, or ""
+
+
+def fit_to_length(n: int, band: int, rank: int) -> Settings:
+    """Clamp band m to [1, 2n-2] and rank r to [2, n] (n >= 2), saying so in ``note``."""
+    if n < 2:
+        raise ValueError(f"n must be >= 2 to decompose; got n = {n}")
+    changed = []
+    if rank > n:
+        changed.append(f"r = {n} (not {rank})")
+    if band > 2 * n - 2:
+        changed.append(f"m = {2 * n - 2} (not {band})")
+    note = (f"n = {n} allows at most r = {n} inducing points and a band of m = {2 * n - 2} "
+            f"lags (one lag a side is left for the low-rank part), so the page uses "
+            f"{' and '.join(changed)}." if changed else "")
+    return Settings(band=min(band, 2 * n - 2), rank=min(rank, n), note=note)

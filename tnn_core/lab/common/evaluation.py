@@ -1,0 +1,19 @@
+"""The number every page reports for a trained model: its score on its task's evaluation
+set at the training length (Inspect's header, the source of a Compress conversion).
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from tnn_core.training import evaluate
+from tnn_core.training.scores import Scores
+from tnn_core.training.tasks import Task
+
+__all__ = ["evaluation"]
+
+
+def evaluation(model: nn.Module, task: Task) -> Scores:
+    """The model on its task's evaluation set at the training length (``evaluate.score``):
+    the number every page reports for it."""
+    return evaluate.score(model, task)

@@ -1,0 +1,44 @@
+"""Page "Compress": a trained TNN or FD-TNN made band + low rank, and what it costs the task.
+
+The work is ``tnn_core.compress`` (convert, measure, search); this unit builds the plan
+from the page's controls, starts the work on a background thread (``jobs``), and turns its
+results into what the page draws (``results``, ``search``). Metric values are shown in
+display units (``units``): an accuracy as a percentage (a drop in percentage points), bits
+per character as they are.
+"""
+
+from tnn_core.compress.measure import FINETUNE_PARAMETERS
+from tnn_core.compress.plan import METHODS
+from tnn_core.compress.planner import GRID_BANDS, GRID_RANKS, SPEED_ROUNDS, default_delta
+from tnn_core.lab.common.background import JOB_THREADS, BackgroundJob
+from tnn_core.lab.common.conversion import QuickConversion, convertible, quick_conversion
+from tnn_core.lab.compress.jobs import (
+    added_parameters,
+    conversion_job,
+    make_plan,
+    progress_text,
+    search_job,
+    search_points,
+)
+from tnn_core.lab.compress.results import (
+    ResultView,
+    SpeedRow,
+    change_sentence,
+    result_view,
+    save,
+    save_name,
+    speed_row,
+)
+from tnn_core.lab.compress.search import Candidate, SearchView, search_view
+from tnn_core.lab.compress.units import Unit
+from tnn_core.operators.config import MAX_SIZE
+from tnn_core.training.checkpoint import CheckpointError
+
+__all__ = ["JOB_THREADS", "Unit", "convertible", "make_plan", "added_parameters",
+           "default_delta", "conversion_job",
+           "QuickConversion", "quick_conversion", "search_points", "search_job",
+           "progress_text", "SpeedRow", "speed_row", "change_sentence", "ResultView",
+           "result_view", "Candidate", "SearchView", "search_view", "save_name", "save",
+           # the page's choices and limits, the job it watches, and a file refused
+           "FINETUNE_PARAMETERS", "METHODS", "GRID_BANDS", "GRID_RANKS", "SPEED_ROUNDS",
+           "MAX_SIZE", "BackgroundJob", "CheckpointError"]

@@ -1,0 +1,128 @@
+"""The Compress page's work: the plan its controls describe, and a conversion or a search
+started on a background thread (``tnn_core.compress``), with what it is doing in words.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+
+import torch
+from torch import nn
+
+from tnn_core.compress.convert import check_convertible
+from tnn_core.compress.guard import converted_config
+from tnn_core.compress.pipeline import CompressionResult, compress
+from tnn_core.compress.plan import CompressionPlan, LayerPlan
+from tnn_core.compress.planner import PlanScore, SearchResult, grid, search
+from tnn_core.lab.common.background import JOB_THREADS, BackgroundJob
+from tnn_core.lab.compress.units import Unit
+from tnn_core.models import ModelConfig
+from tnn_core.training.budget import parameter_count
+from tnn_core.training.tasks import Task
+
+__all__ = ["make_plan", "added_parameters", "conversion_job", "search_points", "search_job",
+           "progress_text"]
+
+
+def make_plan(rows: list[tuple[int, int, str]], config: ModelConfig, n0: int,
+              uniform: bool) -> CompressionPlan:
+    """The plan of one (m, r, method) row per layer, checked against the model and its
+    training length n0 (ValueError with a sentence naming the layer, value and range)."""
+    layers = []
+    for i, (band, rank, method) in enumerate(rows):
+        where = "every layer" if uniform else f"layer {i}"
+        try:
+            layer = LayerPlan(band, rank, method)
+            layer.check_length(n0, where)
+        except ValueError as err:
+            message = str(err)
+            raise ValueError(message if message.startswith(where) else f"{where}: {message}"
+                             ) from None
+        layers.append(layer)
+    plan = CompressionPlan(tuple(layers))
+    if all(layer.kept for layer in plan.layers):
+        raise ValueError("every layer is kept: set at least one layer to 'sample' or 'fit'")
+    try:
+        check_convertible(config, plan, n0)
+    except ValueError as err:
+        raise ValueError(str(err).replace("layers[", "layer ").replace("] is", " is")) from None
+    return plan
+
+
+def added_parameters(config: ModelConfig, plan: CompressionPlan, n0: int) -> int:
+    """Parameters the converted model has beyond its source (negative: fewer), known before
+    converting: r knots per channel can outnumber a small kernel generator."""
+    return parameter_count(converted_config(config, plan, n0)) - parameter_count(config)
+
+
+def _private(model: nn.Module, device: str) -> nn.Module:
+    """A copy for the job: the loaded model is shared by every session for inference, and
+    the timing runs backward passes (gradients) through the source."""
+    return copy.deepcopy(model).to(device).eval()
+
+
+def conversion_job(model: nn.Module, task: Task, plan: CompressionPlan, finetune_steps: int,
+                   finetune_lr: float, finetune_parameters: str, device: str) -> BackgroundJob:
+    """``pipeline.compress`` on a copy of ``model``, on a background thread (not started)."""
+    source = _private(model, device)
+
+    def run(on_progress, stop_event: threading.Event) -> CompressionResult:
+        torch.set_num_threads(JOB_THREADS)  # this thread's, not the server's
+        return compress(source, task, plan, finetune_steps, finetune_lr, finetune_parameters,
+                        on_progress=on_progress, stop_event=stop_event)
+    return BackgroundJob(run)
+
+
+def search_points(n0: int, bands: list[int], ranks: list[int]) -> list[tuple[int, int]]:
+    """The (m, r) pairs of ``bands`` × ``ranks`` valid at training length n0; ValueError if
+    none is."""
+    points = grid(n0, tuple(sorted(bands)), tuple(sorted(ranks)))
+    if not points:
+        raise ValueError(f"no (m, r) pair of the chosen bands {sorted(bands)} and ranks "
+                         f"{sorted(ranks)} is valid at the training length n0 = {n0} "
+                         "(2 <= r <= n0, m <= 2 n0 - 2); choose at least one of each")
+    return points
+
+
+def search_job(model: nn.Module, task: Task, delta: float | None, method: str,
+               points: list[tuple[int, int]], device: str) -> BackgroundJob:
+    """``planner.search`` over ``points`` on a copy of ``model`` (not started)."""
+    source = _private(model, device)
+
+    def run(on_progress, stop_event: threading.Event) -> SearchResult:
+        torch.set_num_threads(JOB_THREADS)  # this thread's, not the server's
+        return search(source, task, delta, method, points, on_progress=on_progress,
+                      stop_event=stop_event)
+    return BackgroundJob(run)
+
+
+def progress_text(items: list, unit: Unit, finetune_steps: int = 0) -> str:
+    """What a running conversion or search is doing, from its last progress item."""
+    if not items:
+        return "Converting the layers…"
+    kind, *rest = items[-1]
+    if kind == "converted":
+        return "Converted; scoring the source and the converted model on the evaluation set…"
+    if kind == "metric":
+        return f"Source {unit.show(rest[0].metric)}, converted {unit.show(rest[1].metric)}; " \
+               "timing forward+backward…"
+    if kind == "speedup":
+        return f"Timed n = {rest[0].length}: {rest[0].ratio:.2f}× the source's speed…"
+    if kind == "finetune":
+        return f"Fine-tuning: step {rest[0]} of {finetune_steps}, training loss {rest[1]:.3f}"
+    if kind == "finetuned":
+        return f"Fine-tuned: {unit.show(rest[0].metric)}"
+    if kind == "sensitivity":
+        layer, (m, r), drop = rest
+        return f"Sensitivity: layer {layer} alone at m = {m}, r = {r}: " \
+               f"{unit.drop_text(drop)}"
+    if kind == "plan":
+        score: PlanScore = rest[0]
+        return f"Scored a candidate plan: {unit.show(score.metric)}, " \
+               f"{score.speedups[1].ratio:.2f}× at the training length"
+    if kind == "retime":
+        plans, round_number = rest
+        return (f"Re-timing the {plans} fastest plans within δ (round {round_number}), so that "
+                "one is named only if its speed-up's interval lies above the others'…")
+    raise ValueError(f"unknown progress item {kind!r}")

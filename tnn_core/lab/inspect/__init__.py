@@ -1,0 +1,105 @@
+"""Page "Inspect checkpoint": what a trained model learned, layer by layer, channel by channel.
+
+Checkpoint keys, shared with the Decomposition, Compress and Train pages, are
+``common.checkpoints``'s: "NAME" (shipped), "user/NAME" (saved from the Train or Compress
+page), "upload:SHA" (uploaded in one browser session: ``common.uploads``).
+
+What a channel "is": the matrix its operator applies (``analysis.applied``). For tno, fd
+and causal SKI that is the Toeplitz matrix of ``kernel(n)``; bidirectional SKI applies
+band + W A Wᵀ, which is not Toeplitz, so the atlas measures its nearest Toeplitz kernel
+(the diagonal means, ``analysis.channel_kernel``) and ``kernel(n)`` is only its target.
+
+This unit's own views: one channel's applied matrix (``channel``), the model's report and
+lineage (``report``), the model beyond its training length (``lengths``), and two runs side
+by side (``run_comparison``). What it shares with other pages (the header's summary, the
+atlas, the band ablation, TNN's Table 10 pair, the score on the evaluation set) lives in
+``common``; this interface exposes all of it to the page.
+"""
+
+from tnn_core.analysis.dense import display_line
+from tnn_core.lab.common.atlas import (
+    ATLAS_BAND,
+    ATLAS_CHANNELS,
+    ATLAS_MAX_N,
+    ATLAS_RANK,
+    BAND_ONLY_MASS,
+    STATISTICS,
+    AtlasView,
+    Channels,
+    LayerMedians,
+    atlas_view,
+    band_description,
+    opening_atlas,
+)
+from tnn_core.lab.common.band_ablation import BandAblation, band_ablation
+from tnn_core.lab.common.checkpoint_summary import COMMAND_SHOWN, Summary, summary
+from tnn_core.lab.common.checkpoints import (
+    NAME_PATTERN,
+    SHIPPED_ORDER,
+    CheckpointError,
+    CheckpointInfo,
+    Opened,
+    checkpoint_path,
+    open_bytes,
+    open_file,
+    saved_checkpoints,
+)
+from tnn_core.lab.common.conversion import convertible
+from tnn_core.lab.common.decay_pair import (
+    DECAY_PAIR,
+    PAIR_FACTORS,
+    DecayPair,
+    decay_pair,
+    extrapolation_sentence,
+)
+from tnn_core.lab.common.evaluation import evaluation
+from tnn_core.lab.common.saving import save_run
+from tnn_core.lab.common.snapshot_view import SnapshotView
+from tnn_core.lab.common.uploads import SESSION_BUDGET, SessionUploads, UploadStore, upload_key
+from tnn_core.lab.inspect.channel import ChannelMatrix, applied_chunk, channel_matrix
+from tnn_core.lab.inspect.lengths import (
+    FACTORS,
+    Extrapolation,
+    LengthSweep,
+    extrapolation,
+    length_sweep,
+)
+from tnn_core.lab.inspect.report import (
+    lineage_text,
+    model_report,
+    report_refusal,
+    report_text,
+    training_kernels,
+)
+from tnn_core.lab.inspect.run_comparison import (
+    ConfigRow,
+    FinalMetric,
+    RunCurves,
+    config_diff,
+    curves,
+    evaluation_change,
+    final_metric,
+)
+
+__all__ = [
+    # checkpoints: listing, opening, uploading, saving
+    "NAME_PATTERN", "SHIPPED_ORDER", "saved_checkpoints", "checkpoint_path", "Opened",
+    "open_file", "open_bytes", "save_run", "CheckpointError", "CheckpointInfo",
+    "SESSION_BUDGET", "upload_key", "UploadStore", "SessionUploads",
+    # the header, and the score every page reports
+    "COMMAND_SHOWN", "Summary", "summary", "evaluation", "convertible", "display_line",
+    # the kernel atlas
+    "STATISTICS", "BAND_ONLY_MASS", "ATLAS_BAND", "ATLAS_RANK", "ATLAS_CHANNELS",
+    "ATLAS_MAX_N", "opening_atlas", "Channels", "LayerMedians", "AtlasView", "atlas_view",
+    "band_description",
+    # one channel, the report, the kernels training kept
+    "ChannelMatrix", "channel_matrix", "applied_chunk", "lineage_text", "model_report",
+    "report_refusal", "report_text", "training_kernels", "SnapshotView",
+    # the band alone, beyond the training length, TNN's Table 10
+    "BandAblation", "band_ablation", "FACTORS", "LengthSweep", "length_sweep",
+    "extrapolation_sentence", "Extrapolation", "extrapolation", "DECAY_PAIR", "PAIR_FACTORS",
+    "DecayPair", "decay_pair",
+    # another run beside this one
+    "ConfigRow", "config_diff", "RunCurves", "curves", "FinalMetric", "final_metric",
+    "evaluation_change",
+]
