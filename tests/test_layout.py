@@ -86,6 +86,30 @@ def test_each_part_imports_only_the_layers_below_it():
     assert not wrong, "\n".join(sorted(wrong))
 
 
+LAB_UNITS = {"basics", "compare", "compress", "decomposition", "frequency", "inspect", "lesson",
+             "speed", "train"}  # one per page; lesson serves the Lessons and Welcome pages
+
+
+def test_a_lab_unit_imports_the_core_and_common_never_another_unit():
+    """tnn_core/lab holds one unit per page (a module, or a package whose __init__ is its
+    interface) and common, what two or more units share. A unit imports the core, common
+    and itself; common imports the core and itself: what two pages share lives one layer
+    down, never behind a side door from one page's unit into another's."""
+    lab = PACKAGE / "lab"
+    entries = {p.stem for p in lab.iterdir()
+               if p.suffix == ".py" or (p / "__init__.py").is_file()}
+    assert entries == LAB_UNITS | {"__init__", "common"}, sorted(entries)
+    wrong = []
+    for path in sorted(lab.rglob("*.py")):
+        module = _module_name(path)
+        own = ".".join(module.split(".")[:3])  # tnn_core.lab.<unit> or tnn_core.lab.common
+        allowed = {"tnn_core.lab.common", own}
+        wrong += [f"{module} imports {dep}" for dep in sorted(_imports(path))
+                  if dep.startswith("tnn_core.lab.")
+                  and ".".join(dep.split(".")[:3]) not in allowed]
+    assert not wrong, "\n".join(wrong)
+
+
 def test_no_import_cycles():
     graph = _graph()
     state: dict[str, int] = {}  # 1: on the current path, 2: done
