@@ -17,6 +17,7 @@ from safetensors.torch import save as save_tensors
 
 from tnn_core.models import ModelConfig, build_model
 from tnn_core.operators import OperatorConfig
+from tnn_core.training.arguments import config_from_args, parser
 from tnn_core.training.checkpoint import (
     FORMAT,
     SHIPPED_DIR,
@@ -27,7 +28,6 @@ from tnn_core.training.checkpoint import (
     read_info,
     save,
 )
-from tnn_core.training.cli import config_from_args, parser
 from tnn_core.training.config import TrainConfig
 from tnn_core.training.tasks import get_task
 

@@ -24,7 +24,7 @@ from tnn_core.lab.frequency import (
 )
 from tnn_core.operators import OperatorConfig, build_operator
 from tnn_core.training import checkpoint
-from tnn_core.training.cli import config_from_args, parser
+from tnn_core.training.arguments import config_from_args, parser
 from tnn_core.training.tasks import get_task
 
 SIZES = [1, 2, 7, 13, 64, 257]  # 1, 2, odd, prime, a power of two, a prime above it

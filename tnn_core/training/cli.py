@@ -50,179 +50,13 @@ import torch
 
 from tnn_core.allocator import keep_freed_memory
 from tnn_core.checks import check_int
-from tnn_core.files import read_bounded
-from tnn_core.models import ModelConfig
-from tnn_core.operators import ALL_KINDS, OperatorConfig
-from tnn_core.operators.config import FD_INPUTS
+from tnn_core.training.arguments import config_from_args, parser, task_from_args
 from tnn_core.training.checkpoint import save
-from tnn_core.training.config import DEVICES, DTYPES, SCHEDULES, TrainConfig, model_for_task
+from tnn_core.training.config import TrainConfig
 from tnn_core.training.distributed import CollectiveTimeout
 from tnn_core.training.loop import Callbacks, train
-from tnn_core.training.resume import load_resume, resume_path, write_state
-from tnn_core.training.tasks import TASKS, CharLMTask, Task, get_task, task_config
-from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
-
-# CLI option -> (task config field, the tasks that have it)
-TASK_OPTIONS = {
-    "seq_len": ("seq_len", ("charlm", "listops", "recall")),
-    "max_bytes": ("max_bytes", ("charlm",)),
-    "max_vocab": ("max_vocab", ("charlm",)),
-    "max_depth": ("max_depth", ("listops",)),
-    "max_args": ("max_args", ("listops",)),
-    "nest_prob": ("nest_prob", ("listops",)),
-    "size": ("size", ("digits",)),
-    "num_pairs": ("num_pairs", ("recall",)),
-    "num_queries": ("num_queries", ("recall",)),
-    "num_keys": ("num_keys", ("recall",)),
-    "num_values": ("num_values", ("recall",)),
-}
-
-
-# the flags that go into TrainConfig, ModelConfig and OperatorConfig as they are
-TRAIN_FIELDS = ("task", "steps", "batch_size", "lr", "weight_decay", "warmup", "schedule",
-                "clip", "eval_every", "eval_batches", "eval_batch_size", "seed", "device",
-                "dtype", "ddp_timeout")
-MODEL_FIELDS = ("dim", "layers", "expand_ratio")
-OPERATOR_FIELDS = ("decay", "rank", "band", "rpe_dim", "rpe_layers", "activation", "fd_input",
-                   "heads", "sparse_density", "max_length", "sparse_l1", "psf_activation")
-
-
-def parser() -> argparse.ArgumentParser:
-    train, model, op = TrainConfig(), ModelConfig(), OperatorConfig()  # the defaults
-    p = argparse.ArgumentParser(prog="python -m tnn_core.training", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--task", choices=tuple(TASKS), default=train.task, help="what to learn")
-    p.add_argument("--out", type=Path, help="checkpoint to write (.safetensors); none if unset")
-    p.add_argument("--checkpoint-every", type=int, default=None, metavar="K",
-                   help="with --out: save the checkpoint and OUT.resume.safetensors every K "
-                        f"steps (default {train.checkpoint_every}; 0: only at the end and on "
-                        "SIGTERM / Ctrl-C)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the run saved at --out (same settings; --steps may grow)")
-
-    t = p.add_argument_group("task options (default: the task's own)")
-    t.add_argument("--seq-len", type=int, help="training length n (charlm, listops, recall)")
-    t.add_argument("--text", help="charlm: a UTF-8 text file instead of the stdlib's source")
-    t.add_argument("--max-bytes", type=int, help="charlm: cap on the stdlib corpus in bytes")
-    t.add_argument("--max-vocab", type=int, help="charlm: vocabulary size, UNK included")
-    t.add_argument("--max-depth", type=int, help="listops: operator nesting depth")
-    t.add_argument("--max-args", type=int, help="listops: most arguments per operator")
-    t.add_argument("--nest-prob", type=float, help="listops: chance an argument nests")
-    t.add_argument("--size", type=int, choices=(8, 32), help="digits: 8 (n=64) or 32 (n=1024)")
-    t.add_argument("--num-pairs", type=int, help="recall: key-value pairs per sequence")
-    t.add_argument("--num-queries", type=int, help="recall: keys asked again")
-    t.add_argument("--num-keys", type=int, help="recall: distinct key tokens")
-    t.add_argument("--num-values", type=int, help="recall: distinct value tokens")
-
-    m = p.add_argument_group("model")
-    m.add_argument("--operator", choices=ALL_KINDS, default=op.kind,
-                   help="token mixer: tno (TNN), ski (SKI-TNN), fd (FD-TNN) or togeipi "
-                        "(Toeplitz plus sparse)")
-    m.add_argument("--causal", action=argparse.BooleanOptionalAction, default=None,
-                   help="causal operator (default: yes for charlm/recall, no otherwise)")
-    m.add_argument("--dim", type=int, default=model.dim, help="model width d")
-    m.add_argument("--layers", type=int, default=model.layers, help="TNN layers")
-    m.add_argument("--expand-ratio", type=int, default=model.expand_ratio,
-                   help="GTU width = expand ratio × d")
-    m.add_argument("--decay", type=float, default=op.decay, help="operator decay λ in (0, 1]")
-    m.add_argument("--rank", type=int, default=op.rank, help="SKI inducing points r")
-    m.add_argument("--band", type=int, default=op.band, help="SKI band taps m")
-    m.add_argument("--rpe-dim", type=int, default=op.rpe_dim,
-                   help="RPE MLP width (default max(D // 8, 32))")
-    m.add_argument("--rpe-layers", type=int, default=op.rpe_layers,
-                   help="RPE MLP hidden layers")
-    m.add_argument("--activation", choices=("relu", "silu", "gelu"), default=op.activation,
-                   help="RPE MLP activation")
-    m.add_argument("--fd-input", choices=FD_INPUTS, default=op.fd_input,
-                   help="fd: the RPE reads omega (Algorithm 2) or cosine (cos ω, smooth on the "
-                        "circle: Theorems 2-3)")
-    m.add_argument("--heads", type=int, default=op.heads,
-                   help="togeipi: heads, one Toeplitz point spread function each")
-    m.add_argument("--sparse-density", type=float, default=op.sparse_density,
-                   help="togeipi: share of the sparse matrix's entries kept, in (0, 1]")
-    m.add_argument("--max-length", type=int, default=op.max_length,
-                   help="togeipi: longest sequence (the sparse matrix is max-length²)")
-    m.add_argument("--sparse-l1", type=float, default=op.sparse_l1,
-                   help="togeipi: weight of the l1 penalty on the sparse matrix")
-    m.add_argument("--psf-activation", choices=("none", "gelu"), default=op.psf_activation,
-                   help="togeipi: none keeps the mixing linear; gelu as in the project")
-
-    o = p.add_argument_group("optimisation")
-    o.add_argument("--steps", type=int, default=train.steps, help="optimizer updates")
-    o.add_argument("--batch-size", type=int, default=train.batch_size,
-                   help="sequences per update (per rank under torchrun)")
-    o.add_argument("--lr", type=float, default=train.lr, help="peak learning rate (AdamW)")
-    o.add_argument("--weight-decay", type=float, default=train.weight_decay,
-                   help="AdamW weight decay on weight matrices")
-    o.add_argument("--warmup", type=int, default=train.warmup, help="linear warm-up steps")
-    o.add_argument("--schedule", choices=SCHEDULES, default=train.schedule,
-                   help="after warm-up: cosine (to 10%% of lr) or inverse_sqrt")
-    o.add_argument("--clip", type=float, default=train.clip, help="max gradient norm (0: off)")
-    o.add_argument("--eval-every", type=int, default=train.eval_every,
-                   help="evaluate every k steps")
-    o.add_argument("--eval-batches", type=int, default=train.eval_batches,
-                   help="fixed validation batches per evaluation")
-    o.add_argument("--eval-batch-size", type=int, default=train.eval_batch_size,
-                   help="sequences per validation batch")
-    o.add_argument("--seed", type=int, default=train.seed, help="seeds the model and the batches")
-
-    r = p.add_argument_group("runtime")
-    r.add_argument("--device", choices=DEVICES, default=train.device,
-                   help="auto: CUDA when available (rank's GPU under torchrun), else CPU")
-    r.add_argument("--dtype", choices=DTYPES, default=train.dtype,
-                   help="float32, float64, or bfloat16 autocast (weights stay float32)")
-    r.add_argument("--threads", type=int, default=None,
-                   help="torch CPU threads (torch.set_num_threads); default: torch's own")
-    r.add_argument("--no-progress", action="store_true", help="no progress bar")
-    r.add_argument("--ddp-timeout", type=float, default=train.ddp_timeout, metavar="SECONDS",
-                   help="under torchrun: how long a rank waits for the others in a collective "
-                        "before the run fails with a message naming them")
-    r.add_argument("--weights-digest", type=Path, default=None, metavar="DIR",
-                   help="each rank writes the SHA-256 of its final weights to "
-                        "DIR/rank<R>.sha256 (checks that DDP ranks agree)")
-    return p
-
-
-def task_settings(args: argparse.Namespace) -> dict:
-    settings = {}
-    for option, (name, tasks) in TASK_OPTIONS.items():
-        value = getattr(args, option)
-        if value is None:
-            continue
-        if args.task not in tasks:
-            flag = "--" + option.replace("_", "-")
-            raise ValueError(f"{flag} applies to {', '.join(tasks)}, not {args.task}")
-        settings[name] = value
-    return settings
-
-
-def task_from_args(args: argparse.Namespace) -> Task:
-    """The task of the flags. charlm's ``--text`` is the user's own file, read here (a
-    regular file of at most MAX_TEXT_BYTES); the checkpoint keeps its name and SHA-256."""
-    settings = task_settings(args)
-    if args.text is None:
-        return get_task(args.task, settings)
-    if args.task != "charlm":
-        raise ValueError(f"--text applies to charlm, not {args.task}")
-    data = read_bounded(args.text, MAX_TEXT_BYTES, "--text")
-    return CharLMTask.from_bytes(data, Path(args.text).name, task_config("charlm", settings))
-
-
-def config_from_args(args: argparse.Namespace, task: Task) -> TrainConfig:
-    """The TrainConfig of the parsed flags; ``--causal`` unset: causal for lm tasks."""
-    causal = task.kind == "lm" if args.causal is None else args.causal
-    operator = OperatorConfig(kind=args.operator, causal=causal,
-                              **{name: getattr(args, name) for name in OPERATOR_FIELDS})
-    model = ModelConfig(operator=operator, **{name: getattr(args, name) for name in MODEL_FIELDS})
-    every = args.checkpoint_every
-    if every is None:
-        every = TrainConfig.checkpoint_every if args.out is not None else 0
-    elif args.out is None:
-        raise ValueError("--checkpoint-every needs --out, the checkpoint to write")
-    if args.resume and args.out is None:
-        raise ValueError("--resume needs --out, the checkpoint to continue")
-    return TrainConfig(model=model_for_task(model, task), checkpoint_every=every,
-                       **{name: getattr(args, name) for name in TRAIN_FIELDS})
+from tnn_core.training.resume import Resume, load_resume, resume_path, write_state
+from tnn_core.training.tasks import Task
 
 
 def command_line(argv: list[str]) -> str:
@@ -327,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     """The command; it ends with an exit status of the module docstring, and a failure
     prints one sentence on stderr, never a traceback."""
     argv = sys.argv[1:] if argv is None else argv
-    args = parser().parse_args(argv)  # a malformed option: argparse's usage line, exit 2
+    args = parser(__doc__).parse_args(argv)  # a malformed option: argparse's usage, exit 2
     run = Run()
     try:
         return train_command(args, argv, run)
@@ -416,6 +250,47 @@ def kill(pid: int) -> None:
         pass
 
 
+def _lead_callbacks(args: argparse.Namespace, config: TrainConfig, task: Task, run: Run,
+                    resume: Resume | None) -> Callbacks:
+    """Rank 0's: what the run is, then a progress bar, a line per evaluation, and the
+    checkpoint saved every --checkpoint-every steps with --out."""
+    print(f"task: {task.describe()}")
+    model = config.model
+    layers = f"{model.layers} layer" + ("s" if model.layers != 1 else "")
+    print(f"model: {model.operator.kind}, d={model.dim}, {layers}; "
+          f"{config.steps} steps of {config.batch_size} × n={task.seq_len}")
+    callbacks = Callbacks()
+    if not args.no_progress:
+        from tqdm import tqdm
+
+        run.bar = bar = tqdm(total=config.steps, unit="step", dynamic_ncols=True)
+        if resume is not None:
+            bar.update(resume.state.step)
+
+        def on_step(step, loss, rate, lr):
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.4f}", tok_s=f"{rate:,.0f}", lr=f"{lr:.2e}")
+
+        callbacks.on_step = on_step
+
+    def say(line: str) -> None:
+        (run.bar.write if run.bar is not None else print)(line)
+
+    def on_eval(step, metrics):
+        say(f"step {step:>6}: val {task.metric_name} {metrics['metric']:.4f}  "
+            f"loss {metrics['loss']:.4f}  (chance {task.chance:.4f})")
+
+    callbacks.on_eval = on_eval
+    if args.out is not None:
+
+        def on_checkpoint(model, history, state):
+            run.save(args.out, model, task, history, state)
+            say(f"step {state.step:>6}: saved {args.out}")
+
+        callbacks.on_checkpoint = on_checkpoint
+    return callbacks
+
+
 def train_command(args: argparse.Namespace, argv: list[str], run: Run) -> int:
     """Train as ``args`` ask; the failures are left to ``main``."""
     keep_freed_memory()  # every torchrun worker too: each runs this main
@@ -428,41 +303,7 @@ def train_command(args: argparse.Namespace, argv: list[str], run: Run) -> int:
     if resume is not None:
         run.saved = (args.out, resume.state.step)
     lead = rank == 0
-    callbacks = Callbacks()
-    if lead:
-        print(f"task: {task.describe()}")
-        model = config.model
-        layers = f"{model.layers} layer" + ("s" if model.layers != 1 else "")
-        print(f"model: {model.operator.kind}, d={model.dim}, {layers}; "
-              f"{config.steps} steps of {config.batch_size} × n={task.seq_len}")
-        if not args.no_progress:
-            from tqdm import tqdm
-
-            run.bar = bar = tqdm(total=config.steps, unit="step", dynamic_ncols=True)
-
-            def on_step(step, loss, rate, lr):
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss:.4f}", tok_s=f"{rate:,.0f}", lr=f"{lr:.2e}")
-
-            callbacks.on_step = on_step
-
-        def say(line: str) -> None:
-            (run.bar.write if run.bar is not None else print)(line)
-
-        def on_eval(step, metrics):
-            say(f"step {step:>6}: val {task.metric_name} {metrics['metric']:.4f}  "
-                f"loss {metrics['loss']:.4f}  (chance {task.chance:.4f})")
-
-        callbacks.on_eval = on_eval
-        if args.out is not None:
-
-            def on_checkpoint(model, history, state):
-                run.save(args.out, model, task, history, state)
-                say(f"step {state.step:>6}: saved {args.out}")
-
-            callbacks.on_checkpoint = on_checkpoint
-        if run.bar is not None and resume is not None:
-            run.bar.update(resume.state.step)
+    callbacks = _lead_callbacks(args, config, task, run, resume) if lead else Callbacks()
     stop = threading.Event()
     with StopOnSignal(stop):
         result = train(config, task, callbacks=callbacks, stop_event=stop,
