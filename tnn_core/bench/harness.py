@@ -121,10 +121,11 @@ def _sync(device: torch.device) -> None:
 
 def interleaved_times(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1,
                       device: torch.device | str = "cpu", no_grad: bool = False,
-                      resets: dict[str, Callable[[], None]] | None = None
-                      ) -> dict[str, list[float]]:
+                      resets: dict[str, Callable[[], None]] | None = None,
+                      stop_event: threading.Event | None = None) -> dict[str, list[float]]:
     """The ms of each function in each of ``repeats`` interleaved rounds (rotating order)
-    after ``warmup`` runs each; ``resets[key]()`` runs untimed before each run of ``key``."""
+    after ``warmup`` runs each; ``resets[key]()`` runs untimed before each run of ``key``.
+    Once ``stop_event`` is set no further round starts: fewer than ``repeats`` times."""
     device = torch.device(device)
     keys = list(fns)
     resets = resets or {}
@@ -135,6 +136,8 @@ def interleaved_times(fns: dict[str, Callable[[], object]], repeats: int, warmup
                 resets.get(key, _nothing)()
                 fns[key]()
         for round_index in range(repeats):
+            if stop_event is not None and stop_event.is_set():
+                break
             shift = round_index % len(keys)
             for key in keys[shift:] + keys[:shift]:
                 resets.get(key, _nothing)()
@@ -199,25 +202,13 @@ def run_grid(config: BenchConfig,
                 continue
             specs = {op: _spec(config, op, causal, n, mode) for op in ops}
             cases = {op: make_case(specs[op]) for op in ops}
-            times: dict[str, list[float]] = {op: [] for op in ops}
-            for op in ops:
-                run, reset = cases[op]
-                for _ in range(config.warmup):
-                    reset()
-                    run()
-            for round_index in range(config.repeats):
-                if stop_event is not None and stop_event.is_set():
-                    log.info("benchmark stopped after %d records", len(records))
-                    return records
-                shift = round_index % len(ops)
-                for op in ops[shift:] + ops[:shift]:
-                    run, reset = cases[op]
-                    reset()
-                    _sync(device)
-                    start = time.perf_counter()
-                    run()
-                    _sync(device)
-                    times[op].append((time.perf_counter() - start) * 1e3)
+            times = interleaved_times({op: run for op, (run, _) in cases.items()},
+                                      config.repeats, config.warmup, device,
+                                      resets={op: reset for op, (_, reset) in cases.items()},
+                                      stop_event=stop_event)
+            if len(times[ops[0]]) < config.repeats:  # stopped
+                log.info("benchmark stopped after %d records", len(records))
+                return records
             for op in ops:
                 run, reset = cases[op]
                 reset()
