@@ -25,4 +25,5 @@ exposes to its page what it uses from here (tests/test_layout.py holds the rule)
     band_ablation        the model with its layers kept to the band
     decay_pair           TNN's Table 10 pair, and the sentence beyond the training length
     conversion           which models convert to band + low rank, and a quick conversion
+    server               the app server's process set-up (keep_freed_memory)
 """
