@@ -38,7 +38,7 @@ from tnn_core.analysis.spectral_summary import MAX_N, STATISTICS, ChannelSpectru
 from tnn_core.checks import check_choice, check_int
 from tnn_core.files import read_bounded
 from tnn_core.operators.config import KINDS
-from tnn_core.training.answer import one_line
+from tnn_core.training.answer import answer_text
 from tnn_core.training.checkpoint import CheckpointInfo, load
 from tnn_core.training.evaluate import evaluate_model, layer_kernels
 from tnn_core.training.scores import format_metric
@@ -334,8 +334,8 @@ def _report_command(args: argparse.Namespace) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print the report and return 0, or one ``error:`` line on stderr and return 2 (as
-    ``training.answer`` does for the JSON commands)."""
+    """Print the report and return 0, or one ``error:`` line on stderr and return 2
+    (``training.answer``)."""
     p = argparse.ArgumentParser(prog="python -m tnn_core.report", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("checkpoint", help="a .safetensors checkpoint written by tnn_core.training")
@@ -350,20 +350,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="charlm trained on a user's text: that text file (its SHA-256 must "
                         "match the one the checkpoint records)")
     args = p.parse_args(argv)
-    try:
-        output = _report_command(args)
-    except (ValueError, OSError) as err:  # bad input (CheckpointError too): its own sentence
-        print(f"error: {one_line(str(err))}", file=sys.stderr)
-        return 2
-    except MemoryError:
-        print("error: the report ran out of memory", file=sys.stderr)
-        return 2
-    except Exception as err:  # noqa: BLE001 - a command-line tool answers with one line
-        print(f"error: the report failed ({type(err).__name__}: {one_line(str(err))})",
-              file=sys.stderr)
-        return 2
-    sys.stdout.write(output)
-    return 0
+    return answer_text(lambda: _report_command(args), "the report")
 
 
 if __name__ == "__main__":

@@ -80,7 +80,7 @@ from tnn_core.training.checkpoint_header import (
     read_bytes,
     read_header,
 )
-from tnn_core.training.history import validated_history
+from tnn_core.training.history import final_metrics, validated_history
 from tnn_core.training.tasks import TASKS, task_shape
 
 __all__ = ["CheckpointError", "CheckpointInfo", "FORMAT", "MAX_PARAMETERS", "SHIPPED_DIR",
@@ -113,8 +113,7 @@ class CheckpointInfo:
 
     @property
     def final_metrics(self) -> dict:
-        evals = self.history.get("evals") or [{}]
-        return evals[-1]
+        return final_metrics(self.history)
 
 
 # -- save ------------------------------------------------------------------------------------

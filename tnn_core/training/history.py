@@ -59,8 +59,7 @@ from tnn_core.checks import is_integer, is_number, short_repr
 from tnn_core.training.snapshots import MAX_STEP, KernelSnapshots
 
 __all__ = ["MAX_TEXT", "MAX_LABEL", "MAX_EVALS", "MAX_EVAL_KEYS", "MAX_COMMANDS", "TEXTS",
-           "LABELS",
-           "validated_history"]
+           "LABELS", "validated_history", "final_metrics"]
 
 MAX_TEXT = 100_000  # characters of command or message (the header's 4 MB bounds the rest)
 MAX_LABEL = 200  # characters of a label, and of an evaluation's key
@@ -259,3 +258,9 @@ def validated_history(raw) -> dict:
         if KernelSnapshots.from_record(record).steps:
             out["kernel_snapshots"] = record
     return out
+
+
+def final_metrics(history: dict) -> dict:
+    """The last evaluation of a history ({} when it has none)."""
+    evals = history.get("evals") or [{}]
+    return evals[-1]

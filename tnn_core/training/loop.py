@@ -59,6 +59,7 @@ from tnn_core.training.budget import TRAINING_MEMORY_LIMIT, check_cost, check_sw
 from tnn_core.training.config import TrainConfig
 from tnn_core.training.distributed import process_group, resolve_device, torchrun_ranks
 from tnn_core.training.evaluate import evaluate
+from tnn_core.training.history import final_metrics
 from tnn_core.training.objective import learning_rate
 from tnn_core.training.resume import Resume, TrainState
 from tnn_core.training.snapshots import KernelSnapshots, every_for, snapshot_layout, take_snapshot
@@ -96,8 +97,7 @@ class TrainResult:
 
     @property
     def final_metrics(self) -> dict:
-        evals = self.history.get("evals") or [{}]
-        return evals[-1]
+        return final_metrics(self.history)
 
 
 def train(config: TrainConfig, task: Task | None = None, callbacks: Callbacks | None = None,
