@@ -13,7 +13,7 @@ from collections.abc import Callable
 import torch
 
 from tnn_core.bench.baselines import Attention, TnoReference
-from tnn_core.operators import OperatorConfig, build_operator
+from tnn_core.operators import OperatorConfig, build_operator, seeded_weights
 
 __all__ = ["OPS", "MODES", "make_case", "train_step"]
 
@@ -22,8 +22,12 @@ MODES: tuple[str, ...] = ("forward", "forward+backward")
 
 
 def _build_module(spec: dict) -> torch.nn.Module:
+    with seeded_weights(spec["seed"]):
+        return _new_module(spec)
+
+
+def _new_module(spec: dict) -> torch.nn.Module:
     op, causal, dim = spec["op"], spec["causal"], spec["dim"]
-    torch.manual_seed(spec["seed"])
     if op in ("tno", "ski", "fd", "tno-reference"):
         kind = "tno" if op == "tno-reference" else op
         module = build_operator(OperatorConfig(kind=kind, causal=causal, decay=spec["decay"],

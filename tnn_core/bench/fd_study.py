@@ -22,7 +22,7 @@ import torch
 
 from tnn_core.bench.harness import interleaved_ms
 from tnn_core.core.toeplitz import fft_size
-from tnn_core.operators import OperatorConfig, build_operator
+from tnn_core.operators import OperatorConfig, build_operator, seeded_weights
 from tnn_core.operators.fast.fft_product import circulant_product, spectral_product
 
 __all__ = ["fd_parts"]
@@ -39,9 +39,9 @@ def fd_parts(ns: Iterable[int] = (1024, 4096), batches: Iterable[int] = (1, 8), 
 
 def _case(causal: bool, batch: int, n: int, dim: int, repeats: int, dev: torch.device,
           seed: int) -> dict:
-    torch.manual_seed(seed)
-    ops = {k: build_operator(OperatorConfig(kind=k, causal=causal), dim).to(dev)
-           for k in ("tno", "fd")}
+    with seeded_weights(seed):
+        ops = {k: build_operator(OperatorConfig(kind=k, causal=causal), dim).to(dev)
+               for k in ("tno", "fd")}
     N = fft_size(n)
     g = torch.Generator().manual_seed(seed + 1)
     x = torch.randn(batch, n, dim, generator=g).to(dev).requires_grad_(True)

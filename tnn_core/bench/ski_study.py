@@ -24,7 +24,7 @@ from tnn_core.bench.cases import train_step
 from tnn_core.bench.harness import interleaved_ms
 from tnn_core.bench.routes import ROUTES, route_plan, route_w, route_wt
 from tnn_core.core.toeplitz import circulant_column, fft_size
-from tnn_core.operators import OperatorConfig, build_operator
+from tnn_core.operators import OperatorConfig, build_operator, seeded_weights
 from tnn_core.operators.fast.band import band_conv
 from tnn_core.operators.fast.ski_fused import ski_bidirectional
 
@@ -84,9 +84,9 @@ def ski_parts(n: int = 8192, rank: int = 64, band: int = 8, batch: int = 8, dim:
     (low_rank_ms / ski_ms), low_rank_share_of_parts (low_rank_ms / (band_ms +
     low_rank_ms)) and tno_over_ski (tno_ms / ski_ms)."""
     dev = torch.device(device)
-    torch.manual_seed(seed)
-    ski = build_operator(OperatorConfig(kind="ski", rank=rank, band=band), dim).to(dev)
-    tno = build_operator(OperatorConfig(kind="tno"), dim).to(dev)
+    with seeded_weights(seed):
+        ski = build_operator(OperatorConfig(kind="ski", rank=rank, band=band), dim).to(dev)
+        tno = build_operator(OperatorConfig(kind="tno"), dim).to(dev)
     g = torch.Generator().manual_seed(seed + 1)
     x = torch.randn(batch, n, dim, generator=g).to(dev).requires_grad_(True)
     gy = torch.randn(batch, n, dim, generator=g).to(dev)
@@ -125,10 +125,10 @@ def band_crossover(bands: Iterable[int] = (4, 8, 16, 32, 64),
     bands = list(bands)
     records, crossings = [], []
     for n in ns:
-        torch.manual_seed(seed)
-        tno = build_operator(OperatorConfig(kind="tno"), dim).to(dev)
-        skis = {m: build_operator(OperatorConfig(kind="ski", rank=rank, band=m), dim).to(dev)
-                for m in bands}
+        with seeded_weights(seed):
+            tno = build_operator(OperatorConfig(kind="tno"), dim).to(dev)
+            skis = {m: build_operator(OperatorConfig(kind="ski", rank=rank, band=m), dim).to(dev)
+                    for m in bands}
         g = torch.Generator().manual_seed(seed + 1)
         x = torch.randn(batch, n, dim, generator=g).to(dev).requires_grad_(True)
         gy = torch.randn(batch, n, dim, generator=g).to(dev)

@@ -24,7 +24,7 @@ import torch
 
 from tnn_core.bench.baselines import Attention
 from tnn_core.bench.harness import interleaved_ms
-from tnn_core.operators import OperatorConfig, build_operator
+from tnn_core.operators import OperatorConfig, build_operator, seeded_weights
 
 __all__ = ["SEED_LENGTHS", "SEED_WIDTHS", "SEED_HEADS", "run_togeipi_table", "togeipi_markdown"]
 
@@ -52,11 +52,12 @@ def run_togeipi_table(lengths: Iterable[int] = SEED_LENGTHS, widths: Iterable[in
         for index, (h, d, n) in enumerate(cells):
             if stop_event is not None and stop_event.is_set():
                 break
-            torch.manual_seed(seed)
-            togeipi = build_operator(OperatorConfig(kind="togeipi", causal=causal, heads=h,
-                                                    max_length=n), d).to(dev).eval()
-            attention = Attention(d, h, causal).to(dev).eval()
-            x = torch.randn(batch, n, d, device=dev)  # (B, L, D)
+            with seeded_weights(seed):
+                togeipi = build_operator(OperatorConfig(kind="togeipi", causal=causal,
+                                                        heads=h, max_length=n), d).to(dev).eval()
+                attention = Attention(d, h, causal).to(dev).eval()
+            g = torch.Generator().manual_seed(seed + 1)
+            x = torch.randn(batch, n, d, generator=g).to(dev)  # (B, L, D)
             fns = {"togeipi": partial(togeipi, x), "attention": partial(attention, x)}
             ms = interleaved_ms(fns, repeats, warmup, dev, no_grad=True)
             t_ms, a_ms = ms["togeipi"], ms["attention"]
