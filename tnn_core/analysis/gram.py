@@ -121,7 +121,7 @@ def basis_gram(interp: Interpolation) -> np.ndarray:
 def inducing_projection(spectrum: np.ndarray, interp: Interpolation, N: int) -> np.ndarray:
     """b[l] = <W S_l Wᵀ, T>_F = Σ_{p-q=l} (Wᵀ T W)_pq. -> [2r-1].
 
-    spectrum: complex [F], rfft of T's size-N circulant column (``norms.kernel_rfft``).
+    spectrum: complex [F], rfft of T's size-N circulant column (``persymmetric.kernel_rfft``).
     T W by r FFT products (scipy.fft; see ``norms`` on threads), Wᵀ(T W) by the sparse W.
     """
     n, r = interp.n, interp.r

@@ -5,8 +5,8 @@ may read.
 
 Writers: the training loop (``loop._Record``: ``now``, ``evaluate``), its resume, and
 ``compress.pipeline.save_converted`` (the source's history plus a fine-tuning evaluation and
-``compression``). Readers: Inspect (``lab.inspect.summary``, ``training_kernels``), the
-loop's resume, the compress pipeline. Every key is optional:
+``compression``). Readers: the Inspect page's lab modules (a checkpoint's summary, its
+training kernels), the loop's resume, the compress pipeline. Every key is optional:
 
     command, message       text: a string of at most MAX_TEXT characters
     metric_name, device, status, dtype, torch, version, started
