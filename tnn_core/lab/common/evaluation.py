@@ -1,5 +1,6 @@
 """The number every page reports for a trained model: its score on its task's evaluation
-set at the training length (Inspect's header, the source of a Compress conversion).
+set at the training length (Inspect's header, the source of a Compress conversion), and
+how a metric is written (``format_metric``: accuracy in %, bpc as it is).
 """
 
 from __future__ import annotations
@@ -7,10 +8,10 @@ from __future__ import annotations
 from torch import nn
 
 from tnn_core.training import evaluate
-from tnn_core.training.scores import Scores
+from tnn_core.training.scores import Scores, format_metric
 from tnn_core.training.tasks import Task
 
-__all__ = ["evaluation"]
+__all__ = ["evaluation", "format_metric"]
 
 
 def evaluation(model: nn.Module, task: Task) -> Scores:
