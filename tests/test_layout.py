@@ -30,7 +30,7 @@ ALLOWED = {
                  "bench", "allocator"},
     "report": {"checks", "files", "core", "operators", "models", "analysis", "training"},
     "lab": {"checks", "files", "core", "operators", "models", "analysis", "training", "bench",
-            "compress", "report"},
+            "compress", "report", "allocator"},
 }
 SCREEN = {"streamlit", "plotly", "altair", "pandas"}
 
