@@ -12,6 +12,12 @@ def toeplitz_ref(t: np.ndarray) -> np.ndarray:
     return scipy.linalg.toeplitz(t[n - 1 :], t[n - 1 :: -1])
 
 
+def diagonal_means(M: np.ndarray) -> dict[int, float]:
+    """{k: mean of M's entries on diagonal i - j = k} for an n × n M."""
+    n = M.shape[0]
+    return {k: float(np.mean(np.diagonal(M, offset=-k))) for k in range(-(n - 1), n)}
+
+
 def interp_ref(n: int, r: int) -> np.ndarray:
     """Linear interpolation of positions 0..n-1 onto r points evenly spaced on [0, n-1]."""
     W = np.zeros((n, r))
