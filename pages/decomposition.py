@@ -11,9 +11,12 @@ only while their expander is open.
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
+from tnn_core.lab.linked_cell import low_rank_entry
 
-from pages import _ui, figures
+from pages import figures
+from pages._ui import cell_picker, checkpoints, controls, frame, kernels, numbers, timing
 from pages.figures import decomposition as figure
+from pages.figures import decomposition_speed
 from pages.figures.decomposition import KernelSource
 from tnn_core.analysis.dense import display_line
 from tnn_core.analysis.presets import (
@@ -21,14 +24,12 @@ from tnn_core.analysis.presets import (
     MAX_TYPED_LENGTH,
     OPERATOR_CHANNELS,
 )
-from tnn_core.bench.timing import format_flops
 from tnn_core.lab import decomposition as lab
 from tnn_core.lab import decomposition_figures as figure_data
 from tnn_core.lab.compress import convertible
-from tnn_core.lab.linked_cell import low_rank_entry
 
-_ui.ensure_app_frame()
-_ui.receive_values("pages/decomposition.py")
+frame.ensure_app_frame()
+frame.receive_values("pages/decomposition.py")
 
 FIGURE_KEY = "decomposition_figure"  # the band + W A Wᵀ figure's state (its r, m, λ)
 
@@ -49,20 +50,17 @@ def bounded_input(column, label: str, top: int, key: str, help: str) -> int:
     source, a link, Inspect) is clamped first."""
     if st.session_state.get(key, 0) > top:
         st.session_state[key] = top
-    return int(_ui.from_link(column.number_input, label, 0, top, 0, key=key,
-                             disabled=_ui.locked(key), bind="query-params", help=help))
+    return int(controls.control(column.number_input, label, 0, top, 0, key=key, help=help))
 
 
 def kernel_source_picker(left, right) -> KernelSource:
     """The Source selector (in column ``left``, a channel in ``right``): a synthetic preset,
     one channel of a fresh operator, typed coefficients, or a learned channel."""
-    name = _ui.from_link(left.selectbox, "Source", list(_ui.SOURCE_LABELS),
-                         format_func=_ui.SOURCE_LABELS.get, key="source",
-                         disabled=_ui.locked("source"),
-                         bind="query-params",
-                         help="Which Toeplitz kernel to decompose: synthetic shapes, one "
-                              "channel of a freshly initialised operator (seeded from the "
-                              "sidebar), your numbers, or a learned channel.")
+    name = controls.control(left.selectbox, "Source", list(kernels.SOURCE_LABELS),
+                            format_func=kernels.SOURCE_LABELS.get, key="source",
+                            help="Which Toeplitz kernel to decompose: synthetic shapes, one "
+                                 "channel of a freshly initialised operator (seeded from the "
+                                 "sidebar), your numbers, or a learned channel.")
     if name == "checkpoint":
         return checkpoint_source_picker(right)
     if name in ("tno", "ski", "fd"):
@@ -73,28 +71,26 @@ def kernel_source_picker(left, right) -> KernelSource:
         channel = 0
     text = ""
     if name == "custom":
-        text = _ui.from_link(st.text_input, "Coefficients t_{-(n-1)}, …, t_{n-1}",
-                             "0 0.1 0.2 0.4 3 0.4 0.2 0.1 0", key="coefficients",
-                             disabled=_ui.locked("coefficients"),
-                             max_chars=MAX_TYPED_CHARS,
-                             bind="query-params",
-                             help="An odd number 2n - 1 of numbers, comma or space separated: "
-                                  "the middle one is t_0. They fix n: the length slider "
-                                  "is ignored, and r and m are clamped to that n. At most "
-                                  f"{2 * MAX_TYPED_LENGTH - 1} numbers (n ≤ {MAX_TYPED_LENGTH}).")
+        text = controls.control(st.text_input, "Coefficients t_{-(n-1)}, …, t_{n-1}",
+                                "0 0.1 0.2 0.4 3 0.4 0.2 0.1 0", key="coefficients",
+                                max_chars=MAX_TYPED_CHARS,
+                                help="An odd number 2n - 1 of numbers, comma or space separated: "
+                                     "the middle one is t_0. They fix n: the length slider "
+                                     "is ignored, and r and m are clamped to that n. At most "
+                                     f"{2 * MAX_TYPED_LENGTH - 1} numbers "
+                                     f"(n ≤ {MAX_TYPED_LENGTH}).")
     return KernelSource(name, channel, text)
 
 def checkpoint_source_picker(column) -> KernelSource:
-    choices = _ui.checkpoint_choices()
+    choices = checkpoints.checkpoint_choices()
     if not choices:
         raise ValueError("there are no checkpoints yet: train one on the Train page")
     if st.session_state.get("checkpoint", next(iter(choices))) not in choices:
         st.session_state["checkpoint"] = next(iter(choices))  # e.g. another session's upload
-    key = _ui.from_link(st.selectbox, "Checkpoint", list(choices), format_func=choices.get,
-                        key="checkpoint", disabled=_ui.locked("checkpoint"),
-                        bind="query-params",
-                        help="Shipped examples, your saved runs, uploads.")
-    model, _ = _ui.load_checkpoint(key)
+    key = controls.control(st.selectbox, "Checkpoint", list(choices), format_func=choices.get,
+                           key="checkpoint",
+                           help="Shipped examples, your saved runs, uploads.")
+    model, _ = checkpoints.load_checkpoint(key)
     layers, channels = len(model.operators()), model.operators()[0].dim
     a, b = column.columns(2)
     layer = bounded_input(a, "Layer", layers - 1, "layer", f"Which of the model's {layers} "
@@ -118,16 +114,15 @@ top = st.columns([2.2, 1, 2.2, 2.1, 1.3, 1.6])
 try:
     source = kernel_source_picker(top[0], top[1])
 except ValueError as err:
-    _ui.show_error(err)
+    frame.show_error(err)
     st.stop()
 if source.name not in ("tno", "ski", "fd", "checkpoint"):
     top[1].caption("One channel only.")
-n = _ui.from_link(top[2].slider, "Length n", 1, 4096, 512, key="n",
-                  disabled=_ui.locked("n") or (source.name == "custom"),
-                  bind="query-params",
-                  help="T is n × n. Everything on this page is exact at this n; the pictures "
-                       "show every k-th row and column when n is large. Typed coefficients "
-                       "fix n.")
+n = controls.control(top[2].slider, "Length n", 1, 4096, 512, key="n",
+                     disabled=source.name == "custom",
+                     help="T is n × n. Everything on this page is exact at this n; the pictures "
+                          "show every k-th row and column when n is large. Typed coefficients "
+                          "fix n.")
 if source.has_decay:
     top[3].caption("Decay λ: a slider of the figure below.")
 else:
@@ -135,31 +130,28 @@ else:
                                             "checkpoint" else "FD-TNN has no decay bias."
                                             if source.name == "fd" else
                                             "typed coefficients have their own."))
-causal = _ui.from_link(top[4].toggle, "Causal", key="causal", disabled=_ui.locked("causal"),
-                       bind="query-params",
-                       help="A causal kernel is zero at negative lags. Watch what that does to "
-                            "the low-rank part.")
-method = _ui.from_link(top[5].radio, "Low-rank A", ["sample", "fit"], key="method",
-                       disabled=_ui.locked("method"), horizontal=True,
-                       bind="query-params",
-                       help="sample: A_ij = k̃(p_i - p_j), the kernel continued across the "
-                            "band (as SKI-TNN does), computed in the browser as you drag. fit: "
-                            "the Toeplitz A that minimises the Frobenius error (least squares), "
-                            "from the server once a value settles. fit is optimal in Frobenius "
-                            "norm only: in spectral norm it is worse than sample in about 13 % "
-                            "of settings (up to 1.10×).")
+causal = controls.control(top[4].toggle, "Causal", key="causal",
+                          help="A causal kernel is zero at negative lags. Watch what that does to "
+                               "the low-rank part.")
+method = controls.control(top[5].radio, "Low-rank A", ["sample", "fit"], key="method",
+                          horizontal=True,
+                          help="sample: A_ij = k̃(p_i - p_j), the kernel continued across the "
+                               "band (as SKI-TNN does), computed in the browser as you drag. fit: "
+                               "the Toeplitz A that minimises the Frobenius error (least squares), "
+                               "from the server once a value settles. fit is optimal in Frobenius "
+                               "norm only: in spectral norm it is worse than sample in about 13 % "
+                               "of settings (up to 1.10×).")
 
 @st.fragment
 def decomposition(source: KernelSource, n: int, causal: bool, method: str) -> None:
     """Everything that depends on m, r and λ: a settled move of those reruns only this."""
-    _ui.page_activity()
+    timing.page_activity()
     drawn = figure.mount(source, n, causal, method, FIGURE_KEY, locked=tuple(
-        key for key in figure.STATE if _ui.locked(key)))
+        key for key in figure.STATE if controls.locked(key)))
     if drawn is None:
         return
-    coeffs, source_label, length = drawn.coeffs, drawn.label, drawn.length
-    band, rank, decay, view = drawn.band, drawn.rank, drawn.decay, drawn.view
-    st.caption(f"Source: {source_label}; n = {length}.")
+    view = drawn.view
+    st.caption(f"Source: {drawn.label}; n = {drawn.length}.")
     if view.note:
         st.warning(view.note, icon=":material/info:")
     for warning in view.warnings:
@@ -173,12 +165,24 @@ def decomposition(source: KernelSource, n: int, causal: bool, method: str) -> No
              r"W \in \mathbb{R}^{n\times r}\ \text{(2 nonzeros per row)},\quad "
              r"A_{ij} = \tilde k(p_i - p_j), \qquad \text{cost } O(n + r\log r)")
     if source.name == "checkpoint" and convertible(
-            _ui.load_checkpoint(source.checkpoint)[0].config) and st.button(
-            f"Compress this model with m = {band}, r = {rank}", icon=":material/compress:",
-            key="open_compress", help="Open the Compress page with this checkpoint and this "
-                                      "band, rank and method for every layer."):
-        _ui.open_page("pages/compress.py", {"checkpoint": source.checkpoint, "band": band,
-                                            "rank": rank, "method": method, "per_layer": False})
+            checkpoints.load_checkpoint(source.checkpoint)[0].config) and st.button(
+            f"Compress this model with m = {drawn.band}, r = {drawn.rank}",
+            icon=":material/compress:", key="open_compress",
+            help="Open the Compress page with this checkpoint and this band, rank and method "
+                 "for every layer."):
+        frame.open_page("pages/compress.py", {"checkpoint": source.checkpoint,
+                                              "band": drawn.band, "rank": drawn.rank,
+                                              "method": method, "per_layer": False})
+    sections_below(source, drawn, causal, method)
+    timing.page_activity()  # and ended: the quiet that timings wait for starts now
+
+
+def sections_below(source: KernelSource, drawn: figure.Mounted, causal: bool,
+                   method: str) -> None:
+    """The expanders under the figures, each computed only while it is open: one cell of T,
+    Theorem 1, the speed at this setting, the kernel's decay and frequency response."""
+    coeffs, length, band, rank, view = (drawn.coeffs, drawn.length, drawn.band, drawn.rank,
+                                        drawn.view)
     if any(key in st.query_params for key in ("cell_i", "cell_j")):
         st.session_state["cell_open"] = True  # a link naming a cell opens its section
     cell_box = st.expander("One cell of T, followed everywhere: its diagonal, its lag on the "
@@ -204,15 +208,12 @@ def decomposition(source: KernelSource, n: int, causal: bool, method: str) -> No
                         key="speed_open", on_change="rerun")
     if speed.open:
         with speed:
-            st.caption(f"Timed at n = {length}, r = {rank}, m = {band}.")
-            _ui.when_measured(_ui.live_speed(length, rank, band, _ui.device()), speed_readout,
-                              lambda: speed_waiting(length, rank, band))
+            decomposition_speed.show(length, rank, band)
     profiles = st.expander("The kernel's decay and frequency response", key="profiles_open",
                            on_change="rerun")
     if profiles.open:
         with profiles:
-            decay_and_frequency(coeffs, length, causal, decay)
-    _ui.page_activity()  # and ended: the quiet that timings wait for starts now
+            decay_and_frequency(coeffs, length, causal, drawn.decay)
 
 
 INTRODUCTION = (
@@ -241,73 +242,23 @@ def theorem1(panel: lab.Theorem1Panel) -> None:
              r"\frac{\min(\sigma_1(F), \sigma_1(B))}{\sigma_r(A)}\right) + \|E_{nyst}\|_2,"
              r"\quad E_{SKI} = WAW^\top - T_{r,opt}")
     t = st.columns(4)
-    t[0].metric("h²/8 · max|k̃''|", _ui.fmt(th.interpolation_error, ".3g"),
+    t[0].metric("h²/8 · max|k̃''|", numbers.fmt(th.interpolation_error, ".3g"),
                 help=f"Theorem 1's interpolation error for one interpolated index: h = "
                      f"{th.spacing:.3g}, L = max|k̃''| = {th.curvature:.3g}, by second "
                      f"differences k̃(k+1) − 2k̃(k) + k̃(k−1) of the kernel continued across "
                      f"the band, over the off-band lags (largest at lag {th.curvature_lag}).")
-    t[1].metric("Max entry error off the band", _ui.fmt(th.entry_error, ".3g"),
+    t[1].metric("Max entry error off the band", numbers.fmt(th.entry_error, ".3g"),
                 delta=f"bound 2·h²/8·L = {2 * th.interpolation_error:.3g}", delta_color="off",
                 help="max |W A Wᵀ − T| over the entries whose lag is not in the band, with A "
                      "sampled. W A Wᵀ interpolates rows and columns, so the per-index term "
                      "counts twice.")
-    t[2].metric("Theorem 1 right-hand side", _ui.fmt(th.right_hand_side, ".3g"),
+    t[2].metric("Theorem 1 right-hand side", numbers.fmt(th.right_hand_side, ".3g"),
                 help=f"The whole bound for the smooth part T_s = Toeplitz(k̃): σ_r(A) = "
-                     f"{th.a_extreme[1]:.3g}, ‖E_nyst‖₂ = {_ui.fmt(th.nystrom_error, '.3g')}.")
-    t[3].metric("Measured ‖E_SKI‖₂", _ui.fmt(th.ski_error, ".3g"),
+                     f"{th.a_extreme[1]:.3g}, ‖E_nyst‖₂ = {numbers.fmt(th.nystrom_error, '.3g')}.")
+    t[3].metric("Measured ‖E_SKI‖₂", numbers.fmt(th.ski_error, ".3g"),
                 help="‖W A Wᵀ − T_{r,opt}‖₂, T_{r,opt} the best rank-r approximation of T_s "
                      "(SVD).")
     st.caption(" ".join(panel.caveats))
-
-SPEED_LABELS = ("SKI: band + W A Wᵀ", "FFT product (TNO)", "Dense product")
-TRADE_OFF = ("The trade-off: more inducing points or a wider band lower the error above and "
-             "cost time here. The band's cost grows with m, the low-rank part's with n, not "
-             "with r; the FFT product grows as n log n (see the Speed page). Flop counts are "
-             "deterministic; times vary with the machine's load.")
-
-def speed_waiting(n: int, rank: int, band: int) -> None:
-    """The readout's place while its timing waits for a quiet server."""
-    s = st.columns(4)
-    for column, label in zip(s[:3], SPEED_LABELS, strict=True):
-        column.metric(label, "…", help="Timed in the background once the page is idle.")
-    s[3].caption(f"Timing n = {n}, r = {rank}, m = {band} once the page is idle, so the "
-                 "measurement does not compete with drawing it. " + TRADE_OFF)
-
-def speed_readout(found) -> None:
-    if found.error is not None:
-        _ui.show_error(found.error)
-        return
-    speed = found.result
-    ski_span, fft_span, dense_span = (speed[f"{name}_quartiles_ms"]
-                                      for name in ("ski", "fft", "dense"))
-    s = st.columns(4)
-    s[0].metric(SPEED_LABELS[0], f"{speed['ski_ms']:.3g} ms",
-                help=f"Forward time at this n, r and m: {speed['batch']} sequences × "
-                     f"{speed['dim']} channels, median and interquartile range of "
-                     f"{speed['repeats']} interleaved runs on {speed['device']}, measured once "
-                     f"per setting in this session, in the background while the page was "
-                     f"idle.")
-    s[1].metric(SPEED_LABELS[1], f"{speed['fft_ms']:.3g} ms",
-                delta=f"SKI {lab.speed_text(ski_span, fft_span)}", delta_color="off",
-                help="The exact Toeplitz product by FFT, O(n log n). The comparison says "
-                     "'within noise' where the two times' quartile ranges overlap.")
-    dense_note = ("not timed above n = 4096" if not speed["dense_channels"] else
-                  "all channels timed" if speed["dense_channels"] == speed["dim"] else
-                  f"timed on {speed['dense_channels']} of the {speed['dim']} channels (their "
-                  f"n × n matrices fit 64 MB), scaled to {speed['dim']}: the channels are "
-                  f"equal, independent products")
-    s[2].metric(SPEED_LABELS[2], f"{speed['dense_ms']:.3g} ms" if speed["dense_ms"] else "—",
-                delta=f"SKI {lab.speed_text(ski_span, dense_span)}"
-                if speed["dense_ms"] else None, delta_color="off",
-                help=f"The n × n matrix times the input, O(n²); {dense_note}.")
-    for column, name in zip(s[:3], ("ski", "fft", "dense"), strict=True):
-        quartiles = speed[name + "_quartiles_ms"]
-        spread = (f"quartiles {quartiles[0]:.3g}–{quartiles[2]:.3g} ms · " if quartiles
-                  else "")
-        column.caption(f"{spread}{format_flops(speed[name + '_flops'])} (from the formula)")
-    busy = (" These times were taken while other work ran on the server (three attempts "
-            "were disturbed): read them with care." if found.disturbed else "")
-    s[3].caption(TRADE_OFF + busy)
 
 def positions_figure(cell) -> go.Figure:
     """The positions 0..n-1 with the inducing points; i and j each joined to their two
@@ -342,7 +293,7 @@ def linked_views(coeffs, view):
     inducing points i and j interpolate from. Returns the ``LinkedCell``."""
     left, right = st.columns([2, 3])
     with left:
-        cell = _ui.follow_cell(coeffs, view.rank, colour_limit(coeffs))
+        cell = cell_picker.follow_cell(coeffs, view.rank, colour_limit(coeffs))
     i, j = cell.i, cell.j
     k, row, col = cell.lag, cell.row, cell.column
     wawt = low_rank_entry(cell, view.inducing_values)
@@ -414,4 +365,4 @@ def decay_and_frequency(coeffs, length: int, causal: bool, decay: float | None) 
         "follows": "decomposition", "drawn": drawn}, (), key="decomposition_profiles")
 
 decomposition(source, n, causal, method)
-_ui.page_activity()  # the page script ends: the quiet that timings wait for starts now
+timing.page_activity()  # the page script ends: the quiet that timings wait for starts now

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 import numpy as np
 import streamlit as st
 
-from pages import _ui
+from pages._ui import charts, checkpoint_views, checkpoints, frame, kernels, numbers
 from pages.figures import circulant, compare, decomposition, fd_kernel, toeplitz
 from tnn_core.analysis.fd_response import fd_response
 from tnn_core.lab import compress as compress_lab
@@ -72,61 +72,15 @@ def show(view: View, wanted: tuple[str, ...], key: str) -> None:
     ``drawn``) of the view's page at its settings, their state under ``key``."""
     settings, locked = dict(view.params), view.locked
     if view.path == "basics":
-        preset = _key_of(toeplitz.LABELS, settings.get("preset", toeplitz.LABELS[
-            "exponential"]), "kernel")
-        chosen = {**_sliders(settings, ("n", "decay", "channel")),
-                  "causal": _switch(settings, "causal", False)}
-        kernel = None
-        if "toeplitz" in wanted:
-            drawn = toeplitz.mount(preset, f"{key}:toeplitz", link=False, settings=chosen,
-                                   locked=locked)
-            if drawn.kernel is None:
-                _ui.show_error(drawn.problem)
-                return
-            kernel = drawn.kernel
-        if "circulant" in wanted:
-            kernel = kernel or toeplitz.figure_kernel(
-                preset, _whole(chosen, "n", 64), _number(chosen, "decay", 0.9),
-                chosen["causal"], _ui.seed(), _whole(chosen, "channel", 0), "")
-            circulant.show(kernel.coeffs, float(np.abs(kernel.coeffs).max()) or 1.0)
+        _basics(settings, locked, wanted, key)
     elif view.path == "frequency":
-        n, depth = _whole(settings, "n", 512), _whole(settings, "depth", 1)
-        chosen = {"activation": settings.get("activation", fd_kernel.ACTIVATIONS[0]),
-                  "width": _whole(settings, "width", fd_kernel.WIDTH.default),
-                  "smooth": _switch(settings, "smooth", False),
-                  "causal": _switch(settings, "causal", True)}
-        if "fd_kernel" in wanted:
-            setting = fd_kernel.mount(n, depth, f"{key}:fd_kernel", link=False,
-                                      settings=chosen, locked=locked)
-        else:
-            setting = fd_kernel.Setting(**chosen, n=n, depth=depth, seed=_ui.seed())
-        if "decay" in wanted:
-            view_now = fd_kernel.settled_view(setting.activation, setting.width, depth, n,
-                                              setting.seed, setting.fd_input, setting.causal)
-            fd_kernel.show_decay(setting, view_now, f"{key}:decay")
+        _frequency(settings, locked, wanted, key)
     elif view.path == "decomposition":
-        source = _decomposition_source(settings)
-        drawn = decomposition.mount(
-            source, _whole(settings, "n", 512), _switch(settings, "causal", False),
-            settings.get("method", "sample"), f"{key}:decomposition", link=False,
-            settings=_sliders(settings, decomposition.STATE), locked=locked,
-            factors="factors" in wanted, compact="error_curve" in wanted)
-        if drawn is not None and "error_curve" in wanted:  # under it, on the same screen
-            decomposition.show_curve(drawn, _switch(settings, "causal", False),
-                                     f"{key}:error_curve", height=CURVE_HEIGHT)
+        _decomposition(settings, locked, wanted, key)
     elif view.path == "compare":
         _compare(settings, locked, key)
     elif view.path == "inspect":
-        checkpoint = _checkpoint(settings)
-        if "channel" in wanted:
-            toeplitz.mount_learned(checkpoint, _whole(settings, "layer", 0),
-                                   _whole(settings, "channel", 0), f"{key}:channel")
-        if "ablation" in wanted:
-            _ablation(checkpoint)
-        if "atlas" in wanted:
-            _atlas_medians(checkpoint)
-        if "table10" in wanted:
-            _table10()
+        _inspect(settings, wanted, key)
     elif view.path == "compress":
         _conversion(_checkpoint(settings), _whole(settings, "band", 9),
                     _whole(settings, "rank", 16), settings.get("method", "fit"))
@@ -134,9 +88,79 @@ def show(view: View, wanted: tuple[str, ...], key: str) -> None:
         raise ValueError(f"the {view.path} page has no figures to draw in a step")
 
 
+def _basics(settings: Mapping, locked: tuple[str, ...], wanted: tuple[str, ...],
+            key: str) -> None:
+    """Basics' Toeplitz figure and its circulant embedding."""
+    preset = _key_of(toeplitz.LABELS, settings.get("preset", toeplitz.LABELS[
+        "exponential"]), "kernel")
+    chosen = {**_sliders(settings, ("n", "decay", "channel")),
+              "causal": _switch(settings, "causal", False)}
+    kernel = None
+    if "toeplitz" in wanted:
+        drawn = toeplitz.mount(preset, f"{key}:toeplitz", link=False, settings=chosen,
+                               locked=locked)
+        if drawn.kernel is None:
+            frame.show_error(drawn.problem)
+            return
+        kernel = drawn.kernel
+    if "circulant" in wanted:
+        kernel = kernel or toeplitz.figure_kernel(
+            preset, _whole(chosen, "n", 64), _number(chosen, "decay", 0.9),
+            chosen["causal"], frame.seed(), _whole(chosen, "channel", 0), "")
+        circulant.show(kernel.coeffs, float(np.abs(kernel.coeffs).max()) or 1.0)
+
+
+def _frequency(settings: Mapping, locked: tuple[str, ...], wanted: tuple[str, ...],
+               key: str) -> None:
+    """Frequency's FD kernel figure and its decay."""
+    n, depth = _whole(settings, "n", 512), _whole(settings, "depth", 1)
+    chosen = {"activation": settings.get("activation", fd_kernel.ACTIVATIONS[0]),
+              "width": _whole(settings, "width", fd_kernel.WIDTH.default),
+              "smooth": _switch(settings, "smooth", False),
+              "causal": _switch(settings, "causal", True)}
+    if "fd_kernel" in wanted:
+        setting = fd_kernel.mount(n, depth, f"{key}:fd_kernel", link=False,
+                                  settings=chosen, locked=locked)
+    else:
+        setting = fd_kernel.Setting(**chosen, n=n, depth=depth, seed=frame.seed())
+    if "decay" in wanted:
+        view_now = fd_kernel.settled_view(setting.activation, setting.width, depth, n,
+                                          setting.seed, setting.fd_input, setting.causal)
+        fd_kernel.show_decay(setting, view_now, f"{key}:decay")
+
+
+def _decomposition(settings: Mapping, locked: tuple[str, ...], wanted: tuple[str, ...],
+                   key: str) -> None:
+    """Decomposition's band + W A Wᵀ figure, with its error curve under it when wanted."""
+    source = _decomposition_source(settings)
+    drawn = decomposition.mount(
+        source, _whole(settings, "n", 512), _switch(settings, "causal", False),
+        settings.get("method", "sample"), f"{key}:decomposition", link=False,
+        settings=_sliders(settings, decomposition.STATE), locked=locked,
+        factors="factors" in wanted, compact="error_curve" in wanted)
+    if drawn is not None and "error_curve" in wanted:  # under it, on the same screen
+        decomposition.show_curve(drawn, _switch(settings, "causal", False),
+                                 f"{key}:error_curve", height=CURVE_HEIGHT)
+
+
+def _inspect(settings: Mapping, wanted: tuple[str, ...], key: str) -> None:
+    """Inspect's figures of the view's checkpoint: one learned channel, the band ablation,
+    the atlas's medians, TNN's Table 10."""
+    checkpoint = _checkpoint(settings)
+    if "channel" in wanted:
+        toeplitz.mount_learned(checkpoint, _whole(settings, "layer", 0),
+                               _whole(settings, "channel", 0), f"{key}:channel")
+    if "ablation" in wanted:
+        _ablation(checkpoint)
+    if "atlas" in wanted:
+        _atlas_medians(checkpoint)
+    if "table10" in wanted:
+        _table10()
+
+
 def _checkpoint(settings: Mapping) -> str:
     """The view's checkpoint (by its label, as a link holds it), else the first offered."""
-    choices = _ui.checkpoint_choices()
+    choices = checkpoints.checkpoint_choices()
     return _key_of(choices, settings.get("checkpoint", next(iter(choices.values()))),
                    "checkpoint")
 
@@ -145,7 +169,7 @@ def _atlas_medians(checkpoint: str) -> None:
     """Inspect's kernel atlas at its opening setting (its n, band, rank and channels), as
     its per-layer medians: where each layer's mass sits and how well band + W A Wᵀ takes
     the rest."""
-    model, info = _ui.load_checkpoint(checkpoint)
+    model, info = checkpoints.load_checkpoint(checkpoint)
     n = summary(info).train_n
     band = opening_atlas(model.config, n)[1]
     rank = min(ATLAS_RANK, n)
@@ -157,9 +181,9 @@ def _atlas_medians(checkpoint: str) -> None:
         st.dataframe({
             "layer": medians.layer.tolist(),
             "mass in the band": [f"{v:.0%}" for v in medians.locality],
-            "fitted decay λ": [_ui.fmt(v, ".3f") for v in medians.decay],
-            "SKI error / off-band": [_ui.fmt(v, ".3f") for v in medians.low_rank],
-            "SVD optimum / off-band": [_ui.fmt(v, ".3f") for v in medians.optimal]},
+            "fitted decay λ": [numbers.fmt(v, ".3f") for v in medians.decay],
+            "SKI error / off-band": [numbers.fmt(v, ".3f") for v in medians.low_rank],
+            "SVD optimum / off-band": [numbers.fmt(v, ".3f") for v in medians.optimal]},
             hide_index=True)
         st.caption("Mass in the band: Σ|t_k| on the band's lags over Σ|t_k|. SKI error: "
                    "‖T − band − W A Wᵀ‖_F / ‖T − band‖_F, beside the rank-r optimum. "
@@ -169,16 +193,16 @@ def _atlas_medians(checkpoint: str) -> None:
 def _table10() -> None:
     """TNN's Table 10 with the shipped pair: the same language model with and without
     decay, on the same windows from 1× to 16× its training length."""
-    pair = _ui.decay_pair(DECAY_PAIR)
+    pair = checkpoint_views.decay_pair(DECAY_PAIR)
     with st.container(key="lesson-table10", border=True):
-        st.plotly_chart(_ui.decay_pair_chart(pair, height=330), key="lesson-decay-pair")
+        st.plotly_chart(charts.decay_pair_chart(pair, height=330), key="lesson-decay-pair")
         st.caption(pair.sentence())
 
 
 def _ablation(checkpoint: str) -> None:
     """Inspect's band ablation at ABLATION_BAND lags: the task metric with every layer, and
     each layer alone, kept to its band, beside the full model's and chance."""
-    ablation = _ui.band_ablation(checkpoint, ABLATION_BAND)
+    ablation = checkpoint_views.band_ablation(checkpoint, ABLATION_BAND)
     name = ablation.full.metric_name
     with st.container(key="lesson-ablation", border=True):
         st.markdown(f"**{checkpoint}, every layer kept to its band ({ablation.band})**")
@@ -189,9 +213,9 @@ def _ablation(checkpoint: str) -> None:
             for layer, scores in enumerate(ablation.per_layer)]
         for column, (label, scores) in zip(row, scored, strict=False):
             low, high = scores.ci95
-            column.metric(label, _ui.metric_text(scores.metric, name),
-                          help=f"95 % interval {_ui.interval_text((low, high), name)}")
-        row[-1].metric("Chance", _ui.metric_text(ablation.chance, name))
+            column.metric(label, numbers.format_metric(scores.metric, name),
+                          help=f"95 % interval {numbers.format_interval((low, high), name)}")
+        row[-1].metric("Chance", numbers.format_metric(ablation.chance, name))
         st.caption(f"{name} at the training length n = {ablation.length} on the same "
                    f"{ablation.full.sequences:,} sequences for every variant (hover a value "
                    f"for its 95 % interval). {ablation.sentence()}")
@@ -205,9 +229,9 @@ def _quick_conversion(digest: str, band: int, rank: int, method: str, _model,
 
 def _conversion_result(checkpoint: str, band: int, rank: int,
                        method: str) -> compress_lab.QuickConversion:
-    found = _ui.opened(checkpoint)
+    found = checkpoints.opened(checkpoint)
     return _quick_conversion(found.digest, band, rank, method, _model=found.model,
-                             _task=_ui.checkpoint_task(checkpoint))
+                             _task=checkpoints.checkpoint_task(checkpoint))
 
 
 def _conversion(checkpoint: str, band: int, rank: int, method: str) -> None:
@@ -223,9 +247,9 @@ def _conversion(checkpoint: str, band: int, rank: int, method: str) -> None:
             (f"Layer {layer} alone", scores) for layer, scores in enumerate(result.alone)]
         for column, (label, scores) in zip(row, scored, strict=False):
             low, high = scores.ci95
-            column.metric(label, _ui.metric_text(scores.metric, name),
-                          help=f"95 % interval {_ui.interval_text((low, high), name)}")
-        row[-1].metric("Chance", _ui.metric_text(result.chance, name))
+            column.metric(label, numbers.format_metric(scores.metric, name),
+                          help=f"95 % interval {numbers.format_interval((low, high), name)}")
+        row[-1].metric("Chance", numbers.format_metric(result.chance, name))
         misses = ", ".join(f"layer {i} {e:.2f}" for i, e in enumerate(result.errors))
         st.caption(f"{name} at the training length on the same {result.source.sequences:,} "
                    f"sequences for every variant (hover a value for its 95 % interval). "
@@ -234,10 +258,10 @@ def _conversion(checkpoint: str, band: int, rank: int, method: str) -> None:
 
 
 def _decomposition_source(settings: Mapping) -> decomposition.KernelSource:
-    name = _key_of(_ui.SOURCE_LABELS, settings.get("source", _ui.SOURCE_LABELS[
+    name = _key_of(kernels.SOURCE_LABELS, settings.get("source", kernels.SOURCE_LABELS[
         "spike_smooth"]), "source")
     if name == "checkpoint":
-        choices = _ui.checkpoint_choices()
+        choices = checkpoints.checkpoint_choices()
         label = settings.get("checkpoint", next(iter(choices.values())))
         return decomposition.KernelSource(
             "checkpoint", _whole(settings, "channel", 0),
@@ -249,7 +273,7 @@ def _decomposition_source(settings: Mapping) -> decomposition.KernelSource:
 def _compare(settings: Mapping, locked: tuple[str, ...], key: str) -> None:
     """The two settings side by side, their residuals on one colour scale (the page's
     strip B − A does not fit a step's screen)."""
-    source = _key_of(_ui.SOURCE_LABELS, settings.get("source", _ui.SOURCE_LABELS[
+    source = _key_of(kernels.SOURCE_LABELS, settings.get("source", kernels.SOURCE_LABELS[
         "spike_smooth"]), "source")
     n, causal = _whole(settings, "n", 256), _switch(settings, "causal", False)
     for side, column in zip(SIDES, st.columns(2, border=True), strict=True):
@@ -299,7 +323,7 @@ def computed_answer(view: View, name: str, choices: tuple[str, ...], seed: int) 
             "cosine" if _switch(settings, "smooth", False) else "omega",
             _switch(settings, "causal", True))
     if name == "smaller_frobenius" and view.path == "compare":
-        source = _key_of(_ui.SOURCE_LABELS, settings.get("source", _ui.SOURCE_LABELS[
+        source = _key_of(kernels.SOURCE_LABELS, settings.get("source", kernels.SOURCE_LABELS[
             "spike_smooth"]), "source")
         n, causal = _whole(settings, "n", 256), _switch(settings, "causal", False)
         sides = [(_whole(settings, f"{side}_band", 9), _whole(settings, f"{side}_rank", 32),
@@ -308,7 +332,7 @@ def computed_answer(view: View, name: str, choices: tuple[str, ...], seed: int) 
         if len(decay) != 1:
             raise ValueError("the two settings' kernels differ (their λ): compare methods "
                              "on one kernel")
-        coeffs = _ui.preset_kernel(source, n, decay.pop(), causal, seed, 0)
+        coeffs = kernels.preset_kernel(source, n, decay.pop(), causal, seed, 0)
         return lesson_answers.smaller_frobenius(choices, coeffs, sides, causal)
     if name == "fft_against_dense" and view.path == "basics":
         preset = _key_of(toeplitz.LABELS, settings.get("preset", toeplitz.LABELS[
@@ -327,7 +351,7 @@ def computed_answer(view: View, name: str, choices: tuple[str, ...], seed: int) 
         return lesson_answers.negative_lags(choices, kernel)
     if name == "band_only" and view.path == "inspect":  # the step's panel's measurement
         return lesson_answers.band_only(
-            choices, _ui.band_ablation(_checkpoint(settings), ABLATION_BAND))
+            choices, checkpoint_views.band_ablation(_checkpoint(settings), ABLATION_BAND))
     if name == "conversion_loss" and view.path == "compress":
         return lesson_answers.conversion_loss(choices, _conversion_result(
             _checkpoint(settings), _whole(settings, "band", 9), _whole(settings, "rank", 16),

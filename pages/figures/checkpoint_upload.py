@@ -1,0 +1,42 @@
+"""Inspect's upload box: a .safetensors file is checked before it joins this session's
+checkpoints (``checkpoints.remember_upload``) and then opened; a bad file changes nothing
+else and says why. Inspect calls ``show()``."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages._ui import checkpoints, frame
+from tnn_core.lab import inspect as inspect_lab
+
+__all__ = ["show"]
+
+
+def show() -> None:
+    """The expander "Upload a checkpoint"; each file is read once, not on every rerun."""
+    with st.expander("Upload a checkpoint (.safetensors)", icon=":material/upload:"):
+        upload = st.file_uploader("Checkpoint file", type=["safetensors"], key="upload",
+                                  max_upload_size=checkpoints.UPLOAD_LIMIT_MB,
+                                  help="A .safetensors file written by Toeplitz Lab. Files are "
+                                       "checked before use and never unpickled.")
+        if upload is not None and st.session_state.get("last_upload") != upload.file_id:
+            st.session_state["last_upload"] = upload.file_id  # read each file once, not per rerun
+            _remember(upload)
+        if upload is not None and "upload_error" in st.session_state:
+            frame.show_error(inspect_lab.CheckpointError(st.session_state["upload_error"]))
+
+
+def _remember(upload) -> None:
+    """Validate ``upload`` before it joins the list; a file that passes becomes the page's
+    checkpoint, one that does not leaves its reason in the session."""
+    try:
+        uploaded_key, dropped = checkpoints.remember_upload(upload.name, upload.getvalue())
+    except (inspect_lab.CheckpointError, ValueError) as err:
+        st.session_state["upload_error"] = str(err)
+    else:
+        st.session_state.pop("upload_error", None)
+        st.session_state["checkpoint"] = uploaded_key  # a new file: open it
+        if dropped:
+            st.toast(f"Dropped {', '.join(dropped)} from this session's uploads: a "
+                     f"session keeps {inspect_lab.SESSION_BUDGET // 2**20} MB of them.",
+                     icon=":material/info:")

@@ -1,0 +1,193 @@
+"""Inspect's kernel atlas: every measured channel's mass in the band, fitted decay and SKI
+error, as per-layer medians, a grid of the first channels in the chosen order (``tile_grid``)
+and a table of all of them; with the band ablation, which asks whether the model needs the
+tails. Inspect calls ``show(inspected)``: a fragment, so its widgets rerun it alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from pages._ui import checkpoint_views, frame, numbers, timing
+from pages.figures.inspected import Inspected
+from tnn_core.lab import inspect as inspect_lab
+
+__all__ = ["show", "tile_grid", "band_ablation"]
+
+GRID_CELLS = 64  # rows/columns of each small heatmap in the atlas grid
+GRID_COLUMNS, GRID_ROWS = 6, 2  # the grid's tiles: the first 12 channels in the chosen order
+GRID_GAPS = (0.02, 0.12)  # horizontal, vertical space between tiles (fractions of the figure)
+SORTS = {"locality": "mass in band (most local first)",
+         "decay": "fitted λ (fastest decay first)",
+         "low_rank": "SKI error over ‖T − band‖ (lowest first)"}
+
+
+@st.fragment
+def show(inspected: Inspected) -> None:
+    """The atlas and its band ablation. Its widgets rerun this section alone; a new length
+    n, or a row picked in its table, reruns the page (the channel view below shows them)."""
+    timing.page_activity()
+    st.subheader("Kernel atlas")
+    n, band, rank, channels = _settings(inspected.about.train_n)
+    in_band = inspect_lab.band_description(band, inspected.causal)
+    try:
+        atlas = checkpoint_views.atlas(inspected.key, n, band, rank, channels)
+    except ValueError as err:
+        frame.show_error(err)
+        return
+    columns = _per_layer(inspected, atlas, n, in_band, rank)
+    band_ablation(inspected, band, in_band)
+    table = _tiles(atlas)
+    _channel_table(table, columns)
+    timing.page_activity()
+
+
+def _settings(train_n: int) -> tuple[int, int, int, int]:
+    """The sliders: length n, band m, rank r, channels per layer. A new n reruns the page
+    at once: the channel view below draws at it."""
+    c = st.columns(4)
+    n = c[0].slider("Length n", 2, inspect_lab.ATLAS_MAX_N, key="atlas_n",
+                    help="Kernels are evaluated at this length; each checkpoint opens at its "
+                         f"training length (this one: n = {train_n}).")
+    if n != st.session_state["_inspect_drawn_n"]:
+        st.rerun(scope="app")
+    band = c[1].slider("Band m", 1, 63, key="atlas_band",
+                       help="The band: |k| ≤ m//2, or lags 0..m-1 for a causal model. SKI "
+                            "checkpoints open at their own m.")
+    rank = c[2].slider("Rank r", 2, 128, inspect_lab.ATLAS_RANK, key="atlas_rank",
+                       help="SKI's inducing points for the low-rank error (at most n).")
+    channels = c[3].slider("Channels per layer", 4, 192, inspect_lab.ATLAS_CHANNELS, step=4,
+                           key="atlas_channels",
+                           help="How many channels of each layer to measure (the first ones).")
+    return n, band, rank, channels
+
+
+def _per_layer(inspected: Inspected, atlas: inspect_lab.AtlasView, n: int, in_band: str,
+               rank: int) -> dict:
+    """What each statistic means and the per-layer medians; returns the tables' column
+    configuration (the channel table below uses it too)."""
+    what = ("the nearest Toeplitz kernel (the diagonal means) of the band + W A Wᵀ each "
+            "channel applies, not the Toeplitz target kernel(n)"
+            if inspected.kind == "ski" and not inspected.causal
+            else "each channel's Toeplitz kernel")
+    st.markdown(
+        f"Every statistic describes {what}, at n = {n}, with the band {in_band}. "
+        f"**Mass in band**: the share of Σ|t_k| on the band lags. **Fitted λ**: the decay of "
+        f"|t_k|. **SKI error**: ‖T − band − W A Wᵀ‖_F at r = {min(rank, n)} over "
+        "‖T − band‖_F, the off-band part W A Wᵀ must hold (1: no better than the band alone). "
+        f"A channel with less than {100 * inspect_lab.BAND_ONLY_MASS:.0f} % of its mass off "
+        "the band shows — for λ and the errors: there is no tail to fit or approximate.")
+    labels = {"locality": f"mass in band ({in_band})", "decay": "fitted λ of |t_k|",
+              "low_rank": f"SKI error / ‖T − band‖ (r = {min(rank, n)})",
+              "optimal": f"optimal error / ‖T − band‖ (r = {min(rank, n)})"}
+    columns = {name: st.column_config.NumberColumn(label, format="%.3f")
+               for name, label in labels.items()}
+    st.markdown("**Per layer** (medians over the measured channels)")
+    st.dataframe(pd.DataFrame(atlas.layers.columns(),
+                              index=pd.Index(atlas.layers.layer, name="layer")),
+                 column_config=columns)
+    return columns
+
+
+def band_ablation(inspected: Inspected, band: int, in_band: str) -> None:
+    """The task metric with every layer, and each layer alone, restricted to the band."""
+    about, task = inspected.about, inspected.task
+    st.markdown("**Band ablation: does the model need the tails?**")
+    if task is None:
+        st.caption(f"This checkpoint's task cannot be rebuilt here, so it cannot be evaluated: "
+                   f"{inspected.task_error}")
+        return
+    if not st.toggle(f"Measure the task {about.metric_name} with every layer restricted to its "
+                     f"band ({in_band})", key="atlas_ablation",
+                     help="Zeroes everything off the band in the matrix each layer applies and "
+                          "scores the evaluation set again. Takes seconds to a minute."):
+        return
+    try:
+        ablation = checkpoint_views.band_ablation(inspected.key, band)
+    except ValueError as err:
+        frame.show_error(err)
+        return
+    a = st.columns(2 + len(ablation.per_layer))
+    scored = [(f"Full kernels, n = {ablation.length}", ablation.full),
+              ("Every layer, band only", ablation.restricted)] + [
+        (f"Only layer {layer}, band only", scores)
+        for layer, scores in enumerate(ablation.per_layer)]
+    for column, (label, scores) in zip(a, scored, strict=True):
+        low, high = scores.ci95
+        column.metric(label, numbers.format_metric(scores.metric, about.metric_name))
+        column.caption(f"95 % interval {numbers.format_interval((low, high), about.metric_name)}")
+    st.markdown(ablation.sentence())
+    st.caption(f"Every variant scores the same {ablation.full.sequences:,} sequences "
+               f"({task.describe_evaluation()}), so the change is measured pair by pair; "
+               f"{inspected.chance_text}.")
+
+
+def _tiles(atlas: inspect_lab.AtlasView) -> inspect_lab.Channels:
+    """The order, the two switches and the grid of the first channels in that order;
+    returns every measured channel in that order."""
+    sort = st.radio("Sort channels by", list(SORTS), format_func=SORTS.get, horizontal=True,
+                    key="atlas_sort")
+    t1, t2 = st.columns(2)
+    off_band = t1.toggle("Show T − band (tails only)", key="atlas_off_band",
+                         help="Zero the band lags so the tails are not swamped by the "
+                              "diagonal.")
+    shared = t2.toggle("One colour scale for all tiles", key="atlas_shared_scale",
+                       help="Off: each tile spans its own ±max|t_k|. On: one ±max over the 12 "
+                            "tiles, so tiles compare with each other.")
+    table = atlas.channels.sorted_by(sort)
+    tiles = GRID_COLUMNS * GRID_ROWS
+    shown = list(zip(table.layer[:tiles], table.channel[:tiles], strict=True))
+    views = [atlas.channel_view(layer, channel, GRID_CELLS, off_band) for layer, channel in shown]
+    limit = atlas.shared_limit(shown, off_band) if shared else None
+    scale_note = "one colour scale" if shared else "each on its own colour scale"
+    st.plotly_chart(tile_grid(
+        [view.matrix for view in views], [f"L{layer} c{channel}" for layer, channel in shown],
+        [limit or view.limit for view in views], shared,
+        f"The first {tiles} channels in this order: {'T − band' if off_band else 'T'} "
+        f"({scale_note})"), key="chart-atlas")
+    return table
+
+
+def _channel_table(table: inspect_lab.Channels, columns: dict) -> None:
+    """Every measured channel; a row picked here is drilled into below (the page reruns)."""
+    st.markdown("**All measured channels.** Select a row to drill into that channel, or set "
+                "the layer and channel below.")
+    event = st.dataframe(pd.DataFrame(table.columns()), key="atlas_table", on_select="rerun",
+                         selection_mode="single-row", hide_index=True, height=240,
+                         column_config=columns)
+    picked = tuple(event.selection.rows)
+    if picked != st.session_state.get("_atlas_picked", ()):  # a new row selected: follow it
+        st.session_state["_atlas_picked"] = picked
+        if picked:
+            st.session_state["layer"] = int(table.layer[picked[0]])
+            st.session_state["channel"] = int(table.channel[picked[0]])
+            st.rerun(scope="app")
+
+
+def tile_grid(tiles: list[np.ndarray], titles: list[str], limits: list[float],
+              show_scale: bool, title: str) -> dict:
+    """Small heatmaps [s, s] in GRID_ROWS × GRID_COLUMNS, row 0 of each on top, as a plain
+    Plotly figure (float32 cells, no figure objects to validate on every move)."""
+    width = (1 - (GRID_COLUMNS - 1) * GRID_GAPS[0]) / GRID_COLUMNS
+    height = (1 - (GRID_ROWS - 1) * GRID_GAPS[1]) / GRID_ROWS
+    data, layout = [], {"height": 380, "margin": dict(l=10, r=10, t=40, b=10),
+                        "title": {"text": title}, "annotations": []}
+    for i, (tile, name, limit) in enumerate(zip(tiles, titles, limits, strict=True)):
+        row, column = divmod(i, GRID_COLUMNS)
+        left = column * (width + GRID_GAPS[0])
+        bottom = (GRID_ROWS - 1 - row) * (height + GRID_GAPS[1])
+        axis = "" if i == 0 else str(i + 1)
+        data.append({"type": "heatmap", "z": tile.astype(np.float32), "zmin": -limit,
+                     "zmax": limit, "colorscale": "RdBu", "showscale": show_scale and i == 0,
+                     "hovertemplate": "%{z:.3g}<extra></extra>",
+                     "xaxis": f"x{axis}", "yaxis": f"y{axis}"})
+        layout[f"xaxis{axis}"] = {"domain": [left, left + width], "anchor": f"y{axis}",
+                                  "showticklabels": False}
+        layout[f"yaxis{axis}"] = {"domain": [bottom, bottom + height], "anchor": f"x{axis}",
+                                  "showticklabels": False, "autorange": "reversed"}
+        layout["annotations"].append({"text": name, "x": left + width / 2,
+                                      "y": bottom + height, "xref": "paper", "yref": "paper",
+                                      "xanchor": "center", "yanchor": "bottom",
+                                      "showarrow": False})
+    return {"data": data, "layout": layout}
