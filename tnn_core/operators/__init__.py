@@ -39,10 +39,11 @@ DRAW_LOCK = threading.RLock()  # held while weights are drawn from torch's globa
 
 @contextlib.contextmanager
 def seeded_weights(seed: int) -> Iterator[None]:
-    """Weights built inside the block are drawn from torch's global generator seeded with
-    ``seed``, and no other thread builds meanwhile; the generator is restored after."""
+    """Weights built (on the CPU) inside the block are drawn from torch's global CPU
+    generator seeded with ``seed``, and no other thread builds meanwhile; the generator is
+    restored after, and CUDA's are never touched."""
     with DRAW_LOCK, torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        torch.random.default_generator.manual_seed(seed)
         yield
 
 
