@@ -1,16 +1,16 @@
 """Toeplitz Lab: the frame. Navigation over the pages and the shared sidebar.
 
 Run with `make run` (or `streamlit run app.py`). Pages hold layout only; every
-computation comes from `tnn_core.lab` (one module per page), cached in `pages/_ui.py`.
-The first visit starts the server's warm-up (`pages/_warmup.py`), which prepares what
+computation comes from `tnn_core.lab` (one unit per page), cached in `pages/_ui/memo.py`.
+The first visit starts the server's warm-up (`pages/_ui/warmup.py`), which prepares what
 later visits need while nobody waits.
 """
 
 import streamlit as st
 import torch
 
-from pages import _ui, _warmup
-from tnn_core.allocator import keep_freed_memory
+from pages._ui import checkpoint_views, controls, timing, warmup
+from tnn_core.lab.common.server import keep_freed_memory
 
 keep_freed_memory()  # glibc keeps freed memory: no page faults per large tensor (idempotent)
 st.set_page_config(page_title="Toeplitz Lab", page_icon=":material/grid_on:", layout="wide")
@@ -35,19 +35,18 @@ PAGES = [
 ]
 
 page = st.navigation(PAGES)
-_ui.link_notice(page.url_path)  # link values the page cannot use are listed here, on top
+controls.link_notice(page.url_path)  # link values the page cannot use are listed here, on top
 with st.sidebar:
     st.markdown("**Toeplitz Lab**")
     devices = ["auto", "cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    _ui.from_link(st.selectbox, "Device", devices, key="device",
-                  bind="query-params",
-                  help="Where tensors live. 'auto' uses a GPU when one is available; "
-                       "cuda is offered only when PyTorch can see one.")
-    _ui.from_link(st.number_input, "Seed", min_value=0, max_value=2**31 - 1, value=0, step=1,
-                  key="seed", bind="query-params",
-                  help="Seeds every random choice on the pages: initial weights of the "
-                       "demo operators and the random inputs.")
+    controls.control(st.selectbox, "Device", devices, key="device",
+                     help="Where tensors live. 'auto' uses a GPU when one is available; "
+                          "cuda is offered only when PyTorch can see one.")
+    controls.control(st.number_input, "Seed", min_value=0, max_value=2**31 - 1, value=0, step=1,
+                     key="seed",
+                     help="Seeds every random choice on the pages: initial weights of the "
+                          "demo operators and the random inputs.")
 
 if not st.config.get_option("global.appTest"):  # tests run their pages one at a time
-    _warmup.start(_ui.warm_up, _ui.quiet_timer())
+    warmup.start(checkpoint_views.warm_up, timing.TIMER)
 page.run()

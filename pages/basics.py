@@ -7,24 +7,23 @@ import math
 import numpy as np
 import streamlit as st
 
-from pages import _ui
+from pages._ui import controls, frame, timing
+from pages._ui.memo import memo
 from pages.figures import circulant, toeplitz
-from tnn_core.bench import timing
 from tnn_core.lab import basics as lab
 
-_ui.ensure_app_frame()
+frame.ensure_app_frame()
 
 FIGURE = "basics-figure"  # the figure's state: its values, this page's alone (never shared)
 
 st.title("Toeplitz basics")
 say, choose = st.columns([3, 1], vertical_alignment="bottom")
-preset = _ui.from_link(choose.selectbox, "Kernel", list(toeplitz.LABELS),
-                       format_func=toeplitz.LABELS.get,
-                       key="preset", disabled=_ui.locked("preset"),
-                       bind="query-params",
-                       help="Synthetic shapes, or one channel of a freshly initialised "
-                            "operator of each kind (seeded from the sidebar), or your own "
-                            "coefficients.")
+preset = controls.control(choose.selectbox, "Kernel", list(toeplitz.LABELS),
+                          format_func=toeplitz.LABELS.get,
+                          key="preset",
+                          help="Synthetic shapes, or one channel of a freshly initialised "
+                               "operator of each kind (seeded from the sidebar), or your own "
+                               "coefficients.")
 say.markdown(
     "**Each diagonal of T is one colour**, because $T_{ij} = t_{i-j}$: drag λ and watch the "
     "colour fade away from the main diagonal exactly as $t_k$ falls off on the right; switch "
@@ -32,10 +31,10 @@ say.markdown(
     "to its lag $k$.")
 
 drawn = toeplitz.mount(preset, FIGURE,
-                       locked=tuple(key for key in toeplitz.STATE if _ui.locked(key)))
+                       locked=tuple(key for key in toeplitz.STATE if controls.locked(key)))
 kernel = drawn.kernel
 if kernel is None:
-    _ui.show_error(drawn.problem)
+    frame.show_error(drawn.problem)
     st.stop()
 coeffs = kernel.coeffs
 n_drawn = (len(coeffs) + 1) // 2
@@ -45,13 +44,13 @@ if preset == "ski":
                "band + W A Wᵀ approximates.")
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@memo(max_entries=16)
 def exact_difference(coeffs: np.ndarray, seed: int, device: str) -> float:
     return lab.fft_difference(coeffs, seed, device)
 
 
 st.subheader("The FFT product is exact; it pays off at large n")
-difference = exact_difference(coeffs, _ui.seed(), _ui.device())
+difference = exact_difference(coeffs, frame.seed(), frame.device())
 finite = math.isfinite(difference)
 if not finite:
     st.error(f"T x overflows float64 with these coefficients (|t_k| up to {limit:.3g}; "
@@ -69,24 +68,24 @@ def timings_waiting() -> None:
 
 def timings(found) -> None:
     if found.error is not None:
-        _ui.show_error(found.error)
+        frame.show_error(found.error)
         return
     check = found.result
     m2, m3, m4 = st.columns(3)
     rounds = (f"Median of {check.repeats} interleaved rounds after {check.warmup} warm-up "
               f"runs each, batch of {check.batch}, taken in the background while the page "
               f"was idle")
-    m2.metric(TIMED[0], timing.format_ms(check.fft_ms),
+    m2.metric(TIMED[0], lab.format_ms(check.fft_ms),
               help=f"{rounds}; the kernel's FFT included.")
-    m2.caption(f"IQR {timing.format_ms(check.fft_iqr[1] - check.fft_iqr[0])} · "
-               f"{timing.format_flops(check.fft_flops)}")
-    m3.metric(TIMED[1], timing.format_ms(check.dense_ms),
+    m2.caption(f"IQR {lab.format_ms(check.fft_iqr[1] - check.fft_iqr[0])} · "
+               f"{lab.format_flops(check.fft_flops)}")
+    m3.metric(TIMED[1], lab.format_ms(check.dense_ms),
               help=f"{rounds}; building the n × n matrix included.")
-    m3.caption(f"IQR {timing.format_ms(check.dense_iqr[1] - check.dense_iqr[0])} · "
-               f"{timing.format_flops(check.dense_flops)}")
-    m4.metric(TIMED[2], timing.format_ratio(check.speedup),
+    m3.caption(f"IQR {lab.format_ms(check.dense_iqr[1] - check.dense_iqr[0])} · "
+               f"{lab.format_flops(check.dense_flops)}")
+    m4.metric(TIMED[2], lab.format_ratio(check.speedup),
               help="Above 1: the FFT product was faster on this machine just now.")
-    m4.caption(f"flops: dense ÷ FFT = {timing.format_ratio(check.flop_ratio)}")
+    m4.caption(f"flops: dense ÷ FFT = {lab.format_ratio(check.flop_ratio)}")
     busy = (" These times were taken while other work ran on the server: read them with "
             "care." if found.disturbed else "")
     st.markdown(f"{check.flop_sentence} {check.time_sentence}{busy}")
@@ -96,12 +95,12 @@ left, right = st.columns([1, 3])
 left.metric("max |FFT − dense|", f"{difference:.1e}" if finite else "—",
             help="Largest difference between the two products on one random input "
                  "(float64): round-off, as the FFT product is exact.")
-seed, device = _ui.seed(), _ui.device()
+seed, device = frame.seed(), frame.device()
 setting = (hashlib.sha256(coeffs.tobytes()).hexdigest(), seed, device)
 with right:
-    _ui.when_measured(_ui.measurement("fft_check", setting,
-                                      lambda: lab.fft_check(coeffs, seed, device)),
-                      timings, timings_waiting)
+    timing.when_measured(timing.measurement("fft_check", setting,
+                                            lambda: lab.fft_check(coeffs, seed, device)),
+                         timings, timings_waiting)
 if n_drawn == 1:
     st.info("At n = 1, T is the single number t₀ and both products are one multiplication "
             "per input: the timings are per-call overhead, nothing else.")
@@ -118,4 +117,4 @@ st.latex(r"T x = \Big[\, \mathcal{F}^{-1}\big(\mathcal{F}(c) \odot \mathcal{F}"
 st.markdown("instead of $O(n^2)$ for the dense product. Nothing is approximated: the "
             "difference above is floating-point round-off. Try a large $n$ to see the gap in "
             "flops and time grow, and switch on *causal* to see the upper triangle vanish.")
-_ui.page_activity()  # the page script ends: the quiet that timings wait for starts now
+timing.page_activity()  # the page script ends: the quiet that timings wait for starts now

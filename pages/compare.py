@@ -9,12 +9,11 @@ marked stale until then (pages/figures/difference.js for the strip).
 
 import streamlit as st
 
-from pages import _ui
+from pages._ui import controls, frame, kernels, link_values
 from pages.figures import compare as figure
-from tnn_core.analysis.presets import PRESETS
 from tnn_core.lab import compare as lab
 
-_ui.ensure_app_frame()
+frame.ensure_app_frame()
 
 DEFAULT_METHOD = {"a": "sample", "b": "fit"}  # the page opens on a comparison worth seeing
 
@@ -28,7 +27,7 @@ def shared_control(key: str, widget, label: str, default, parse, url, **kwargs):
     of that key, on any page, so bound they carried Basics' and Decomposition's settings
     into this page (n = 167, causal) and this page's into theirs. Here the link seeds the
     value once per visit (the unbound widget's state goes when the page is left), checked
-    as ``_ui.from_link`` checks a bound widget's (a value it cannot use is named in the
+    as ``controls.control`` checks a bound widget's (a value it cannot use is named in the
     page's notice); the widget keeps it while the page is open, and the page writes it back
     to the URL (``url``: the value as the link spells it)."""
     own = f"compare_{key}"
@@ -38,13 +37,13 @@ def shared_control(key: str, widget, label: str, default, parse, url, **kwargs):
         spec = {"options": kwargs.get("options"), "format_func": kwargs.get("format_func"),
                 "index": 0, "min_value": kwargs.get("min_value"),
                 "max_value": kwargs.get("max_value"), "value": default}
-        problem = _ui.link_value_problem(widget.__name__, spec, raw) if raw else None
+        problem = link_values.link_value_problem(widget.__name__, spec, raw) if raw else None
         if raw and problem is None:
             st.session_state[own] = parse(raw[-1])
         elif problem is not None:
-            _ui.note_link_value(key, problem[0], default, url(default))
-    value = widget(label, key=own, disabled=_ui.locked(key), **kwargs)
-    _ui.note_link_value(key, None, value, url(value))
+            controls.note_link_value(key, problem[0], default, url(default))
+    value = widget(label, key=own, disabled=controls.locked(key), **kwargs)
+    controls.note_link_value(key, None, value, url(value))
     return value
 
 
@@ -59,8 +58,9 @@ left, mid, right = st.columns([2, 2, 1])
 with left:
     source = shared_control(
         "source", st.selectbox, "Kernel (shared)", "spike_smooth",
-        lambda label: next(o for o in PRESETS if _ui.SOURCE_LABELS[o] == label),
-        _ui.SOURCE_LABELS.get, options=list(PRESETS), format_func=_ui.SOURCE_LABELS.get,
+        lambda label: next(o for o in lab.PRESETS if kernels.SOURCE_LABELS[o] == label),
+        kernels.SOURCE_LABELS.get, options=list(lab.PRESETS),
+        format_func=kernels.SOURCE_LABELS.get,
         help="The kernel both settings decompose: a synthetic shape, or channel 0 of a "
              "freshly initialised operator (seeded from the sidebar). Each builds it at its "
              "own λ.")
@@ -75,7 +75,7 @@ with right:
                             lambda text: text.lower() == "true", lambda v: str(v).lower(),
                             help="A causal kernel is zero at negative lags; the band then "
                                  "holds lags 0 ≤ k < m.")
-st.query_params["source"] = _ui.SOURCE_LABELS[source]  # as a bound select box writes it
+st.query_params["source"] = kernels.SOURCE_LABELS[source]  # as a bound select box writes it
 st.query_params["n"] = str(n)
 st.query_params["causal"] = str(causal).lower()
 if n < 2:
@@ -88,14 +88,14 @@ has_decay = source != "fd"  # FD-TNN has no decay bias
 
 
 def method_control(side: str) -> str:
-    return _ui.from_link(st.radio, f"{side.upper()}: low-rank A", ["sample", "fit"],
-                         index=["sample", "fit"].index(DEFAULT_METHOD[side]),
-                         key=f"{side}_method", disabled=_ui.locked(f"{side}_method"),
-                         horizontal=True, bind="query-params",
-                         help="sample: A_ij = k̃(p_i − p_j), the kernel continued across the "
-                              "band, computed in the browser as you drag. fit: the Toeplitz A "
-                              "with the least Frobenius error, from the server once a value "
-                              "settles.")
+    return controls.control(st.radio, f"{side.upper()}: low-rank A", ["sample", "fit"],
+                            index=["sample", "fit"].index(DEFAULT_METHOD[side]),
+                            key=f"{side}_method",
+                            horizontal=True,
+                            help="sample: A_ij = k̃(p_i − p_j), the kernel continued across the "
+                                 "band, computed in the browser as you drag. fit: the Toeplitz A "
+                                 "with the least Frobenius error, from the server once a value "
+                                 "settles.")
 
 
 def draw_side(side: str) -> lab.SideView | None:
@@ -105,7 +105,7 @@ def draw_side(side: str) -> lab.SideView | None:
     method = method_control(side)
     return figure.mount_side(side, source, n, causal, method, f"compare_{side}_figure",
                              locked=tuple(c.name for c in figure.side_controls(side, has_decay)
-                                          if _ui.locked(c.name)))
+                                          if controls.locked(c.name)))
 
 
 columns = dict(zip(lab.SIDES, st.columns(2, border=True), strict=True))

@@ -11,22 +11,14 @@ only while their expander is open.
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
-from tnn_core.lab.linked_cell import low_rank_entry
 
 from pages import figures
 from pages._ui import cell_picker, checkpoints, controls, frame, kernels, numbers, timing
+from pages._ui.memo import memo
 from pages.figures import decomposition as figure
 from pages.figures import decomposition_speed
 from pages.figures.decomposition import KernelSource
-from tnn_core.analysis.dense import display_line
-from tnn_core.analysis.presets import (
-    MAX_TYPED_CHARS,
-    MAX_TYPED_LENGTH,
-    OPERATOR_CHANNELS,
-)
 from tnn_core.lab import decomposition as lab
-from tnn_core.lab import decomposition_figures as figure_data
-from tnn_core.lab.compress import convertible
 
 frame.ensure_app_frame()
 frame.receive_values("pages/decomposition.py")
@@ -34,12 +26,12 @@ frame.receive_values("pages/decomposition.py")
 FIGURE_KEY = "decomposition_figure"  # the band + W A Wᵀ figure's state (its r, m, λ)
 
 
-@st.cache_data(max_entries=16, show_spinner="Singular values of the smooth part…")
+@memo(max_entries=16, spinner="Singular values of the smooth part…")
 def smooth_spectrum(coeffs: np.ndarray, band: int, rank: int,
                     causal: bool) -> lab.SmoothSpectrum:
     return lab.smooth_spectrum(coeffs, band, rank, causal)
 
-@st.cache_data(max_entries=16, show_spinner="Theorem 1's terms…")
+@memo(max_entries=16, spinner="Theorem 1's terms…")
 def theorem1_panel(coeffs: np.ndarray, band: int, rank: int, causal: bool,
                    method: str) -> lab.Theorem1Panel:
     return lab.theorem1_panel(coeffs, band, rank, causal, method)
@@ -64,7 +56,7 @@ def kernel_source_picker(left, right) -> KernelSource:
     if name == "checkpoint":
         return checkpoint_source_picker(right)
     if name in ("tno", "ski", "fd"):
-        channel = bounded_input(right, "Channel", OPERATOR_CHANNELS - 1, "channel",
+        channel = bounded_input(right, "Channel", lab.OPERATOR_CHANNELS - 1, "channel",
                                 "Which channel of the operator (each has its own Toeplitz "
                                 "matrix).")
     else:
@@ -73,12 +65,12 @@ def kernel_source_picker(left, right) -> KernelSource:
     if name == "custom":
         text = controls.control(st.text_input, "Coefficients t_{-(n-1)}, …, t_{n-1}",
                                 "0 0.1 0.2 0.4 3 0.4 0.2 0.1 0", key="coefficients",
-                                max_chars=MAX_TYPED_CHARS,
+                                max_chars=lab.MAX_TYPED_CHARS,
                                 help="An odd number 2n - 1 of numbers, comma or space separated: "
                                      "the middle one is t_0. They fix n: the length slider "
                                      "is ignored, and r and m are clamped to that n. At most "
-                                     f"{2 * MAX_TYPED_LENGTH - 1} numbers "
-                                     f"(n ≤ {MAX_TYPED_LENGTH}).")
+                                     f"{2 * lab.MAX_TYPED_LENGTH - 1} numbers "
+                                     f"(n ≤ {lab.MAX_TYPED_LENGTH}).")
     return KernelSource(name, channel, text)
 
 def checkpoint_source_picker(column) -> KernelSource:
@@ -164,7 +156,7 @@ def decomposition(source: KernelSource, n: int, causal: bool, method: str) -> No
     st.latex(r"T \;\approx\; T_{\mathrm{sparse}} + W A W^\top, \qquad "
              r"W \in \mathbb{R}^{n\times r}\ \text{(2 nonzeros per row)},\quad "
              r"A_{ij} = \tilde k(p_i - p_j), \qquad \text{cost } O(n + r\log r)")
-    if source.name == "checkpoint" and convertible(
+    if source.name == "checkpoint" and lab.convertible(
             checkpoints.load_checkpoint(source.checkpoint)[0].config) and st.button(
             f"Compress this model with m = {drawn.band}, r = {drawn.rank}",
             icon=":material/compress:", key="open_compress",
@@ -296,7 +288,7 @@ def linked_views(coeffs, view):
         cell = cell_picker.follow_cell(coeffs, view.rank, colour_limit(coeffs))
     i, j = cell.i, cell.j
     k, row, col = cell.lag, cell.row, cell.column
-    wawt = low_rank_entry(cell, view.inducing_values)
+    wawt = lab.low_rank_entry(cell, view.inducing_values)
     right.markdown(
         f"**T[{i}, {j}] = t<sub>{k}</sub> = {view.coeffs[view.n - 1 + k]:.4g}**, the same on "
         f"all {len(cell.diagonal_rows)} cells of the diagonal i − j = {k} (marked at lag "
@@ -313,7 +305,7 @@ def linked_views(coeffs, view):
 
 def kernel_figure(view, cell, ski: bool) -> go.Figure:
     kfig = go.Figure()
-    lags, values = display_line(view.lags, view.coeffs)
+    lags, values = lab.display_line(view.lags, view.coeffs)
     kfig.add_scatter(x=lags, y=values, name="t_k", mode="lines")
     kfig.add_scatter(x=view.inducing_lags, y=view.inducing_values, mode="markers",
                      name="A's lags (p_i − p_j)", marker=dict(size=6, symbol="circle-open"))
@@ -356,10 +348,10 @@ def decay_and_frequency(coeffs, length: int, causal: bool, decay: float | None) 
     """The kernel's decay and frequency response (they do not depend on m or r): the
     decay figure (pages/figures/profiles.js), greyed out while the band + W A Wᵀ figure
     shows a λ its kernel was not made at."""
-    drawn = [["n", length]] + ([["decay", figure_data.js_number(decay)]]
+    drawn = [["n", length]] + ([["decay", lab.js_number(decay)]]
                                if decay is not None else [])
     figures.show("profiles", {
-        "kernels": [{"label": "|t_k|", "coeffs": figure_data.packed(coeffs)}],
+        "kernels": [{"label": "|t_k|", "coeffs": lab.packed(coeffs)}],
         "causal": causal, "fit": {"start": 0, "end": None, "floor": lab.ROUNDOFF_FLOOR},
         "floor": lab.ROUNDOFF_FLOOR, "envelope": decay, "response": True,
         "follows": "decomposition", "drawn": drawn}, (), key="decomposition_profiles")

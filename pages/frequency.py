@@ -4,11 +4,11 @@ browser as its controls move (pages/figures/fd_kernel.js), then its decay agains
 
 import streamlit as st
 
-from pages import _ui
+from pages._ui import controls, frame
 from pages.figures import fd_kernel
 from tnn_core.lab import frequency as lab
 
-_ui.ensure_app_frame()
+frame.ensure_app_frame()
 
 KERNEL_FIGURE = "frequency-kernel"  # the kernel figure's state: this page's alone
 DECAY_FIGURE = "frequency-decay"
@@ -22,24 +22,22 @@ st.markdown(
 
 figure_place = st.container()
 left, right = st.columns(2)
-n = _ui.from_link(left.slider, "Sequence length n", 1, 4096, 512, key="n",
-                  disabled=_ui.locked("n"), bind="query-params",
-                  help="The operator builds the response on N = fft_size(n) frequencies, the "
-                       "smallest even 5-smooth FFT size ≥ 2n, and applies lags −(n−1) … n−1. "
-                       "The figure redraws on the new grid once you let go.")
-depth = _ui.from_link(right.slider, "MLP depth", 0, 4, 1, key="depth",
-                      disabled=_ui.locked("depth"), bind="query-params",
-                      help="Hidden layers between the input and output layers "
-                           "(OperatorConfig.rpe_layers); the server sends the weights of this "
-                           "depth for every width.")
+n = controls.control(left.slider, "Sequence length n", 1, 4096, 512, key="n",
+                     help="The operator builds the response on N = fft_size(n) frequencies, the "
+                          "smallest even 5-smooth FFT size ≥ 2n, and applies lags −(n−1) … n−1. "
+                          "The figure redraws on the new grid once you let go.")
+depth = controls.control(right.slider, "MLP depth", 0, 4, 1, key="depth",
+                         help="Hidden layers between the input and output layers "
+                              "(OperatorConfig.rpe_layers); the server sends the weights of this "
+                              "depth for every width.")
 try:
     with figure_place:
         setting = fd_kernel.mount(n, depth, KERNEL_FIGURE, locked=tuple(
-            key for key in fd_kernel.STATE if _ui.locked(key)))
+            key for key in fd_kernel.STATE if controls.locked(key)))
     view = fd_kernel.settled_view(setting.activation, setting.width, depth, n, setting.seed,
                                   setting.fd_input, setting.causal)
 except ValueError as err:
-    _ui.show_error(err)
+    frame.show_error(err)
     st.stop()
 activation, width, smooth, causal = (setting.activation, setting.width, setting.smooth,
                                      setting.causal)

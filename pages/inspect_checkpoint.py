@@ -17,7 +17,6 @@ from pages.figures import (
 )
 from pages.figures.inspected import Inspected
 from tnn_core.lab import inspect as inspect_lab
-from tnn_core.training.checkpoint import CheckpointError
 
 frame.ensure_app_frame()
 frame.receive_values("pages/inspect_checkpoint.py")
@@ -51,7 +50,7 @@ def table10() -> None:
                       "positions. Takes a few seconds to a minute."):
         try:
             pair = checkpoint_views.decay_pair(inspect_lab.DECAY_PAIR)
-        except (CheckpointError, ValueError) as err:
+        except (inspect_lab.CheckpointError, ValueError) as err:
             frame.show_error(err)
         else:
             st.plotly_chart(charts.decay_pair_chart(pair), key="chart-decay-pair")
@@ -72,7 +71,7 @@ key = checkpoints.checkpoint_select(
     "runs, and uploads. Links carry shipped ones only.")
 try:
     model, info = checkpoints.load_checkpoint(key)
-except (CheckpointError, ValueError) as err:
+except (inspect_lab.CheckpointError, ValueError) as err:
     frame.show_error(err)
     timing.page_activity()
     st.stop()

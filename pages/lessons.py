@@ -8,12 +8,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages import _ui
+from pages._ui import controls, frame
+from pages._ui.memo import memo
 from pages.figures import sketch, steps
 from tnn_core.lab import lesson as lesson_lab
-from tnn_core.lab import lesson_sketch as sketch_lab
 
-_ui.ensure_app_frame()
+frame.ensure_app_frame()
 
 # Presenter mode: the sidebar hidden, larger type, arrow keys move between steps wherever
 # the focus is (the keys click the Back / Next buttons; ignored while typing in a field,
@@ -48,7 +48,7 @@ VIEW_HEIGHT = 1100  # px of the embedded page
 MAX_SKETCH_POINTS = 200  # points of a sketch the address keeps (a stroke has one a pixel)
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+@memo(max_entries=8)
 def lessons(folder: str, listing: tuple) -> tuple[dict[str, lesson_lab.Lesson], list[str]]:
     """By title: a bound select box puts its displayed value in the URL, so the titles are
     the options (load_lessons keeps them unique). ``listing`` (the folder's names, sizes and
@@ -80,7 +80,7 @@ def show_view(view: lesson_lab.View, wanted: tuple[str, ...], key: str) -> None:
         try:
             steps.show(view, wanted, key)
         except ValueError as err:
-            _ui.show_error(err)
+            frame.show_error(err)
     else:
         st.iframe(f"/{view.embed_url}", height=VIEW_HEIGHT)
     if view.locked:
@@ -172,9 +172,9 @@ def show_sketch(question: lesson_lab.Question, view: lesson_lab.View, key: str,
     if revealed:
         st.query_params["revealed"] = str(number)
     try:
-        curve = steps.sketch_curve(view, question.sketch, _ui.seed())
+        curve = steps.sketch_curve(view, question.sketch, frame.seed())
     except ValueError as err:
-        _ui.show_error(err)
+        frame.show_error(err)
         return True
     sketch.show(curve, "Draw with the pointer: press, drag, release.", revealed, points,
                 figure_key)
@@ -184,7 +184,7 @@ def show_sketch(question: lesson_lab.Question, view: lesson_lab.View, key: str,
     if not revealed:
         st.caption("The lab's curve appears over your sketch once you press Reveal.")
         return False
-    apart = sketch_lab.distance(points, curve)
+    apart = lesson_lab.distance(points, curve)
     how = ("none of your sketch lies inside the curve's range" if not math.isfinite(apart)
            else f"your sketch is a factor {factor_text(10 ** apart)} from it, at the median "
                 f"of its points" if curve.log_y
@@ -221,10 +221,10 @@ def show_question(question: lesson_lab.Question, view: lesson_lab.View | None, k
         st.caption("The answer appears once you have made a prediction and pressed Reveal.")
         return False
     try:  # a computed question: the data at the step's settings decide
-        answer = (steps.computed_answer(view, question.computed, question.choices, _ui.seed())
+        answer = (steps.computed_answer(view, question.computed, question.choices, frame.seed())
                   if question.computed else question.answer)
     except ValueError as err:
-        _ui.show_error(err)
+        frame.show_error(err)
         return True
     shown = answer if question.choices else f"{answer:g}"
     if prediction is None:  # cleared after the reveal: nothing to judge
@@ -252,20 +252,18 @@ if not found:
 # presenting, the lesson's controls fold away: the step has the screen (the arrow keys move)
 top = (st.expander("Lesson, step and presenter mode") if presenting else st.container()
        ).columns([3, 1, 1])
-title = _ui.from_link(top[0].selectbox, "Lesson", list(found), key="lesson",
-                      bind="query-params", on_change=go_to,
-                      args=(1,))  # another lesson starts at its first step
+title = controls.control(top[0].selectbox, "Lesson", list(found), key="lesson", on_change=go_to,
+                         args=(1,))  # another lesson starts at its first step
 lesson = found[title]
 count = len(lesson.steps)
 if not 1 <= st.session_state.get("step", 1) <= count:
     st.session_state["step"] = 1
-number = int(_ui.from_link(top[1].number_input, "Step", 1, count, key="step",
-                           bind="query-params", on_change=forget_prediction,
-                           help=f"{count} steps; the address bar links to this step."))
-present = _ui.from_link(top[2].toggle, "Presenter mode", key="present",
-                        bind="query-params",
-                        help="Larger type, no sidebar, one step per screen; the arrow keys "
-                             "move between steps.")
+number = int(controls.control(top[1].number_input, "Step", 1, count, key="step",
+                              on_change=forget_prediction,
+                              help=f"{count} steps; the address bar links to this step."))
+present = controls.control(top[2].toggle, "Presenter mode", key="present",
+                           help="Larger type, no sidebar, one step per screen; the arrow keys "
+                                "move between steps.")
 if present:
     st.html(PRESENTER_STYLE)
 st.html(ARROW_KEYS, unsafe_allow_javascript=True)

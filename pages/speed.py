@@ -4,13 +4,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages import _ui
-from tnn_core.bench.cases import OPS
-from tnn_core.bench.harness import run_grid
+from pages._ui import charts, frame
 from tnn_core.lab import speed
-from tnn_core.training.background import BackgroundJob
 
-_ui.ensure_app_frame()
+frame.ensure_app_frame()
 
 NS = [256, 512, 1024, 2048, 4096, 8192, 16384]
 
@@ -21,12 +18,12 @@ st.markdown("The point of SKI-TNN and FD-TNN is speed. Time every operator **on 
             "median, its error bar the interquartile range of the rounds), and see how each "
             "grows with $n$ and where one overtakes another.")
 
-job: BackgroundJob | None = st.session_state.get("bench_job")
+job: speed.BackgroundJob | None = st.session_state.get("bench_job")
 busy = job is not None and not job.snapshot()[2]
 
 with st.form("bench-form"):
     c1, c2, c3 = st.columns(3)
-    ops = c1.multiselect("Operators", list(OPS), default=["tno", "tno-reference", "ski", "fd",
+    ops = c1.multiselect("Operators", list(speed.OPS), default=["tno", "tno-reference", "ski", "fd",
                                                            "attention"], key="bench_ops",
                          help="tno-reference follows the official TNN code's layout; "
                               "attention is softmax attention (O(n²)); togeipi is the course "
@@ -58,7 +55,7 @@ with st.form("bench-form"):
 settings = {"ops": tuple(ops), "direction": direction,
             "ns": tuple(n for n in NS if lo <= n <= hi), "mode": mode, "batch": batch,
             "dim": dim, "rank": rank, "band": band, "repeats": repeats,
-            "device": "cuda" if _ui.device() == "cuda" else "cpu"}
+            "device": "cuda" if frame.device() == "cuda" else "cpu"}
 cache = st.session_state.setdefault("bench_results", {})
 cache_key = repr(sorted(settings.items()))
 
@@ -66,10 +63,10 @@ if run:
     try:
         config = speed.bench_config(**settings)
     except ValueError as err:
-        _ui.show_error(err)
+        frame.show_error(err)
     else:
-        job = BackgroundJob(lambda progress, stop: run_grid(config, progress, stop))
-        job.stop_when_collected(_ui.session_token())
+        job = speed.BackgroundJob(lambda progress, stop: speed.run_grid(config, progress, stop))
+        job.stop_when_collected(frame.session_token())
         job.start()
         st.session_state["bench_job"] = job
         st.session_state["bench_job_key"] = cache_key
@@ -170,7 +167,7 @@ if p1.button("Measure", key="pareto_run", icon=":material/scatter_plot:", disabl
               help="Disabled while the benchmark above runs: both would share the CPU."):
     with st.spinner("Decomposing and timing 20 SKI settings (about 10 s)…"):
         st.session_state["pareto"] = speed.measure_pareto(pareto_n, speed.PARETO_SETTINGS,
-                                                          _ui.device())
+                                                          frame.device())
 pareto: speed.ParetoView | None = st.session_state.get("pareto")
 if pareto:
     fig = go.Figure()
@@ -180,7 +177,7 @@ if pareto:
              textposition="top center", customdata=flop_speedups,
              hovertemplate="speed-up %{x:.2g}× (flops: %{customdata:.2g}×)<br>"
                            "error %{y:.2g}<extra>%{fullData.name}, %{text}</extra>")
-    _ui.vline(fig, 1.0, "as fast as TNO", log_x=True, line_dash="dot")
+    charts.vline(fig, 1.0, "as fast as TNO", log_x=True, line_dash="dot")
     fig.update_xaxes(title="speed-up over the FFT product (×)", type="log")
     fig.update_yaxes(title="relative Frobenius error", type="log")
     fig.update_layout(height=420, margin=dict(l=10, r=10, t=30, b=10),
@@ -207,7 +204,7 @@ if b1.button("Measure", key="band_run", icon=":material/stacked_line_chart:", di
              help="Disabled while the benchmark above runs: both would share the CPU."):
     ns = tuple(n for n in (1024, 4096, 16384) if n <= band_max_n)
     with st.spinner(f"Timing TNO and SKI at m = 4…64 for n = {', '.join(map(str, ns))}…"):
-        st.session_state["band_cross"] = speed.measure_band_crossover(ns, _ui.device())
+        st.session_state["band_cross"] = speed.measure_band_crossover(ns, frame.device())
 measured: speed.BandView | None = st.session_state.get("band_cross")
 if measured:
     fig = go.Figure()
@@ -215,7 +212,7 @@ if measured:
         line(fig, series, mode="lines+markers")
     for series in measured.flop_lines:
         line(fig, series, mode="lines", line=dict(dash="dot", width=1))
-    _ui.hline(fig, 1.0, "as fast as TNO", log_y=True, line_dash="dot")
+    charts.hline(fig, 1.0, "as fast as TNO", log_y=True, line_dash="dot")
     fig.update_xaxes(title="band taps m", type="log", tickvals=list(speed.BANDS))
     fig.update_yaxes(title="TNO time / SKI time (×)", type="log")
     fig.update_layout(height=380, margin=dict(l=10, r=10, t=30, b=10))

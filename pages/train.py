@@ -5,10 +5,12 @@ import time
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages import _ui
+from pages._ui import checkpoints, frame, kernel_replay, numbers
 from tnn_core.lab.train import (
+    MAX_TEXT_BYTES,
     SIZES,
     Autosave,
+    BackgroundRun,
     LiveRuns,
     app_config,
     app_task,
@@ -21,10 +23,8 @@ from tnn_core.lab.train import (
     resumed_run,
     snapshot_view,
 )
-from tnn_core.training.background import BackgroundRun
-from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
 
-_ui.ensure_app_frame()
+frame.ensure_app_frame()
 
 TASKS = {
     "charlm": "Characters: next-character prediction on Python's own source (causal)",
@@ -44,7 +44,7 @@ def watch(run_id: str, run: BackgroundRun) -> None:
     """Make ``run`` this session's: the address names it (a reload finds it again), the form
     shows its settings, and the session's end stops it (saved) unless another session
     watches it by then."""
-    run.stop_when_collected(_ui.session_token())
+    run.stop_when_collected(frame.session_token())
     st.session_state["train_run"], st.session_state["train_run_id"] = run, run_id
     st.session_state["train_form"] = form_values(run.config)
     st.query_params["run"] = run_id
@@ -61,7 +61,7 @@ def watch_from_list(run_id: str) -> None:
 def resume(run_id: str) -> None:
     """The list's Resume and Open buttons: continue the autosave to its steps."""
     try:
-        run = resumed_run(_ui.USER_CHECKPOINTS, run_id, _ui.device())
+        run = resumed_run(checkpoints.USER_CHECKPOINTS, run_id, frame.device())
     except ValueError as err:
         st.session_state["train_resume_error"] = err
         return
@@ -76,7 +76,7 @@ def address_run() -> tuple[str, BackgroundRun | None] | None:
     if not run_id:
         return None
     try:
-        autosave_path(_ui.USER_CHECKPOINTS, run_id)
+        autosave_path(checkpoints.USER_CHECKPOINTS, run_id)
     except ValueError as err:
         st.error(f"The address names no run of this page: {err}", icon=":material/error:")
         return None
@@ -135,13 +135,13 @@ if start:
     try:
         data, data_name = (text.getvalue(), text.name) if text is not None else (None, "")
         task = app_task(task_name, data, data_name)
-        config = app_config(task, kind, size, steps, lr, decay, rank, band, _ui.device(),
-                            _ui.seed())
+        config = app_config(task, kind, size, steps, lr, decay, rank, band, frame.device(),
+                            frame.seed())
     except ValueError as err:
-        _ui.show_error(err)
+        frame.show_error(err)
     else:
         text_data = text.getvalue() if text is not None else None
-        run_id, run = new_run(config, task, text_data, _ui.USER_CHECKPOINTS)
+        run_id, run = new_run(config, task, text_data, checkpoints.USER_CHECKPOINTS)
         watch(run_id, live_runs().start(run_id, run))
         running = True
 
@@ -157,10 +157,10 @@ def status_text(save: Autosave, live: set[str]) -> str:
 def autosave_list() -> None:
     """The autosaved runs, each with what can be done with it (drawn while this session
     runs none: one run at a time)."""
-    saves = autosaves(_ui.USER_CHECKPOINTS)
+    saves = autosaves(checkpoints.USER_CHECKPOINTS)
     failed = st.session_state.pop("train_resume_error", None)
     if failed is not None:
-        _ui.show_error(failed)
+        frame.show_error(failed)
     if not saves:
         return
     st.subheader("Autosaved runs")
@@ -184,7 +184,7 @@ def autosave_list() -> None:
                        args=(save.run_id,), icon=":material/play_arrow:")
         with drop.popover("Discard", icon=":material/delete:"):
             st.button(f"Delete {save.run_id} for good", key=f"discard-{save.run_id}",
-                      on_click=discard_autosave, args=(_ui.USER_CHECKPOINTS, save.run_id),
+                      on_click=discard_autosave, args=(checkpoints.USER_CHECKPOINTS, save.run_id),
                       type="primary")
 
 
@@ -206,20 +206,20 @@ def draw(progress) -> None:
     st.progress(view.fraction, text=f"{progress.status}: step {progress.step} / "
                                     f"{progress.steps}, {progress.elapsed_s:.0f} s")
     m = st.columns(4)
-    m[0].metric("Training loss", _ui.fmt(view.last_loss, ".3f")
+    m[0].metric("Training loss", numbers.fmt(view.last_loss, ".3f")
                 if view.last_loss is not None else "—")
     name = run.task.metric_name
     m[1].metric(f"Validation {name}", "—" if view.last_metric is None else
-                _ui.metric_text(view.last_metric, name),
+                numbers.format_metric(view.last_metric, name),
                 help="The run's periodic evaluation on its fixed validation batches (cheaper "
                      "than the evaluation set Inspect scores a saved model on).")
     if view.last_interval is not None:
         low, high = view.last_interval
-        m[1].caption(f"95 % interval {_ui.interval_text((low, high), name)} · "
+        m[1].caption(f"95 % interval {numbers.format_interval((low, high), name)} · "
                      f"{view.last_sequences:,} sequences")
     m[2].metric("Throughput (tokens/s)", f"{progress.tokens_per_s:,.0f}",
                 help="Training tokens per second over the last steps, on this machine.")
-    m[3].metric("Chance level", _ui.metric_text(run.task.chance, name),
+    m[3].metric("Chance level", numbers.format_metric(run.task.chance, name),
                 help="What guessing achieves on this metric.")
     left, right = st.columns(2)
     if len(view.losses):
@@ -248,7 +248,7 @@ def draw(progress) -> None:
             if progress.kernel_snapshots is not None else None)
     if view is not None and view.steps.size:  # none kept yet (or none finite): nothing to replay
         st.markdown("**Kernels forming**")
-        _ui.kernel_replay(view, "train_kernels", live=not progress.finished)
+        kernel_replay.kernel_replay(view, "train_kernels", live=not progress.finished)
 
 
 def autosave_note(progress) -> None:
@@ -289,10 +289,10 @@ else:
                                       "overwritten. The run's autosave is then deleted.")
             if st.form_submit_button("Save and inspect", key="save", icon=":material/save:"):
                 try:
-                    key = _ui.save_run(run.result, name)
+                    key = checkpoints.save_run(run.result, name)
                 except ValueError as err:
-                    _ui.show_error(err)
+                    frame.show_error(err)
                 else:
-                    discard_autosave(_ui.USER_CHECKPOINTS, run_id)
-                    _ui.open_page("pages/inspect_checkpoint.py", {"checkpoint": key})
+                    discard_autosave(checkpoints.USER_CHECKPOINTS, run_id)
+                    frame.open_page("pages/inspect_checkpoint.py", {"checkpoint": key})
     autosave_list()

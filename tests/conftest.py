@@ -28,7 +28,7 @@ def navigation_mode(monkeypatch):
     """Run every AppTest run as the server runs after its first page view.
 
     Streamlit treats a `pages/` folder as "MPA v1" until app.py first calls
-    st.navigation; a real server does so once, and `_ui.ensure_app_frame` reruns that
+    st.navigation; a real server does so once, and `_ui.frame.ensure_app_frame` reruns that
     first view through app.py. AppTest resets the flag before every run, which would
     make every run a first view and drop button clicks in the rerun. The first view of
     a deep link is covered by the browser test instead."""

@@ -515,7 +515,7 @@ def test_decomposition_share_link_round_trip(settings):
 
 
 def test_decomposition_receives_a_kernel_from_inspect():
-    """Inspect's "Open this kernel in Decomposition" sends its values with _ui.open_page:
+    """Inspect's "Open this kernel in Decomposition" sends its values with _ui.frame.open_page:
     the page applies them before drawing its widgets and shows that kernel."""
     at = open_page()
     at.session_state["_handoff"] = ("pages/decomposition.py", {

@@ -118,7 +118,7 @@ def test_shared_link_opens_exactly_that_view(browser_page, server):
     """A teacher's link with the sliders set opens with those values.
 
     First in this file on purpose: the server's first view is a deep link, which
-    Streamlit would run without app.py's frame (see _ui.ensure_app_frame)."""
+    Streamlit would run without app.py's frame (see _ui.frame.ensure_app_frame)."""
     # Streamlit puts a bound selectbox's displayed label in the URL.
     browser_page.goto(f"{server}/basics?preset=Spike+plus+smooth&n=200&decay=0.95&causal=true"
                       "&seed=7")

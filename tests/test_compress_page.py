@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pages import _ui
+from pages._ui import checkpoints
 from tnn_core.compress import CompressionPlan, convert
 from tnn_core.compress.measure import Speedup
 from tnn_core.lab import compress as lab
@@ -24,7 +24,7 @@ JOB_TIMEOUT_S = 600  # a busy 2-core machine slows the timings down many times
 
 @pytest.fixture
 def compress_page(monkeypatch, tmp_path):
-    monkeypatch.setattr(_ui, "USER_CHECKPOINTS", tmp_path)
+    monkeypatch.setattr(checkpoints, "USER_CHECKPOINTS", tmp_path)
     at = AppTest.from_file(APP, default_timeout=300)
     at.run()
     at.switch_page("pages/compress.py").run()

@@ -5,7 +5,7 @@ import numpy as np
 import plotly.colors
 import pytest
 
-from pages._ui import colour_table
+from pages._ui.charts import colour_table
 from tnn_core.lab.common.heatmap_image import GAP_COLOUR, colorbar_image, heatmap_image
 
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from pages import _ui, _warmup
+from pages._ui import checkpoint_views, memo, streamlit_internals, warmup
 from tnn_core.lab import inspect as inspect_lab
 from tnn_core.lab.common.quiet_timing import QuietTimer
 
@@ -27,7 +27,7 @@ APP = str(Path(__file__).resolve().parents[1] / "app.py")
 def test_concurrent_callers_share_one_computation():
     calls, gate = [], threading.Event()
 
-    @_warmup.shared(max_entries=4)
+    @memo.memo(max_entries=4)
     def slow(x: int, _note: str = "") -> int:
         calls.append(x)
         gate.wait(5)
@@ -49,7 +49,7 @@ def test_concurrent_callers_share_one_computation():
 def test_the_memo_keeps_the_newest_entries_and_keeps_failures():
     calls = []
 
-    @_warmup.shared(max_entries=2)
+    @memo.memo(max_entries=2)
     def square(x: int) -> int:
         calls.append(x)
         if x < 0:
@@ -69,22 +69,22 @@ def test_a_started_value_arrives_on_its_own_thread_and_torch_threads_are_restore
     seen = {}
     threads_before = torch.get_num_threads()
 
-    @_warmup.shared(max_entries=2)
+    @memo.memo(max_entries=2, threads=memo.VIEW_THREADS)
     def work(x: int) -> int:
         seen["threads"] = torch.get_num_threads()
         seen["thread"] = threading.current_thread().name
         return x + 1
 
     assert work.start(1).result(timeout=10) == 2
-    assert seen == {"threads": _warmup.VIEW_THREADS, "thread": "shared-work"}
+    assert seen == {"threads": memo.VIEW_THREADS, "thread": "memo-work"}
     assert work(2) == 3 and seen["thread"] == threading.current_thread().name
     assert torch.get_num_threads() == threads_before
 
 
 # -- the warm-up -----------------------------------------------------------------------------
 def test_the_warm_up_waits_for_quiet_and_outlives_a_failing_job(monkeypatch):
-    monkeypatch.setattr(_warmup, "QUIET_S", 0.2)
-    monkeypatch.setattr(_warmup, "IMPORTS", ())
+    monkeypatch.setattr(warmup, "QUIET_S", 0.2)
+    monkeypatch.setattr(warmup, "IMPORTS", ())
     steps, script_ended = [], []
 
     def job(name: str, fail: bool = False):
@@ -99,11 +99,11 @@ def test_the_warm_up_waits_for_quiet_and_outlives_a_failing_job(monkeypatch):
         time.sleep(0.3)
         script_ended.append(time.monotonic())
 
-    script = threading.Thread(target=page_script, name=_warmup.SCRIPT_THREAD)
+    script = threading.Thread(target=page_script, name=streamlit_internals.SCRIPT_THREAD)
     script.start()  # a page script runs: no step before it ends and the quiet after it
     timer = QuietTimer()
     try:
-        _warmup._run(lambda: [job("a", fail=True), job("b")], timer)
+        warmup._run(lambda: [job("a", fail=True), job("b")], timer)
     finally:
         timer.close()
     script.join()
@@ -113,7 +113,7 @@ def test_the_warm_up_waits_for_quiet_and_outlives_a_failing_job(monkeypatch):
 
 def test_the_warm_up_prepares_exactly_what_the_page_reads(monkeypatch):
     """After the warm-up's steps for a checkpoint, opening it on Inspect computes nothing."""
-    for _ in _ui._opening_view("listops-ski"):
+    for _ in checkpoint_views._opening_view("listops-ski"):
         pass
     computed = []
     for name in ("atlas_view", "channel_matrix", "extrapolation", "length_sweep"):
@@ -133,7 +133,8 @@ def test_the_warm_up_prepares_exactly_what_the_page_reads(monkeypatch):
 
 def test_a_page_opened_during_the_warm_up_shows_the_same_views():
     """The warm-up thread and a session compute the same checkpoint at once: one result."""
-    warming = threading.Thread(target=lambda: [None for _ in _ui._opening_view("digits-fd")])
+    warming = threading.Thread(
+        target=lambda: [None for _ in checkpoint_views._opening_view("digits-fd")])
     warming.start()
     at = AppTest.from_file(APP, default_timeout=180)
     at.run()
@@ -141,7 +142,8 @@ def test_a_page_opened_during_the_warm_up_shows_the_same_views():
     at.switch_page("pages/inspect_checkpoint.py").run()
     warming.join(120)
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert _ui.length_sweep("digits-fd", 120) is not None  # the header's evaluation, done
+    # the header's evaluation, done
+    assert checkpoint_views.length_sweep("digits-fd", 120) is not None
     at.run()
     first = [(m.label, m.value) for m in at.metric], [c.proto.spec for c in at.get("plotly_chart")]
     at.run()
@@ -183,7 +185,7 @@ def test_atlas_sliders_update_the_atlas_and_a_new_length_the_channel_view():
 
 def test_the_length_sweep_is_drawn_once_its_thread_is_done():
     at = open_inspect("charlm-tno-nodecay")
-    _ui.start_length_sweep("charlm-tno-nodecay").result(timeout=120)
+    checkpoint_views.start_length_sweep("charlm-tno-nodecay").result(timeout=120)
     at.run()
     assert any("at 1×, 2× and 4× its training length n = 128" in m.value for m in at.markdown)
     assert not any("the results appear here in a moment" in c.value for c in at.caption)

@@ -294,16 +294,18 @@ def test_save_and_inspect_opens_the_saved_model(tmp_path, monkeypatch):
     model, info = checkpoint.load(checkpoint.SHIPPED_DIR / "listops-tno.safetensors")
     checkpoint.save(tmp_path / "mine.safetensors", model, info.task, info.history,
                     info.model_config)
-    from pages import _ui  # the app imports it once per process: point it at tmp_path
+    # the app imports these once per process: point them at tmp_path
+    from pages._ui import checkpoint_views, checkpoints
 
-    monkeypatch.setattr(_ui, "USER_CHECKPOINTS", tmp_path)
+    monkeypatch.setattr(checkpoints, "USER_CHECKPOINTS", tmp_path)
     at = AppTest.from_file(APP, default_timeout=180)
     at.run()
     at.session_state["_handoff"] = ("pages/inspect_checkpoint.py", {"checkpoint": "user/mine"})
     at.switch_page("pages/inspect_checkpoint.py").run()
     assert not at.exception, at.exception
     assert at.selectbox(key="checkpoint").value == "user/mine"
-    assert _ui.length_sweep("user/mine", 120) is not None  # the header's evaluation, done
+    # the header's evaluation, done
+    assert checkpoint_views.length_sweep("user/mine", 120) is not None
     at.run()
     metrics = dict((m.label, m.value) for m in at.metric)
     assert metrics["Task"] == "listops"

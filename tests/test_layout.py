@@ -143,21 +143,74 @@ def test_the_functional_core_imports_torch_and_the_standard_library_only():
         assert third_party <= {"torch", "tnn_core"}, (path.name, third_party)
 
 
-@pytest.mark.parametrize("page", sorted((ROOT / "pages").glob("*.py")), ids=lambda p: p.name)
-def test_a_page_imports_no_other_page(page):
-    """A page imports the helper _ui and the figure library (pages/figures and its
-    modules) only; _ui may use the warm-up (its shared memo)."""
-    pages = {m for m in _imports(page) if m.startswith("pages.")}
-    if page.name == "_ui.py":
-        assert pages <= {"pages._warmup"}, pages
-    else:
-        assert {m for m in pages if not m.startswith("pages.figures")} <= {"pages._ui"}, pages
+# The screen: pages -> lab -> core. Each page script imports its own lab unit, the screen
+# helpers (pages/_ui) and the figure library (pages/figures); the helpers and the figures
+# import lab units, never the core beneath them nor a page.
+PAGE_UNITS = {"home": "lesson", "lessons": "lesson", "basics": "basics",
+              "decomposition": "decomposition", "compare": "compare", "frequency": "frequency",
+              "speed": "speed", "train": "train", "inspect_checkpoint": "inspect",
+              "compress": "compress"}
+SCREEN_HELPERS = sorted([*(ROOT / "pages" / "_ui").glob("*.py"),
+                         *(ROOT / "pages" / "figures").glob("*.py"), ROOT / "app.py"])
 
 
-@pytest.mark.parametrize("module", sorted((ROOT / "pages" / "figures").glob("*.py")),
-                         ids=lambda p: p.name)
-def test_a_figure_module_imports_no_page(module):
-    """The figure library (pages/figures) serves the pages and the lessons' steps: it uses
-    _ui and itself, never a page."""
+def _tnn_core_imports(path: Path) -> set[str]:
+    return {m for m in _imports(path) if m.split(".")[0] == "tnn_core" and m != "tnn_core"}
+
+
+def test_every_page_has_its_lab_unit():
+    assert sorted(p.stem for p in (ROOT / "pages").glob("*.py")) == sorted(PAGE_UNITS)
+
+
+@pytest.mark.parametrize("script", sorted((ROOT / "pages").glob("*.py")), ids=lambda p: p.name)
+def test_a_page_imports_its_own_lab_unit_and_the_screen_helpers_only(script):
+    unit = f"tnn_core.lab.{PAGE_UNITS[script.stem]}"
+    core = {m for m in _tnn_core_imports(script) if m != "tnn_core.lab"}
+    assert all(m == unit or m.startswith(unit + ".") for m in core), core
+    pages = {m for m in _imports(script) if m.startswith("pages.")}
+    assert all(m.startswith(("pages._ui", "pages.figures")) for m in pages), pages
+
+
+@pytest.mark.parametrize("module", SCREEN_HELPERS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_screen_helpers_reach_the_core_through_the_lab_only(module):
+    """pages/_ui, the figure library and app.py: lab units only; no page script."""
+    core = _tnn_core_imports(module)
+    assert all(m.startswith("tnn_core.lab") for m in core), core
     pages = {m for m in _imports(module) if m.startswith("pages.")}
-    assert {m for m in pages if not m.startswith("pages.figures")} <= {"pages._ui"}, pages
+    assert all(m.startswith(("pages._ui", "pages.figures")) for m in pages), pages
+
+
+MAX_FILE_LINES = 400
+SOURCES = sorted([ROOT / "app.py", *(ROOT / "pages").rglob("*.py"), *PACKAGE.rglob("*.py"),
+                  *(ROOT / "tests").glob("*.py")])
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_file_holds_at_most_400_lines(path):
+    """One concept per file: a file past MAX_FILE_LINES holds more than one."""
+    lines = path.read_text().count("\n")
+    assert lines <= MAX_FILE_LINES, f"{path.relative_to(ROOT)} has {lines} lines"
+
+
+MAX_FUNCTION_LINES = 60
+
+
+def _long_functions(path: Path) -> list[str]:
+    """Functions of ``path`` over MAX_FUNCTION_LINES lines without a comment right above
+    them (above their decorators) that says why."""
+    lines = path.read_text().splitlines()
+    found = []
+    for node in ast.walk(ast.parse("\n".join(lines))):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        length = node.end_lineno - node.lineno + 1
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        said = first >= 2 and lines[first - 2].strip().startswith("#")
+        if length > MAX_FUNCTION_LINES and not said:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({length} lines)")
+    return found
+
+
+def test_a_function_holds_at_most_60_lines_unless_a_comment_says_why():
+    long = [f for path in SOURCES if "tests" not in path.parts for f in _long_functions(path)]
+    assert not long, "\n".join(long)

@@ -76,8 +76,7 @@ def _bound_keys(path: Path) -> set[str]:
                 keys |= {k.value for d in ast.walk(node.args[0]) if isinstance(d, ast.Dict)
                          for k in d.keys if isinstance(k, ast.Constant)}
             kw = {k.arg: k.value for k in node.keywords}
-            bind = kw.get("bind")
-            if isinstance(bind, ast.Constant) and bind.value == "query-params":
+            if name == "control":  # controls.control(widget, ..., key=...): bound to the URL
                 key = kw.get("key")
                 if isinstance(key, ast.Constant):
                     keys.add(key.value)
@@ -91,17 +90,19 @@ def _bound_keys(path: Path) -> set[str]:
 # url_path -> the page's script, as app.py lists them
 PAGE_FILES = {url: ROOT / path for path, url in re.findall(
     r'st\.Page\("([^"]+)"[^)]*?url_path="([^"]+)"', (ROOT / "app.py").read_text(), re.S)}
-SHARED = {"checkpoint_select": {"checkpoint"}, "follow_cell": {"cell_i", "cell_j"}}  # in _ui
+SHARED = {"checkpoints.checkpoint_select": {"checkpoint"},  # controls drawn by pages/_ui
+          "cell_picker.follow_cell": {"cell_i", "cell_j"}}
 NOT_CONTROLS = {"train": {"run"}}  # in the address but no control: the running run's id
 
 
 def test_view_controls_are_the_pages_bound_widgets():
     """A lesson may set exactly the controls a page binds to its URL: its own, and those of
-    the shared controls of _ui it draws."""
-    assert _bound_keys(ROOT / "pages" / "_ui.py") == set().union(*SHARED.values())
+    the controls of pages/_ui it draws."""
+    helpers = set().union(*map(_bound_keys, (ROOT / "pages" / "_ui").glob("*.py")))
+    assert helpers == set().union(*SHARED.values())
     for page, keys in lesson_lab.VIEW_PAGES.items():
         source = PAGE_FILES[page].read_text()
-        shared = set().union(*(k for f, k in SHARED.items() if f"_ui.{f}(" in source))
+        shared = set().union(*(k for f, k in SHARED.items() if f"{f}(" in source))
         own = set().union(*(_bound_keys(path) for path in _figure_modules(source)))
         bound = _bound_keys(PAGE_FILES[page]) - NOT_CONTROLS.get(page, set())
         assert set(keys) == bound | own | shared, page
@@ -339,7 +340,7 @@ def test_every_view_opens_exactly_as_written(view):
     checkpoint select box, for one, takes its shown label, not its key)."""
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
-    at.switch_page(f"pages/{view.path}.py")
+    at.switch_page(str(PAGE_FILES[view.path].relative_to(ROOT)))
     for key, value in view.params:
         at.query_params[key] = value
     at.run()

@@ -267,10 +267,10 @@ def test_runs_of_different_metrics_share_only_the_loss_axis():
 
 
 def test_a_checkpoint_that_fails_to_load_is_an_error_sentence(tmp_path, monkeypatch):
-    from pages import _ui
+    from pages._ui import checkpoints
 
     (tmp_path / "broken.safetensors").write_bytes(b"this is not a checkpoint")
-    monkeypatch.setattr(_ui, "USER_CHECKPOINTS", tmp_path)
+    monkeypatch.setattr(checkpoints, "USER_CHECKPOINTS", tmp_path)
     at = compared(DECAY, "user/broken")
     assert len(at.error) == 1 and at.error[0].value.startswith("That file cannot be used")
     assert not at.get("plotly_chart") and not at.dataframe

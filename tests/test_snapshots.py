@@ -14,7 +14,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from pages import _ui
+from pages._ui import checkpoints
 from tnn_core.lab.train import snapshot_view
 from tnn_core.models import ModelConfig
 from tnn_core.operators import OperatorConfig
@@ -234,7 +234,7 @@ def test_hostile_snapshots_are_refused_naming_the_field(saved, case):
 # -- the pages -------------------------------------------------------------------------------
 @pytest.fixture
 def app(monkeypatch, tmp_path):
-    monkeypatch.setattr(_ui, "USER_CHECKPOINTS", tmp_path)
+    monkeypatch.setattr(checkpoints, "USER_CHECKPOINTS", tmp_path)
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
     yield at

@@ -13,7 +13,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from pages import _ui
+from pages._ui import checkpoints
 from tnn_core.lab import train as lab
 from tnn_core.lab.common import background
 from tnn_core.lab.common.background import BackgroundJob
@@ -155,7 +155,7 @@ def test_a_new_owner_replaces_the_old_one():
 # -- the page --------------------------------------------------------------------------------
 @pytest.fixture
 def user_dir(monkeypatch, tmp_path) -> Path:
-    monkeypatch.setattr(_ui, "USER_CHECKPOINTS", tmp_path)
+    monkeypatch.setattr(checkpoints, "USER_CHECKPOINTS", tmp_path)
     return tmp_path
 
 

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pages import _ui
+from pages._ui import checkpoints
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
 
 @pytest.fixture
 def train_page(monkeypatch, tmp_path):
-    monkeypatch.setattr(_ui, "USER_CHECKPOINTS", tmp_path)
+    monkeypatch.setattr(checkpoints, "USER_CHECKPOINTS", tmp_path)
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
     at.switch_page("pages/train.py").run()

@@ -1,7 +1,7 @@
 """A link value a page cannot use is said, not silently replaced (issue 21).
 
 Streamlit 1.67 drops a value it cannot take for a widget bound to the URL, and raises on an
-infinite one for a whole-number input. ``_ui.from_link`` says which value, and why, in one
+infinite one for a whole-number input. ``controls.control`` says which value, and why, in one
 notice at the top of the page. The first tests drive one control of each kind in a small
 app through the hostile values; the others open every page from a link.
 """
@@ -26,20 +26,18 @@ LONG = "7" * 100_000  # a 100 KB value
 # One control of each kind, bound to the URL through the page helper.
 CONTROLS = """
 import streamlit as st
-from pages import _ui
+from pages._ui import controls
 
-_ui.link_notice("controls")
-url = {"bind": "query-params"}
-_ui.from_link(st.slider, "n", 1, 4096, 512, key="n", **url)
-_ui.from_link(st.slider, "decay", 0.5, 1.0, 0.99, step=0.005, key="decay", **url)
-_ui.from_link(st.number_input, "seed", 0, 2**31 - 1, 0, key="seed", **url)
-_ui.from_link(st.number_input, "scale", 0.0, 10.0, 1.0, key="scale", **url)
-_ui.from_link(st.selectbox, "source", ["spike", "tno"], format_func=str.upper, key="source",
-              **url)
-_ui.from_link(st.radio, "method", ["sample", "fit"], key="method", **url)
-_ui.from_link(st.toggle, "causal", key="causal", **url)
-_ui.from_link(st.checkbox, "smooth", value=True, key="smooth", **url)
-_ui.from_link(st.text_input, "text", "1 2 1", max_chars=10, key="text", **url)
+controls.link_notice("controls")
+controls.control(st.slider, "n", 1, 4096, 512, key="n")
+controls.control(st.slider, "decay", 0.5, 1.0, 0.99, step=0.005, key="decay")
+controls.control(st.number_input, "seed", 0, 2**31 - 1, 0, key="seed")
+controls.control(st.number_input, "scale", 0.0, 10.0, 1.0, key="scale")
+controls.control(st.selectbox, "source", ["spike", "tno"], format_func=str.upper, key="source")
+controls.control(st.radio, "method", ["sample", "fit"], key="method")
+controls.control(st.toggle, "causal", key="causal")
+controls.control(st.checkbox, "smooth", value=True, key="smooth")
+controls.control(st.text_input, "text", "1 2 1", max_chars=10, key="text")
 """
 KINDS = {"n": "slider", "decay": "slider", "seed": "number_input", "scale": "number_input",
          "source": "selectbox", "method": "radio", "causal": "toggle", "smooth": "checkbox",

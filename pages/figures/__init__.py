@@ -19,7 +19,7 @@ The contract that tests and benchmarks rely on (keep it stable):
   server's values for the current setting.
 
 Every control of a figure lives in the URL under its name, like the pages' widgets: a
-link value the figure cannot use is named in the page's link notice (``_ui``). A lesson
+link value the figure cannot use is named in the page's link notice (``_ui.controls``). A lesson
 mounts a figure with ``link=False``: its settings come from the step (``defaults``), its
 state stays under the step's own key, and the URL (the lesson's) is neither read nor
 written.
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages import _ui
+from pages._ui import controls, link_values
 
 __all__ = ["Control", "show", "values", "value", "keep_in_link", "is_number", "url_text",
            "script"]
@@ -97,14 +97,14 @@ def value(key: str, name: str, widget: str, spec: dict, default, valid, parse,
     raw = st.query_params.get_all(name) if link else []
     if not raw:
         return default
-    problem = _ui.link_value_problem(widget, spec, raw)
+    problem = link_values.link_value_problem(widget, spec, raw)
     if problem is None:
         return parse(raw[-1])
     if widget == "text_input" and raw[-1]:  # a text box keeps what fits
         cut = raw[-1][:spec["max_chars"]]
-        _ui.note_link_value(name, problem[0], cut, cut)
+        controls.note_link_value(name, problem[0], cut, cut)
         return cut
-    _ui.note_link_value(name, problem[0], default, url_text(default))
+    controls.note_link_value(name, problem[0], default, url_text(default))
     return default
 
 
@@ -134,7 +134,7 @@ def keep_in_link(settled: dict) -> None:
     that moved away from what a link asked for ends the link's notice."""
     for name, current in settled.items():
         st.query_params[name] = url_text(current)
-        _ui.note_link_value(name, None, current, url_text(current))
+        controls.note_link_value(name, None, current, url_text(current))
 
 
 def show(name: str, data: dict, controls: tuple[Control, ...], key: str,

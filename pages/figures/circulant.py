@@ -8,9 +8,10 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from pages import _ui
+from pages._ui import charts
+from pages._ui.memo import memo
 from tnn_core.lab import basics as lab
-from tnn_core.lab.cells_image import cells_image
+from tnn_core.lab.common.cells_image import cells_image
 
 __all__ = ["show"]
 
@@ -18,7 +19,7 @@ EMBED_PIXELS = 256  # C's side in image pixels; the strips are as tall
 STRIP = 0.16  # a strip's width on screen, as a fraction of C's
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@memo(max_entries=16)
 def embedding(coeffs: np.ndarray):
     return lab.circulant_embedding(coeffs)
 
@@ -40,7 +41,7 @@ def outlined(image: np.ndarray, rows: int) -> np.ndarray:
 def show(coeffs: np.ndarray, limit: float) -> None:
     """The four steps as pictures: coefficients, padded column c, circulant C, its block T."""
     e = embedding(coeffs)
-    colours = _ui.colour_table("RdBu_r")  # as the figure: blue negative
+    colours = charts.colour_table("RdBu_r")  # as the figure: blue negative
     side = EMBED_PIXELS
     strip = round(side * STRIP)
     C = cells_image(padded(e.circulant, e.circulant_padding), limit, colours, side, side)

@@ -10,11 +10,11 @@ from dataclasses import replace
 import numpy as np
 import streamlit as st
 
-from pages import _ui, figures
+from pages import figures
+from pages._ui import frame, kernels
+from pages._ui.memo import memo
 from pages.figures.decomposition import synthetic_parts
-from tnn_core.analysis.presets import SYNTHETIC
 from tnn_core.lab import compare as lab
-from tnn_core.lab.decomposition import fit_to_length
 
 __all__ = ["DEFAULT_DECAY", "side_controls", "mount_side", "show_difference"]
 
@@ -36,7 +36,7 @@ def side_controls(side: str, has_decay: bool) -> tuple[figures.Control, ...]:
     return controls if has_decay else controls[:2]
 
 
-@st.cache_data(max_entries=32, show_spinner="Decomposing…")
+@memo(max_entries=32, spinner="Decomposing…")
 def side_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, method: str,
               decay: float) -> lab.SideView:
     return lab.compare_side(coeffs, band, rank, causal, method, decay)
@@ -54,16 +54,16 @@ def mount_side(side: str, source: str, n: int, causal: bool, method: str, key: s
                      for c in side_controls(side, source != "fd"))
     values = figures.values(controls, key, link)
     decay = values.get(f"{side}_decay")  # None: this kernel has no λ
-    fitted = fit_to_length(n, values[f"{side}_band"], values[f"{side}_rank"])
+    fitted = lab.fit_to_length(n, values[f"{side}_band"], values[f"{side}_rank"])
     try:
-        coeffs = _ui.preset_kernel(source, n, DEFAULT_DECAY if decay is None else decay,
-                                   causal, _ui.seed(), 0)
+        coeffs = kernels.preset_kernel(source, n, DEFAULT_DECAY if decay is None else decay,
+                                       causal, frame.seed(), 0)
         view = side_view(coeffs, fitted.band, fitted.rank, causal, method,
                          DEFAULT_DECAY if decay is None else decay)
     except ValueError as err:
-        _ui.show_error(err)
+        frame.show_error(err)
         return None
-    parts = synthetic_parts(source, n, causal) if source in SYNTHETIC else None
+    parts = synthetic_parts(source, n, causal) if source in lab.SYNTHETIC else None
     figures.show("decomposition", {**lab.side_figure_data(side, view, causal, decay, parts),
                                    "locked": list(locked), "factors": not compact,
                                    "compact": compact}, controls, key=key, link=link)

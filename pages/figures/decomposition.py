@@ -10,10 +10,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import streamlit as st
 
-from pages import _ui, figures
-from tnn_core.analysis.presets import SYNTHETIC
+from pages import figures
+from pages._ui import checkpoints, frame, kernels
+from pages._ui.memo import memo
 from tnn_core.lab import decomposition as lab
-from tnn_core.lab import decomposition_figures as figure_data
 
 __all__ = ["RANK", "BAND", "DECAY", "STATE", "KernelSource", "Mounted", "mount", "show_curve"]
 
@@ -41,13 +41,13 @@ class KernelSource:
     name: str
     channel: int = 0
     text: str = ""  # custom coefficients t_{-(n-1)} .. t_{n-1}
-    checkpoint: str = ""  # checkpoint key (see _ui.checkpoint_choices)
+    checkpoint: str = ""  # checkpoint key (see checkpoints.checkpoint_choices)
     layer: int = 0
 
     @property
     def browser_decay(self) -> bool:
         """Whether the figure moves λ itself: t_k = base_k λ^|k| + extra_k is known."""
-        return self.name in SYNTHETIC
+        return self.name in lab.SYNTHETIC
 
     @property
     def has_decay(self) -> bool:
@@ -56,26 +56,26 @@ class KernelSource:
     def kernel(self, n: int, decay: float, causal: bool) -> tuple:
         """(coeffs [2n-1], a one-line description without n). Custom coefficients fix n."""
         if self.name == "custom":
-            return _ui.custom_kernel(self.text, causal), "your coefficients"
+            return kernels.parse_coefficients(self.text, causal), "your coefficients"
         if self.name == "checkpoint":
-            coeffs = _ui.checkpoint_kernel(self.checkpoint, n, self.layer, self.channel)
-            operator = _ui.load_checkpoint(self.checkpoint)[0].config.operator
+            coeffs = checkpoints.checkpoint_kernel(self.checkpoint, n, self.layer, self.channel)
+            operator = checkpoints.load_checkpoint(self.checkpoint)[0].config.operator
             applied = ("; this bidirectional SKI layer applies band + W A Wᵀ, which is not "
                        "Toeplitz, so T is its nearest Toeplitz matrix, the means of the applied "
                        "matrix's diagonals" if operator.kind == "ski" and not operator.causal
                        else "")
             return coeffs, (f"checkpoint {self.checkpoint}, layer {self.layer}, channel "
                             f"{self.channel} (λ does not apply: the kernel is learned{applied})")
-        coeffs = _ui.preset_kernel(self.name, n, decay, causal, _ui.seed(), self.channel)
-        label = _ui.SOURCE_LABELS[self.name]
+        coeffs = kernels.preset_kernel(self.name, n, decay, causal, frame.seed(), self.channel)
+        label = kernels.SOURCE_LABELS[self.name]
         if self.name in ("tno", "ski", "fd"):
             label += f", channel {self.channel}"
         return coeffs, label + (f": {TARGET}" if self.name == "ski" else "")
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@memo(max_entries=64)
 def synthetic_parts(name: str, n: int, causal: bool) -> tuple[np.ndarray, np.ndarray]:
-    return figure_data.synthetic_parts(name, n, causal)
+    return lab.synthetic_parts(name, n, causal)
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ def mount(source: KernelSource, n: int, causal: bool, method: str, key: str,
     try:
         coeffs, label = source.kernel(n, DECAY.default if decay is None else decay, causal)
     except ValueError as err:
-        _ui.show_error(err)
+        frame.show_error(err)
         return None
     length = (len(coeffs) + 1) // 2
     if length < 2:
@@ -119,9 +119,9 @@ def mount(source: KernelSource, n: int, causal: bool, method: str, key: str,
         return None
     fitted = lab.fit_to_length(length, values["band"], values["rank"])
     try:
-        view = _ui.decomposition_view(coeffs, fitted.band, fitted.rank, causal, method)
+        view = kernels.decomposition_view(coeffs, fitted.band, fitted.rank, causal, method)
     except ValueError as err:
-        _ui.show_error(err)
+        frame.show_error(err)
         return None
     figures.show("decomposition", {
         **figure_payload(source, coeffs, length, causal, method, view, fitted.band, decay),
@@ -135,37 +135,37 @@ def figure_payload(source: KernelSource, coeffs: np.ndarray, length: int, causal
     """The band + W A Wᵀ figure's data (its contract: pages/figures/decomposition.js)."""
     if source.browser_decay:
         base, extra = synthetic_parts(source.name, length, causal)
-        kernel = {"id": figure_data.kernel_id(base, extra), "base": figure_data.packed(base),
-                  "extra": figure_data.packed(extra)}
+        kernel = {"id": lab.kernel_id(base, extra), "base": lab.packed(base),
+                  "extra": lab.packed(extra)}
     else:
-        kernel = {"id": figure_data.kernel_id(coeffs), "coeffs": figure_data.packed(coeffs)}
+        kernel = {"id": lab.kernel_id(coeffs), "coeffs": lab.packed(coeffs)}
     kernel |= {"n": length, "causal": causal,
                "label": "T (SKI's target)" if source.name == "ski" else "T"}
-    drawn = figure_data.drawn(length, band, view.rank, decay, method)
+    drawn = lab.drawn(length, band, view.rank, decay, method)
     numbers = dict(zip(("spectral", "optimalSpectral", "optimalFrobenius", "gap"),
-                       figure_data.json_floats([view.relative_spectral,
+                       lab.json_floats([view.relative_spectral,
                                                 view.relative_optimal_spectral,
                                                 view.relative_optimal_frobenius, view.gap]),
                        strict=True))
     return {"kernel": kernel, "decay": decay,
             "method": method, "numbers": {"drawn": drawn} | numbers,
-            "fitted": {"drawn": drawn, "coeffs": figure_data.packed(view.inducing_values)}
+            "fitted": {"drawn": drawn, "coeffs": lab.packed(view.inducing_values)}
             if method == "fit" else None}
 
 
 def curve_payload(curve, length: int, band: int, rank: int) -> dict:
     """The error-against-r figure's data (its contract: pages/figures/error_curve.js)."""
-    return {"id": figure_data.kernel_id(curve.sample, curve.fit, curve.optimal),
+    return {"id": lab.kernel_id(curve.sample, curve.fit, curve.optimal),
             "n": length, "band": band, "rank": rank, "ranks": curve.ranks.tolist(),
-            "sample": figure_data.json_floats(curve.sample),
-            "fit": figure_data.json_floats(curve.fit),
-            "optimal": figure_data.json_floats(curve.optimal),
+            "sample": lab.json_floats(curve.sample),
+            "fit": lab.json_floats(curve.fit),
+            "optimal": lab.json_floats(curve.optimal),
             "floor": lab.CURVE_FLOOR, "exact": curve.exact.tolist()}
 
 
 def show_curve(drawn: Mounted, causal: bool, key: str, height: int = 300) -> None:
     """The error against r of the drawn kernel and band, the current r marked; its plot
     ``height`` CSS pixels tall."""
-    curve = _ui.rank_curve(drawn.coeffs, drawn.band, causal)
+    curve = kernels.rank_curve(drawn.coeffs, drawn.band, causal)
     figures.show("error_curve", {**curve_payload(curve, drawn.length, drawn.band, drawn.rank),
                                  "height": height}, (), key=key, link=False)

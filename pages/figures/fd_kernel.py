@@ -11,14 +11,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 import streamlit as st
 
-from pages import _ui, figures
-from tnn_core.analysis.fd_response import THEOREMS
-from tnn_core.core.toeplitz import fft_size
+from pages import figures
+from pages._ui import controls, frame
+from pages._ui.memo import memo
 from tnn_core.lab import frequency as lab
 
 __all__ = ["ACTIVATIONS", "WIDTH", "STATE", "Setting", "mount", "settled_view", "show_decay"]
 
-ACTIVATIONS = tuple(THEOREMS)  # gelu, silu, relu: the first is the default
+ACTIVATIONS = tuple(lab.THEOREMS)  # gelu, silu, relu: the first is the default
 WIDTH = figures.Control("width", "MLP width", lab.WIDTHS[0], lab.WIDTHS[-1], 1, 32,
                         "Hidden units per layer of the RPE MLP (OperatorConfig.rpe_dim), "
                         f"one of {', '.join(map(str, lab.WIDTHS))}: the weights of each are "
@@ -26,7 +26,7 @@ WIDTH = figures.Control("width", "MLP width", lab.WIDTHS[0], lab.WIDTHS[-1], 1, 
 STATE = ("activation", "width", "smooth", "causal")  # the figure's own controls, lockable
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@memo(max_entries=16)
 def mlp_weights(depth: int, seed: int) -> dict[str, str]:
     """Every offered width's RPE weights as the kernel figure reads them: base64 float32
     (each weight is a float32, so nothing is lost)."""
@@ -40,7 +40,7 @@ def mlp_weights(depth: int, seed: int) -> dict[str, str]:
     return packed
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@memo(max_entries=64)
 def settled_view(activation: str, width: int, depth: int, n: int, seed: int, fd_input: str,
                  causal: bool) -> lab.FrequencyView:
     return lab.frequency_view(activation, width, depth, n, seed, fd_input, causal)
@@ -94,11 +94,11 @@ def mount(n: int, depth: int, key: str, link: bool = True, settings: Mapping | N
                            lambda text: text.lower() == "true", link)
     if link:
         refuse_unoffered_width()
-    seed = _ui.seed()
+    seed = frame.seed()
     weights = mlp_weights(depth, seed)
     width_control = replace(WIDTH, default=settings.get("width", WIDTH.default))
     values = figures.show("fd_kernel", {
-        "n": n, "N": fft_size(n), "depth": depth, "widths": list(lab.WIDTHS),
+        "n": n, "N": lab.fft_size(n), "depth": depth, "widths": list(lab.WIDTHS),
         "weights": weights, "activations": list(ACTIVATIONS), "activation": activation,
         "smooth": smooth, "causal": causal, "locked": list(locked),
         "drawn": [["n", n], ["depth", depth], ["seed", seed]]}, (width_control,), key=key,
@@ -119,9 +119,9 @@ def refuse_unoffered_width() -> None:
     except ValueError:
         return  # figures.show names what is wrong with it
     if width is not None and WIDTH.low <= width <= WIDTH.high and width not in lab.WIDTHS:
-        _ui.note_link_value(WIDTH.name, f"= {raw[-1]} is not one of the widths offered "
-                            f"({', '.join(map(str, lab.WIDTHS))})", WIDTH.default,
-                            str(WIDTH.default))
+        controls.note_link_value(WIDTH.name, f"= {raw[-1]} is not one of the widths offered "
+                                 f"({', '.join(map(str, lab.WIDTHS))})", WIDTH.default,
+                                 str(WIDTH.default))
         del st.query_params[WIDTH.name]
 
 

@@ -1,6 +1,6 @@
 """Inspect's "Compare with another run": a second checkpoint's training curves drawn over this
 one's on the same axes, both runs on the evaluation set side by side, and where their
-configurations differ (``tnn_core.lab.run_comparison``). Inspect calls ``show(key)``."""
+configurations differ (``tnn_core.lab.inspect.run_comparison``). Inspect calls ``show(key)``."""
 
 from __future__ import annotations
 
@@ -13,9 +13,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages import _ui
-from tnn_core.lab import run_comparison as lab
-from tnn_core.training.checkpoint import CheckpointError, CheckpointInfo
+from pages._ui import checkpoint_views, checkpoints, frame, numbers
+from tnn_core.lab import inspect as lab
 
 __all__ = ["show"]
 
@@ -32,7 +31,7 @@ class Run:
     """One run as the comparison draws it."""
 
     name: str  # as the legend and the table name it
-    info: CheckpointInfo
+    info: lab.CheckpointInfo
     curves: lab.RunCurves
     final: lab.FinalMetric
     chance: float  # the metric of a uniform guess; NaN when its task cannot be rebuilt here
@@ -43,7 +42,7 @@ def show(key: str) -> None:
     """The comparison of checkpoint ``key`` (Inspect's) with one the person picks, folded
     in an expander."""
     with st.expander("Compare with another run", icon=":material/compare_arrows:"):
-        others = {k: label for k, label in _ui.checkpoint_choices().items() if k != key}
+        others = {k: label for k, label in checkpoints.checkpoint_choices().items() if k != key}
         if not others:
             st.caption("There is no other checkpoint to compare with yet: train one on the "
                        "Train page, or upload one above.")
@@ -61,8 +60,8 @@ def show(key: str) -> None:
             return
         try:
             runs = (_run(key), _run(other))
-        except (CheckpointError, ValueError) as err:
-            _ui.show_error(err)
+        except (lab.CheckpointError, ValueError) as err:
+            frame.show_error(err)
             return
         _draw_curves(runs)
         _draw_final_metrics(runs, (key, other))
@@ -70,14 +69,14 @@ def show(key: str) -> None:
 
 
 def _name(key: str) -> str:
-    label = _ui.checkpoint_choices().get(key, key)
+    label = checkpoints.checkpoint_choices().get(key, key)
     return label.split(" · ")[0]  # a shipped one's label goes on to say what it shows
 
 
 def _run(key: str) -> Run:
-    info = _ui.opened(key).info
+    info = checkpoints.opened(key).info
     try:
-        task = _ui.checkpoint_task(key)
+        task = checkpoints.checkpoint_task(key)
     except ValueError:  # the curves are in the file; only chance needs the task
         task = None
     return Run(_name(key), info, lab.curves(info), lab.final_metric(info),
@@ -187,7 +186,7 @@ def _draw_final_metrics(runs: tuple[Run, Run], keys: tuple[str, str]) -> None:
     they share a task; each run's last training evaluation under it."""
     st.markdown("**On the evaluation set**")
     try:
-        scores = tuple(_ui.evaluation(key) for key in keys)
+        scores = tuple(checkpoint_views.evaluation(key) for key in keys)
     except ValueError as err:
         scores = None
         st.caption(f"Not scored on the evaluation set: {err}")
@@ -195,9 +194,9 @@ def _draw_final_metrics(runs: tuple[Run, Run], keys: tuple[str, str]) -> None:
         final = run.final
         if scores is not None:
             name = scores[i].metric_name
-            column.metric(run.name, _ui.metric_text(scores[i].metric, name),
+            column.metric(run.name, numbers.format_metric(scores[i].metric, name),
                           help="The task's evaluation set, the one every page scores.")
-            column.caption(f"95 % interval {_ui.interval_text(scores[i].ci95, name)} · "
+            column.caption(f"95 % interval {numbers.format_interval(scores[i].ci95, name)} · "
                            f"{scores[i].sequences:,} sequences")
         where = "" if final.step is None else f" at step {final.step:,}"
         column.caption(f"Its last evaluation during training{where}: {final_text(final)}.")

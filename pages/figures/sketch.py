@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import streamlit as st
 
 from pages import figures
-from tnn_core.lab.lesson_sketch import Curve
+from tnn_core.lab.lesson import Curve
 
 __all__ = ["guess", "show"]
 

@@ -22,20 +22,22 @@ import numpy as np
 import streamlit as st
 
 from pages._ui import charts, checkpoint_views, checkpoints, frame, kernels, numbers
+from pages._ui.memo import memo
 from pages.figures import circulant, compare, decomposition, fd_kernel, toeplitz
-from tnn_core.analysis.fd_response import fd_response
-from tnn_core.lab import compress as compress_lab
-from tnn_core.lab import lesson_answers, lesson_sketch
-from tnn_core.lab.compare import SIDES
-from tnn_core.lab.inspect import (
+from tnn_core.lab import lesson as lesson_lab
+from tnn_core.lab.lesson import (
     ATLAS_CHANNELS,
     ATLAS_RANK,
     DECAY_PAIR,
+    SIDES,
+    View,
     atlas_view,
+    fd_response,
     opening_atlas,
     summary,
 )
-from tnn_core.lab.lesson import View
+from tnn_core.lab.lesson import answers as lesson_answers
+from tnn_core.lab.lesson import sketch as lesson_sketch
 
 __all__ = ["show", "sketch_curve", "computed_answer"]
 
@@ -221,14 +223,14 @@ def _ablation(checkpoint: str) -> None:
                    f"for its 95 % interval). {ablation.sentence()}")
 
 
-@st.cache_data(max_entries=8, show_spinner="Converting every layer…")
+@memo(max_entries=8, spinner="Converting every layer…")
 def _quick_conversion(digest: str, band: int, rank: int, method: str, _model,
-                      _task) -> compress_lab.QuickConversion:
-    return compress_lab.quick_conversion(_model, _task, band, rank, method)
+                      _task) -> lesson_lab.QuickConversion:
+    return lesson_lab.quick_conversion(_model, _task, band, rank, method)
 
 
 def _conversion_result(checkpoint: str, band: int, rank: int,
-                       method: str) -> compress_lab.QuickConversion:
+                       method: str) -> lesson_lab.QuickConversion:
     found = checkpoints.opened(checkpoint)
     return _quick_conversion(found.digest, band, rank, method, _model=found.model,
                              _task=checkpoints.checkpoint_task(checkpoint))
@@ -286,7 +288,7 @@ def _compare(settings: Mapping, locked: tuple[str, ...], key: str) -> None:
                                compact=True)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@memo(max_entries=16)
 def sketch_curve(view: View, name: str, seed: int) -> lesson_sketch.Curve:
     """The curve a sketch question of a step with ``view`` is compared with (``name``, of
     ``lesson_sketch.SKETCHES``), at the view's settings."""
@@ -311,7 +313,7 @@ def sketch_curve(view: View, name: str, seed: int) -> lesson_sketch.Curve:
     raise ValueError(f"the sketch {name!r} needs a view of another page than {view.path!r}")
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@memo(max_entries=16)
 def computed_answer(view: View, name: str, choices: tuple[str, ...], seed: int) -> str:
     """Which of ``choices`` is right for a computed question (``name``, of
     ``lesson_answers.COMPUTED``) of a step with ``view``, at the view's settings."""

@@ -8,10 +8,11 @@ from dataclasses import dataclass, replace
 
 import streamlit as st
 
-from pages import _ui, figures
-from tnn_core.analysis.presets import MAX_TYPED_CHARS, MAX_TYPED_LENGTH, OPERATOR_CHANNELS
+from pages import figures
+from pages._ui import cell_picker, checkpoints, frame
+from pages._ui.memo import memo
 from tnn_core.lab import basics as lab
-from tnn_core.lab.inspect import summary
+from tnn_core.lab.common.checkpoint_summary import summary
 
 __all__ = ["LABELS", "CONTROLS", "STATE", "Mounted", "mount", "mount_learned"]
 
@@ -32,16 +33,16 @@ CONTROLS = (
                     "TNN's decay bias: lag k is scaled by λ^|k|. λ = 1 means no decay. For SKI, "
                     "λ sets the inverse time warp sign(t)λ^|t|. FD-TNN has no decay bias, and "
                     "typed coefficients have their own."),
-    figures.Control("channel", "Channel", 0, OPERATOR_CHANNELS - 1, 1, 0,
+    figures.Control("channel", "Channel", 0, lab.OPERATOR_CHANNELS - 1, 1, 0,
                     "Which of the operator's channels to show; each channel has its own "
                     "Toeplitz matrix."),
 )
 TYPED_HELP = ("An odd number 2n − 1 of numbers, comma or space separated: the middle one is "
-              f"t_0. At most {2 * MAX_TYPED_LENGTH - 1} numbers (n ≤ {MAX_TYPED_LENGTH}).")
+              f"t_0. At most {2 * lab.MAX_TYPED_LENGTH - 1} numbers (n ≤ {lab.MAX_TYPED_LENGTH}).")
 STATE = ("n", "decay", "channel", "causal", "cell_i", "cell_j", "coefficients")  # lockable
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@memo(max_entries=64)
 def figure_kernel(name: str, n: int, decay: float, causal: bool, seed: int, channel: int,
                   text: str) -> lab.FigureKernel:
     return lab.figure_kernel(name, n, decay, causal, seed, channel, text)
@@ -71,11 +72,11 @@ def mount(preset: str, key: str, link: bool = True, settings: Mapping | None = N
                            lambda text: text.lower() == "true", link)
     text = ""
     if preset == lab.TYPED:
-        text = figures.value(key, "coefficients", "text_input", {"max_chars": MAX_TYPED_CHARS},
+        text = figures.value(key, "coefficients", "text_input", {"max_chars": lab.MAX_TYPED_CHARS},
                              "0.25, 0.5, 1, 0.5, 0.25", lambda v: isinstance(v, str), str, link)
     problem = None
     try:
-        kernel = figure_kernel(preset, n, decay, causal, _ui.seed(), channel, text)
+        kernel = figure_kernel(preset, n, decay, causal, frame.seed(), channel, text)
     except ValueError as err:
         kernel, problem = None, err
     n_drawn = n if kernel is None else (len(kernel.coeffs) + 1) // 2
@@ -83,7 +84,7 @@ def mount(preset: str, key: str, link: bool = True, settings: Mapping | None = N
                           {"min_value": 0, "max_value": n_drawn - 1,
                            "value": min(default, n_drawn - 1)},
                           min(default, n_drawn - 1), lambda v: False, int, link)
-            for name, default in zip(("cell_i", "cell_j"), _ui.CELL, strict=True)]
+            for name, default in zip(("cell_i", "cell_j"), cell_picker.CELL, strict=True)]
     state = st.session_state.get(key)
     if isinstance(state, Mapping) and isinstance(state.get("cell"), list) \
             and len(state["cell"]) == 2 and all(figures.is_number(v) for v in state["cell"]):
@@ -102,18 +103,18 @@ def mount(preset: str, key: str, link: bool = True, settings: Mapping | None = N
 
 
 def mount_learned(checkpoint: str, layer: int, channel: int, key: str) -> None:
-    """One learned channel of a checkpoint (a key of ``_ui.checkpoint_choices``) at its
+    """One learned channel of a checkpoint (a key of ``checkpoints.checkpoint_choices``) at its
     training length, every control fixed: the matrix the trained layer applies and its
     kernel (a lesson step's "a trained kernel")."""
-    model, info = _ui.load_checkpoint(checkpoint)
+    model, info = checkpoints.load_checkpoint(checkpoint)
     n = summary(info).train_n
-    coeffs = _ui.checkpoint_kernel(checkpoint, n, layer, channel)  # (2n-1,)
+    coeffs = checkpoints.checkpoint_kernel(checkpoint, n, layer, channel)  # (2n-1,)
     causal = bool(model.config.operator.causal)
     kernel = {"coefficients": lab.packed(coeffs), "n": None, "decay": None, "causal": None,
               "channel": None}
     figures.show("toeplitz", {
         "name": f"{checkpoint}:{layer}:{channel}", "kernel": kernel, "causal": causal,
-        "cell": [min(v, n - 1) for v in _ui.CELL], "cells": lab.FIGURE_CELLS,
+        "cell": [min(v, n - 1) for v in cell_picker.CELL], "cells": lab.FIGURE_CELLS,
         "inactive": ["n", "decay", "channel"], "locked": list(STATE), "coefficients": None,
         "typed_help": TYPED_HELP}, tuple(replace(c, default=n if c.name == "n" else c.default)
                                          for c in CONTROLS), key=key, link=False)

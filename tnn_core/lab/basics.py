@@ -103,7 +103,7 @@ def circulant_embedding(coeffs: np.ndarray, max_cells: int = CIRCULANT_CELLS
     coeffs = np.asarray(coeffs, dtype=np.float64)
     n = (len(coeffs) + 1) // 2
     N = fft_size(n)
-    c = circulant_column(torch.from_numpy(coeffs), N).numpy()  # (N,)
+    c = circulant_column(torch.tensor(coeffs), N).numpy()  # (N,)
     step = max(1, -(-N // max_cells))
     pad = np.arange(n, N - n + 1)  # (N - 2n + 1,) the zero slots
     slots = np.union1d(np.arange(0, N, step), pad)  # (S,)
@@ -146,13 +146,13 @@ class FftCheck:
 def fft_difference(coeffs: np.ndarray, seed: int, device: str) -> float:
     """max |FFT product − dense product| on the input ``fft_check`` times (float64): the
     exactness half of the check, cheap enough for every rerun."""
-    return timing.fft_dense_difference(torch.from_numpy(np.asarray(coeffs)), seed=seed,
+    return timing.fft_dense_difference(torch.tensor(coeffs), seed=seed,
                                        device=device)
 
 
 def fft_check(coeffs: np.ndarray, seed: int, device: str) -> FftCheck:
     """Time both products now, on this machine (a measurement: do not cache it)."""
-    r = timing.fft_vs_dense(torch.from_numpy(np.asarray(coeffs)), seed=seed, device=device)
+    r = timing.fft_vs_dense(torch.tensor(coeffs), seed=seed, device=device)
     n, batch = r["n"], r["batch"]
     fft_iqr, dense_iqr = (r["fft_p25_ms"], r["fft_p75_ms"]), (r["dense_p25_ms"],
                                                                r["dense_p75_ms"])

@@ -56,9 +56,10 @@ from tnn_core.lab.common.decomposition_figures import (
     synthetic_parts,
 )
 from tnn_core.lab.common.linked_cell import low_rank_entry
+from tnn_core.lab.common.live import live_speed
 from tnn_core.lab.common.rank_curve import CURVE_FLOOR, RankCurve, rank_curve
 
-__all__ = ["ROUNDOFF_FLOOR", "CURVE_FLOOR", "ratio_text", "speed_text", "Settings",
+__all__ = ["live_speed", "ROUNDOFF_FLOOR", "CURVE_FLOOR", "ratio_text", "speed_text", "Settings",
            "fit_to_length", "SmoothSpectrum", "smooth_spectrum", "Theorem1Panel",
            "theorem1_panel", "DecompositionView", "decomposition_view", "RankCurve",
            "rank_curve",

@@ -25,7 +25,7 @@ import numpy as np
 from scipy import stats
 
 __all__ = ["LEVEL", "RESAMPLES", "Scores", "Difference", "difference", "clopper_pearson",
-           "median_ci", "format_metric"]
+           "median_ci", "format_metric", "format_interval"]
 
 LEVEL = 0.95  # every interval the lab reports
 RESAMPLES = 2000  # bootstrap resamples R
@@ -105,10 +105,8 @@ class Scores:
 
     def text(self, digits: int = 3) -> str:
         """"1.985 bpc (95 % interval 1.95–2.02, 1,105 sequences)"; accuracy in %."""
-        low, high = self.ci95
         return (f"{format_metric(self.metric, self.metric_name, digits)} (95 % interval "
-                f"{format_metric(low, self.metric_name, digits, unit=False)}–"
-                f"{format_metric(high, self.metric_name, digits)}, {self.sequences:,} "
+                f"{format_interval(self.ci95, self.metric_name, digits)}, {self.sequences:,} "
                 f"sequences)")
 
     def to_dict(self) -> dict:
@@ -122,10 +120,21 @@ def _metric(name: str, loss, correct, targets):
 
 
 def format_metric(value: float, name: str, digits: int = 3, unit: bool = True) -> str:
-    """bpc as 1.985 (digits after the point), accuracy as 60.9 % (one digit fewer)."""
+    """bpc as 1.985 (digits after the point), accuracy as 60.9 % (one digit fewer); a value
+    not measured (NaN) as a dash."""
+    if not math.isfinite(value):
+        return "—"
     if name == "accuracy":
         return f"{100 * value:.{max(digits - 2, 0)}f}" + (" %" if unit else "")
     return f"{value:.{digits}f}" + (" bpc" if unit else "")
+
+
+def format_interval(interval: tuple[float, float], name: str, digits: int = 3) -> str:
+    """A 95 % interval in the metric's unit: "2.375–2.430 bpc", "55.1–59.4 %"."""
+    low, high = interval
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "—"
+    return f"{format_metric(low, name, digits, unit=False)}–{format_metric(high, name, digits)}"
 
 
 def clopper_pearson(successes: int, trials: int, level: float = LEVEL) -> tuple[float, float]:

@@ -1,6 +1,7 @@
 """The number every page reports for a trained model: its score on its task's evaluation
 set at the training length (Inspect's header, the source of a Compress conversion), and
-how a metric is written (``format_metric``: accuracy in %, bpc as it is).
+how a metric and its interval are written (``format_metric``, ``format_interval``: accuracy
+in %, bpc as it is).
 """
 
 from __future__ import annotations
@@ -8,10 +9,10 @@ from __future__ import annotations
 from torch import nn
 
 from tnn_core.training import evaluate
-from tnn_core.training.scores import Scores, format_metric
+from tnn_core.training.scores import Scores, format_interval, format_metric
 from tnn_core.training.tasks import Task
 
-__all__ = ["evaluation", "format_metric"]
+__all__ = ["evaluation", "format_interval", "format_metric"]
 
 
 def evaluation(model: nn.Module, task: Task) -> Scores:

@@ -79,7 +79,7 @@ def fft_against_dense(choices: Sequence[str], coeffs: np.ndarray, seed: int) -> 
     seeded random inputs: exactly equal, round-off (≤ ROUNDOFF of the output's largest
     entry), or an approximation."""
     n = (len(coeffs) + 1) // 2
-    t = torch.as_tensor(np.asarray(coeffs, dtype=np.float64))
+    t = torch.tensor(coeffs, dtype=torch.float64)
     x = torch.randn(4, n, 1, generator=torch.Generator().manual_seed(seed),
                     dtype=torch.float64)  # (B, n, 1)
     exact = dense_toeplitz(t.numpy()) @ x[..., 0].numpy().T  # (n, B)

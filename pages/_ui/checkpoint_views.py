@@ -1,0 +1,147 @@
+"""Inspect's views of one checkpoint, computed once for the whole server (``memo``), keyed
+by the checkpoint's digest. Compress and the lessons draw some of them too. ``warm_up`` is
+the start-up work (``warmup``) that computes the opening view of every shipped checkpoint."""
+
+from __future__ import annotations
+
+from pages._ui.checkpoints import (
+    USER_CHECKPOINTS,
+    checkpoint_task,
+    load_task,
+    open_file,
+    opened,
+)
+from pages._ui.memo import VIEW_THREADS, memo
+from tnn_core.lab import inspect as lab
+from tnn_core.lab.common.checkpoints import checkpoint_path
+
+
+@memo(max_entries=32, spinner="Measuring every channel…", threads=VIEW_THREADS)
+def _atlas(digest: str, n: int, band: int, rank: int, channels: int, _model) -> lab.AtlasView:
+    return lab.atlas_view(_model, n, band, rank, channels)
+
+
+@memo(max_entries=32, spinner="Reading the matrix the model applies…", threads=VIEW_THREADS)
+def _channel_matrix(digest: str, n: int, layer: int, channel: int,
+                    _model) -> lab.ChannelMatrix:
+    return lab.channel_matrix(_model, n, layer, channel)
+
+
+@memo(max_entries=32, threads=VIEW_THREADS,
+      spinner="Evaluating the kernel at 1×, 2× and 4× the length…")
+def _extrapolation(digest: str, train_n: int, layer: int, channel: int,
+                   _model) -> lab.Extrapolation:
+    return lab.extrapolation(_model, train_n, layer, channel)
+
+
+@memo(max_entries=16, threads=VIEW_THREADS)
+def _length_sweep(digest: str, _model, _task) -> lab.LengthSweep:
+    return lab.length_sweep(_model, _task)
+
+
+@memo(max_entries=32, spinner="Scoring the evaluation set…")
+def _evaluation(digest: str, _model, _task):
+    return lab.evaluation(_model, _task)
+
+
+@memo(max_entries=8)
+def _model_report(digest: str, _model, _info, _task):
+    return lab.model_report(_model, _info, _task)
+
+
+@memo(max_entries=16, spinner="Restricting every layer to its band…")
+def _band_ablation(digest: str, band: int, _model, _task) -> lab.BandAblation:
+    return lab.band_ablation(_model, _task, band)
+
+
+@memo(max_entries=2, spinner="Scoring both models on the same windows…")
+def _decay_pair(keys: tuple[str, str], digests: tuple[str, str], _models,
+                _task) -> lab.DecayPair:
+    return lab.decay_pair(_models, keys, _task)
+
+
+def atlas(key: str, n: int, band: int, rank: int, channels: int) -> lab.AtlasView:
+    found = opened(key)
+    return _atlas(found.digest, n, band, rank, channels, _model=found.model)
+
+
+def channel_matrix(key: str, n: int, layer: int, channel: int) -> lab.ChannelMatrix:
+    found = opened(key)
+    return _channel_matrix(found.digest, n, layer, channel, _model=found.model)
+
+
+def extrapolation(key: str, train_n: int, layer: int, channel: int) -> lab.Extrapolation:
+    found = opened(key)
+    return _extrapolation(found.digest, train_n, layer, channel, _model=found.model)
+
+
+def start_length_sweep(key: str):
+    """Start the length sweep on a thread of its own (unless it runs or ran): its future.
+    ValueError when the checkpoint's task cannot be rebuilt here."""
+    found = opened(key)
+    return _length_sweep.start(found.digest, _model=found.model, _task=checkpoint_task(key))
+
+
+def length_sweep(key: str, wait_s: float) -> lab.LengthSweep | None:
+    """The length sweep (``start_length_sweep``), or None if it still runs after ``wait_s``
+    seconds; ValueError when the task cannot be rebuilt or evaluated here."""
+    try:
+        return start_length_sweep(key).result(timeout=wait_s)
+    except TimeoutError:
+        return None
+
+
+def evaluation(key: str):
+    """The checkpoint's Scores on its task's evaluation set; ValueError when its task cannot
+    be rebuilt here."""
+    found = opened(key)
+    return _evaluation(found.digest, _model=found.model, _task=checkpoint_task(key))
+
+
+def model_report(key: str):
+    """The model card and per-layer report of a checkpoint; ValueError when it cannot be
+    reported."""
+    found = opened(key)
+    return _model_report(found.digest, _model=found.model, _info=found.info,
+                         _task=checkpoint_task(key))
+
+
+def band_ablation(key: str, band: int) -> lab.BandAblation:
+    found = opened(key)
+    return _band_ablation(found.digest, band, _model=found.model, _task=checkpoint_task(key))
+
+
+def decay_pair(keys: tuple[str, str]) -> lab.DecayPair:
+    """TNN's Table 10 for two checkpoints of one task (the first one's)."""
+    found = [opened(key) for key in keys]
+    return _decay_pair(keys, tuple(f.digest for f in found),
+                       _models=tuple(f.model for f in found), _task=checkpoint_task(keys[0]))
+
+
+def warm_up() -> list:
+    """Inspect's opening view of every shipped checkpoint, for ``warmup.start``: one job
+    per checkpoint in the list's order, one step per view. No Streamlit calls."""
+    return [_opening_view(name) for name, _ in lab.SHIPPED_ORDER]
+
+
+def _opening_view(name: str):
+    path = checkpoint_path(name, USER_CHECKPOINTS)
+    if not path.is_file():
+        return
+    found = open_file(str(path), path.stat().st_mtime_ns)
+    yield "model"
+    train_n = lab.summary(found.info).train_n
+    n, band = lab.opening_atlas(found.model.config, train_n)
+    _atlas(found.digest, n, band, lab.ATLAS_RANK, lab.ATLAS_CHANNELS, _model=found.model)
+    yield "atlas"
+    _channel_matrix(found.digest, n, 0, 0, _model=found.model)
+    yield "channel matrix"
+    _extrapolation(found.digest, train_n, 0, 0, _model=found.model)
+    yield "extrapolation"
+    try:
+        task = load_task(found.task_key, _record=found.info.task)
+    except ValueError:  # the page says why; nothing more to prepare
+        return
+    yield "task"
+    _length_sweep(found.digest, _model=found.model, _task=task)
+    yield "length sweep"
