@@ -250,6 +250,13 @@ def open_inspect(params: dict[str, str] | None = None) -> AppTest:
     return at
 
 
+def test_the_training_curve_keeps_its_axis_to_chance_and_the_final_value():
+    at = open_inspect()  # digits-tno: an accuracy, drawn in %
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    curve = next(s for s in specs if s["layout"]["title"]["text"].startswith("Validation"))
+    assert curve["layout"]["yaxis"]["range"] == [0.0, 100.0]
+
+
 def shown(at: AppTest) -> dict:
     charts = {json.loads(c.proto.spec)["layout"]["title"]["text"]: json.loads(c.proto.spec)
               for c in at.get("plotly_chart")}

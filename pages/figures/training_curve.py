@@ -20,7 +20,7 @@ def show(about: inspect_lab.Summary) -> None:
         return
     scale = 100.0 if about.metric_name == "accuracy" else 1.0
     unit = "%" if about.metric_name == "accuracy" else about.metric_name
-    low, high = about.metric_axis()
+    axis_low, axis_high = about.metric_axis()
     low, high = scale * about.eval_intervals.T  # (E,) each, NaN where none was recorded
     values = scale * about.eval_metric
     fig = go.Figure(go.Scatter(x=about.eval_steps, y=values, mode="lines+markers",
@@ -36,7 +36,7 @@ def show(about: inspect_lab.Summary) -> None:
                             "better)", height=300, xaxis_title="step",
                       yaxis_title=f"{about.metric_name} ({unit})",
                       margin=dict(l=10, r=10, t=40, b=10))
-    fig.update_yaxes(range=[scale * low, scale * high])
+    fig.update_yaxes(range=[scale * axis_low, scale * axis_high])
     st.plotly_chart(fig, key="chart-history")
     hidden = about.off_axis()
     if hidden:
