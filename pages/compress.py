@@ -80,7 +80,7 @@ EVALUATION_SET = (f"the task's evaluation set, {task.describe_evaluation()}: the
 st.caption(f"{task.name}: {operator.kind}, {'causal' if operator.causal else 'bidirectional'}, "
            f"{config.layers} layers × {config.dim} channels, trained at n0 = {n0}. The "
            f"{unit.name} is measured on {EVALUATION_SET}; the source scores "
-           f"{unit.interval_text(source_scores)}.")
+           f"{source_scores.text()}.")
 
 convert_job: lab.BackgroundJob | None = st.session_state.get("compress_job")
 search_job: lab.BackgroundJob | None = st.session_state.get("compress_search")
@@ -184,7 +184,7 @@ delta_display = s1.number_input(
     round(unit.scale * noise, 1 if unit.name == "accuracy" else 3),
     step=0.5 if unit.name == "accuracy" else 0.01, key=f"search_delta_{key}",
     help=f"How much worse than the source a plan may be: percentage points of accuracy, or "
-         f"bits per character. It starts at {unit.amount(noise)}: the half-width of the "
+         f"bits per character. It starts at {lab.amount(noise, unit.name)}: the half-width of the "
          f"source's 95 % interval on {source_scores.sequences:,} sequences (the metric's own "
          "noise) or the lab's quality tolerance, whichever is larger. A smaller δ asks for a "
          "precision the evaluation set does not have.")

@@ -33,8 +33,9 @@ from tnn_core.lab.compress.search import Candidate, SearchView, search_view
 from tnn_core.lab.compress.units import Unit
 from tnn_core.operators.config import MAX_SIZE
 from tnn_core.training.checkpoint import CheckpointError
+from tnn_core.training.verdicts import amount
 
-__all__ = ["JOB_THREADS", "Unit", "convertible", "make_plan", "added_parameters",
+__all__ = ["JOB_THREADS", "Unit", "amount", "convertible", "make_plan", "added_parameters",
            "default_delta", "conversion_job",
            "QuickConversion", "quick_conversion", "search_points", "search_job",
            "progress_text", "SpeedRow", "speed_row", "change_sentence", "ResultView",

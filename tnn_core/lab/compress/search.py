@@ -13,6 +13,7 @@ from tnn_core.lab.compress.results import SpeedRow, speed_row
 from tnn_core.lab.compress.units import Unit
 from tnn_core.training.scores import Scores
 from tnn_core.training.tasks import Task
+from tnn_core.training.verdicts import amount
 
 __all__ = ["Candidate", "SearchView", "search_view"]
 
@@ -66,7 +67,7 @@ class SearchView:
 
     @property
     def verdict(self) -> str:
-        delta = f"δ = {self.unit.amount(self.delta)}"
+        delta = f"δ = {amount(self.delta, self.unit.name)}"
         scored = len(self.candidates)
         measured = (f"Stopped after scoring {scored} of {self.planned} candidate plans "
                     f"(the most promising first); what follows is about those {scored} only. "

@@ -4,10 +4,9 @@ percentage points), bits per character as they are.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from tnn_core.training.scores import Scores
+from tnn_core.training.scores import format_metric
 
 __all__ = ["Unit"]
 
@@ -33,16 +32,8 @@ class Unit:
         return "points" if self.name == "accuracy" else "bits per character"
 
     def show(self, value: float | None) -> str:
-        if value is None or not math.isfinite(value):
-            return "—"
-        return f"{self.scale * value:.1f} %" if self.name == "accuracy" else \
-            f"{value:.3f} {self.name}"
-
-    def interval_text(self, scores: Scores) -> str:
-        """"60.9 % (95 % interval 58.8–63.0 %, 2,048 sequences)"."""
-        low, high = scores.ci95
-        return (f"{self.show(scores.metric)} (95 % interval {self.show(low)}–"
-                f"{self.show(high)}, {scores.sequences:,} sequences)")
+        """The metric as every page writes it (``format_metric``); none as a dash."""
+        return "—" if value is None else format_metric(value, self.name)
 
     def drop_text(self, drop: float) -> str:
         """A drop (positive: worse than the source) with its unit and direction."""
@@ -61,18 +52,6 @@ class Unit:
         """value - reference in display units, signed (for st.metric's delta)."""
         digits = 1 if self.name == "accuracy" else 3
         return f"{self.scale * (value - reference):+.{digits}f} {self.drop_unit} vs the source"
-
-    @property
-    def delta_color(self) -> str:
-        """st.metric's colouring: green when the change is an improvement."""
-        return "normal" if self.higher_is_better else "inverse"
-
-    def amount(self, drop: float) -> str:
-        """A drop (as the planner counts it) in display units: "1 point", "0.05 bpc"."""
-        value = self.scale * drop
-        if self.name == "accuracy":
-            return f"{value:g} point{'' if value == 1 else 's'}"
-        return f"{value:g} {self.name}"
 
     def drop_from_display(self, value: float) -> float:
         """A δ typed in display units (points, bpc) as the planner counts it."""
