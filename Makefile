@@ -23,7 +23,7 @@ $(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(PYTHON)
 # The pages' imports (torch, plotly, tnn_core) are paid when the server starts, not by its
 # first visitor (a cold Decomposition opens in about 3 s instead of 4.5: docs/benchmarks.md).
 run: $(VENV)/.app-installed
-	$(PYTHON) -c "import pages._ui, pages.figures; from streamlit.web.cli import main; main()" \
+	$(PYTHON) -c "import pages._ui.checkpoint_views, pages._ui.charts, pages._ui.cell_picker, pages.figures; from streamlit.web.cli import main; main()" \
 		run app.py --server.port $(PORT) --server.fileWatcherType none
 
 test: $(VENV)/.dev-installed

@@ -37,7 +37,11 @@ from tnn_core.analysis.errors import (
 )
 from tnn_core.analysis.gram import band_lags
 from tnn_core.analysis.norms import single_threaded_blas
-from tnn_core.analysis.persymmetric import kernel_rfft, toeplitz_singular_values
+from tnn_core.analysis.persymmetric import (
+    kernel_rfft,
+    leading_singular_count,
+    toeplitz_singular_values,
+)
 from tnn_core.analysis.presets import (
     MAX_TYPED_CHARS,
     MAX_TYPED_LENGTH,
@@ -137,13 +141,13 @@ class DecompositionView:
 
 def smooth_spectrum(coeffs: np.ndarray, band: int, rank: int, causal: bool) -> SmoothSpectrum:
     """Singular values of T_s = Toeplitz(k̃) for kernel coeffs [2n-1] at band m: all of
-    them up to n = DENSE_MAX_N, else the top max(min(2r+2, 256), r+1) (σ_{r+1} and what
-    follows it, for the chart)."""
+    them up to n = DENSE_MAX_N, else the leading ``leading_singular_count(n, r)`` (σ_{r+1}
+    and what follows it, for the chart)."""
     t = np.asarray(coeffs, dtype=np.float64)
     n = (len(t) + 1) // 2
     check_decomposition(n, band, rank, causal)
     continued = smooth_continuation(t, band_lags(n, int(band), causal))  # (2n-1,) k̃
-    k = min(n, max(min(2 * rank + 2, 256), rank + 1))
+    k = leading_singular_count(n, rank)
     with single_threaded_blas():
         sigma, _ = toeplitz_singular_values(continued, k, dense_max_n=DENSE_MAX_N)
     keep = sigma >= ROUNDOFF_FLOOR * sigma[0] if sigma[0] > 0 else np.zeros(len(sigma), bool)

@@ -25,6 +25,7 @@ from tnn_core.analysis.profiles import DecayFit, decay_fit
 from tnn_core.checks import check_choice, check_int
 from tnn_core.core.toeplitz import fft_size
 from tnn_core.lab.common.decay_curve import FIT_FLOOR, DecayCurve, decay_curve, decay_magnitude
+from tnn_core.operators import seeded_weights
 from tnn_core.operators.config import FD_INPUTS, OperatorConfig
 from tnn_core.operators.fd import FD
 
@@ -72,8 +73,7 @@ class RpeWeights:
 
 def _operator(width: int, depth: int, seed: int, causal: bool) -> FD:
     config = OperatorConfig(kind="fd", causal=causal, rpe_dim=width, rpe_layers=depth)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with seeded_weights(seed):
         return FD(config, dim=1)  # float32, as fd_response draws it before .double()
 
 

@@ -30,7 +30,7 @@ from tnn_core.bench.harness import (
 )
 from tnn_core.lab.common.background import BackgroundJob
 from tnn_core.lab.common.live import ski_pareto
-from tnn_core.operators import OperatorConfig, build_operator
+from tnn_core.operators import OperatorConfig, build_operator, seeded_weights
 
 __all__ = ["DIRECTIONS", "bench_config", "Series", "GridPanel", "GridView", "grid_view",
            "slope_text", "slope_trust", "PARETO_SETTINGS", "ParetoView", "measure_pareto",
@@ -238,11 +238,11 @@ def measure_band_crossover(ns: tuple[int, ...], device: str, repeats: int = 7) -
     dev = torch.device(device)
     records = []
     for n in ns:
-        torch.manual_seed(0)
-        modules = {"tno": build_operator(OperatorConfig(kind="tno"), BAND_DIM).to(dev)}
-        for m in BANDS:
-            modules[m] = build_operator(OperatorConfig(kind="ski", rank=BAND_RANK, band=m),
-                                        BAND_DIM).to(dev)
+        with seeded_weights(0):
+            modules = {"tno": build_operator(OperatorConfig(kind="tno"), BAND_DIM).to(dev)}
+            for m in BANDS:
+                modules[m] = build_operator(OperatorConfig(kind="ski", rank=BAND_RANK, band=m),
+                                            BAND_DIM).to(dev)
         g = torch.Generator().manual_seed(1)
         x = torch.randn(BAND_BATCH, n, BAND_DIM, generator=g).to(dev).requires_grad_(True)
         gy = torch.randn(BAND_BATCH, n, BAND_DIM, generator=g).to(dev)
