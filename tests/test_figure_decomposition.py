@@ -18,7 +18,6 @@ import re
 
 import numpy as np
 import pytest
-import test_browser
 from test_figure_fft import attribute_becomes, chromium, js_page  # noqa: F401 - the fixture
 
 from pages.figures import FOLDER, script
@@ -369,58 +368,3 @@ def test_the_packed_kernel_is_exact(mounted):
 def test_the_figures_are_the_shared_files_then_their_own():
     for name in ("decomposition", "error_curve"):
         assert script(name).endswith((FOLDER / f"{name}.js").read_text(encoding="utf-8"))
-
-
-# -- the app ------------------------------------------------------------------------------
-server = test_browser.server  # its fixture; the page comes from this module's Chromium
-FIGURE = "[data-testid='figure'][data-figure='decomposition']"
-CURVE = "[data-testid='figure'][data-figure='error_curve']"
-
-
-def test_a_link_opens_the_figure_and_keyboard_moves_redraw_it_in_the_browser(chromium,  # noqa: F811
-                                                                            server):
-    page = chromium.new_page(viewport={"width": 1400, "height": 900})
-    try:
-        page.goto(f"{server}/decomposition?n=1024&band=9&rank=33")
-        test_browser.wait_idle(page)
-        figure = page.locator(FIGURE)
-        expected = "n=1024&band=9&rank=33&decay=0.99&method=sample"
-        attribute_becomes(page, FIGURE, "data-drawn", expected)
-        attribute_becomes(page, f"{FIGURE} .server", "data-stale", "false")
-        assert page.locator(CURVE).get_attribute("data-drawn") == "n=1024&band=9&rank=33"
-        assert figure.bounding_box()["y"] < 400  # the figure opens the page
-        pictures = page.locator(f"{FIGURE} .pictures canvas").all()
-        assert len(pictures) == 4 and all(p.bounding_box()["y"] + p.bounding_box()["height"]
-                                          < 900 for p in pictures)  # on the first screen
-        test_browser.assert_clean(page, "decomposition-figure-first-screen")
-        moves = [("rank", "ArrowRight", "n=1024&band=9&rank=34&decay=0.99&method=sample"),
-                 ("band", "ArrowRight", "n=1024&band=10&rank=34&decay=0.99&method=sample"),
-                 ("decay", "ArrowLeft", "n=1024&band=10&rank=34&decay=0.985&method=sample")]
-        for name, key, want in moves:
-            page.locator(f"{FIGURE} input[name='{name}']").focus()
-            page.keyboard.press(key)
-            # drawn by the browser before any server answer could arrive
-            assert figure.get_attribute("data-drawn") == want
-            assert page.locator(f"{FIGURE} .server").get_attribute("data-stale") == "true"
-            attribute_becomes(page, f"{FIGURE} .server", "data-stale", "false")
-            assert figure.get_attribute("data-drawn") == want
-            test_browser.wait_idle(page)
-        assert re.search(r"[?&]rank=34(&|$)", page.url) and re.search(r"[?&]band=10(&|$)",
-                                                                      page.url)
-        assert re.search(r"[?&]decay=0.985(&|$)", page.url), page.url
-        attribute_becomes(page, CURVE, "data-drawn", "n=1024&band=10&rank=34")
-        test_browser.assert_clean(page, "decomposition-figure-after-moves")
-        # fit: sampled A while waiting, the server's least-squares A after
-        page.get_by_text("fit", exact=True).click()
-        attribute_becomes(page, FIGURE, "data-drawn",
-                          "n=1024&band=10&rank=34&decay=0.985&method=fit")
-        attribute_becomes(page, f"{FIGURE} .live", "data-stale", "false")
-        test_browser.wait_idle(page)
-        # the shared link opens exactly this view
-        page.goto(page.url)
-        test_browser.wait_idle(page)
-        attribute_becomes(page, FIGURE, "data-drawn",
-                          "n=1024&band=10&rank=34&decay=0.985&method=fit")
-        test_browser.assert_clean(page, "decomposition-figure-fit-link")
-    finally:
-        page.close()
