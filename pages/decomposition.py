@@ -16,7 +16,7 @@ from pages import figures
 from pages._ui import cell_picker, checkpoints, controls, frame, kernels, numbers, timing
 from pages._ui.memo import memo
 from pages.figures import decomposition as figure
-from pages.figures import decomposition_speed
+from pages.figures import decomposition_notes, decomposition_speed
 from pages.figures.decomposition import KernelSource
 from tnn_core.lab import decomposition as lab
 
@@ -146,7 +146,7 @@ def decomposition(source: KernelSource, n: int, causal: bool, method: str) -> No
     st.caption(f"Source: {drawn.label}; n = {drawn.length}.")
     if view.note:
         st.warning(view.note, icon=":material/info:")
-    for warning in view.warnings:
+    for warning in decomposition_notes.warnings(view, method):
         st.warning(warning, icon=":material/warning:")
     curve_column, words = st.columns([3, 2])
     with curve_column:
@@ -195,7 +195,7 @@ def sections_below(source: KernelSource, drawn: figure.Mounted, causal: bool,
     theorem = st.expander("Theorem 1, term by term", key="theorem1_open", on_change="rerun")
     if theorem.open:
         with theorem:
-            theorem1(theorem1_panel(coeffs, band, rank, causal, method))
+            theorem1(theorem1_panel(coeffs, band, rank, causal, method), method)
     speed = st.expander("Speed at this setting: SKI against the FFT and dense products",
                         key="speed_open", on_change="rerun")
     if speed.open:
@@ -228,7 +228,7 @@ WHAT_TO_NOTICE = (
 
 
 # -- the sections below the figures --------------------------------------------------------------
-def theorem1(panel: lab.Theorem1Panel) -> None:
+def theorem1(panel: lab.Theorem1Panel, method: str) -> None:
     th = panel.terms
     st.latex(r"\|E_{SKI}\|_2 \le \sqrt{nr}\,\frac{h^2}{8}\,L\left(2\sqrt n + "
              r"\frac{\min(\sigma_1(F), \sigma_1(B))}{\sigma_r(A)}\right) + \|E_{nyst}\|_2,"
@@ -250,7 +250,7 @@ def theorem1(panel: lab.Theorem1Panel) -> None:
     t[3].metric("Measured ‖E_SKI‖₂", numbers.fmt(th.ski_error, ".3g"),
                 help="‖W A Wᵀ − T_{r,opt}‖₂, T_{r,opt} the best rank-r approximation of T_s "
                      "(SVD).")
-    st.caption(" ".join(panel.caveats))
+    st.caption(" ".join(decomposition_notes.theorem1_caveats(panel, method)))
 
 def positions_figure(cell) -> go.Figure:
     """The positions 0..n-1 with the inducing points; i and j each joined to their two

@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pytest
 
+from pages.figures.decomposition_notes import theorem1_caveats, warnings
 from tests.references import band_lags_ref, interp_ref, lopsided, toeplitz_ref
 from tnn_core.analysis.errors import _off_band_entry_error
 from tnn_core.analysis.presets import synthetic_kernel
@@ -102,9 +103,11 @@ def test_theorem1_terms_against_numpy(n, band, rank, causal, method):
         assert terms.ski_error <= terms.right_hand_side * (1 + 1e-9)
     else:
         assert terms.right_hand_side == math.inf
-        assert any("singular" in c for c in panel.caveats)
-    assert any("twice continuously differentiable" in c for c in panel.caveats)
-    assert any("sampled" in c for c in panel.caveats) == (method == "fit")
+        assert panel.a_singular
+        assert any("singular" in c for c in theorem1_caveats(panel, method))
+    caveats = theorem1_caveats(panel, method)
+    assert any("twice continuously differentiable" in c for c in caveats)
+    assert any("sampled" in c for c in caveats) == (method == "fit")
 
 
 def test_theorem1_entry_error_in_row_blocks_and_no_dense_sides_above_512():
@@ -123,7 +126,8 @@ def test_theorem1_entry_error_in_row_blocks_and_no_dense_sides_above_512():
     assert panel.terms.entry_error == pytest.approx(
         np.abs(low_rank - toeplitz_ref(t))[off].max(), rel=1e-9)
     assert math.isnan(panel.terms.right_hand_side) and math.isnan(panel.terms.ski_error)
-    assert any("n = 512" in c for c in panel.caveats)
+    assert panel.sides_dense_max_n == 512
+    assert any("n = 512" in c for c in theorem1_caveats(panel, "sample"))
 
 
 def test_kink_caveat_names_the_lag_where_the_band_line_meets_the_kernel():
@@ -131,8 +135,9 @@ def test_kink_caveat_names_the_lag_where_the_band_line_meets_the_kernel():
     t = synthetic_kernel("exponential", n, 0.9).numpy()
     panel = theorem1_panel(t, band, 16, False, "sample")
     assert panel.terms.curvature_lag in (-5, 5)  # the line spans lags -5..5
+    assert panel.kink_lag == panel.terms.curvature_lag
     assert any(f"lag {panel.terms.curvature_lag}," in c and "kink" in c
-               for c in panel.caveats)
+               for c in theorem1_caveats(panel, "sample"))
 
 
 # -- the smooth part's spectrum ------------------------------------------------------------
@@ -190,20 +195,22 @@ def test_aliasing_warning_when_h_exceeds_half_the_period():
     j = int(np.argmax(np.abs(np.fft.rfft(column))))
     assert view.dominant_period == pytest.approx(N / j) == pytest.approx(8.0)
     assert view.relative_frobenius > 1
-    assert any("Aliasing" in w and "r ≥ 129" in w for w in view.warnings)
-    assert any("> 1" in w for w in view.warnings)
+    assert view.aliasing_rank == 129
+    said = warnings(view, "sample")
+    assert any("Aliasing" in w and "r ≥ 129" in w for w in said)
+    assert any("> 1" in w for w in said)
     # r = 100: h = 5.2, below the period but above half of it: still aliasing
-    assert any("Aliasing" in w
-               for w in decomposition_view(t, 9, 100, False, "sample").warnings)
+    assert decomposition_view(t, 9, 100, False, "sample").aliasing_rank == 129
     # r = 129: h = 511/128 < 4, no aliasing
-    assert not any("Aliasing" in w
-                   for w in decomposition_view(t, 9, 129, False, "sample").warnings)
+    unaliased = decomposition_view(t, 9, 129, False, "sample")
+    assert unaliased.aliasing_rank is None
+    assert not any("Aliasing" in w for w in warnings(unaliased, "sample"))
 
 
 def test_no_warning_for_a_kernel_peaked_at_zero_frequency():
     t = synthetic_kernel("spike_smooth", 512, 0.99).numpy()
     view = decomposition_view(t, 9, 8, False, "sample")
-    assert view.dominant_period == math.inf and view.warnings == ()
+    assert view.dominant_period == math.inf and view.aliasing_rank is None
 
 
 # -- sliders clamped to n, ratios ----------------------------------------------------------

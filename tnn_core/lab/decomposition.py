@@ -106,10 +106,12 @@ class SmoothSpectrum:
 
 @dataclass(frozen=True)
 class Theorem1Panel:
-    """Theorem 1's terms (``errors.Theorem1Terms``) and when its hypotheses fail."""
+    """Theorem 1's terms (``errors.Theorem1Terms``) and where its hypotheses fail here."""
 
     terms: Theorem1Terms
-    caveats: tuple[str, ...]  # sentences: which hypothesis fails here, and why
+    kink_lag: int | None  # max|k̃''| sits where the band's straight line meets the kernel
+    a_singular: bool  # σ_r(A) ≈ 0: the bound is infinite
+    sides_dense_max_n: int | None  # n past it: the two sides (dense SVDs) are not computed
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ class DecompositionView:
     gap: float  # ||T - approx||_2 / σ_{r+1}(T - band), >= 1 (nan when the optimum is 0)
     spacing: float  # h = (n-1)/(r-1), the inducing-point spacing
     dominant_period: float  # lags per cycle of the smooth part's largest |k̂̃(ω)| (inf: ω = 0)
-    warnings: tuple[str, ...]  # error above 1, aliasing: sentences that explain them
+    aliasing_rank: int | None  # h > period/2: the smallest r with h < period/2 (may be > n)
     spectral_method: str  # "dense" or "lanczos"
     note: str  # why relative errors are undefined, or ""
     # the kernel against lag
@@ -165,30 +167,6 @@ def _dominant_period(continued: np.ndarray) -> float:
     return N / j if j > 0 else math.inf
 
 
-def _warnings(relative_spectral: float, relative_frobenius: float, spacing: float,
-              period: float, n: int, method: str) -> tuple[str, ...]:
-    """Sentences for an error above 1 and for aliasing (h > period/2)."""
-    out = []
-    aliasing = spacing > period / 2
-    if aliasing:
-        enough = math.floor(2 * (n - 1) / period) + 2  # smallest r with h < period/2
-        out.append(
-            f"Aliasing: the inducing points are h = {spacing:.3g} lags apart, more than half "
-            f"the smooth part's dominant period ({period:.3g} lags). Sampled every h lags, "
-            f"the oscillation looks like a slower one (Nyquist: h < period/2), and W A Wᵀ "
-            f"interpolates that instead. Use r ≥ {enough}"
-            + (" (more than n allows)." if enough > n else "."))
-    worst = max(relative_spectral, relative_frobenius)
-    if np.isfinite(worst) and worst > 1:
-        cause = ("aliasing, above" if aliasing else
-                 "A sampled from the kernel, not fitted: its entry errors add up over the "
-                 "n × n matrix; try fit or a larger r" if method == "sample" else
-                 "too few inducing points for this kernel; try a larger r")
-        out.append(f"The relative error is {worst:.3g} > 1: band + W A Wᵀ is further from T "
-                   f"than the zero matrix is (‖T − 0‖ / ‖T‖ = 1). The cause here: {cause}.")
-    return tuple(out)
-
-
 def theorem1_panel(coeffs: np.ndarray, band: int, rank: int, causal: bool, method: str
                    ) -> Theorem1Panel:
     """Theorem 1's terms for kernel coeffs [2n-1] at (band, rank), with A sampled as the
@@ -199,26 +177,12 @@ def theorem1_panel(coeffs: np.ndarray, band: int, rank: int, causal: bool, metho
     with single_threaded_blas():
         terms = theorem1_terms(continued, dec.band_lags, dec.interp, a)
     lo, hi = int(dec.band_lags[0]), int(dec.band_lags[-1])
-    caveats = ["Theorem 1 assumes k twice continuously differentiable, A non-singular, and a "
-               "band that holds the sparse part exactly. Every preset has a kink or a jump at "
-               "lag 0 (a causal kernel jumps from 0 to t₀); the band takes it, and k̃ bridges "
-               "the band with a straight line."]
     edge = min(abs(terms.curvature_lag - (lo - 1)), abs(terms.curvature_lag - (hi + 1)))
-    if terms.curvature > 0 and edge <= 1:
-        caveats.append(
-            f"max|k̃''| sits at lag {terms.curvature_lag}, where that straight line meets the "
-            f"kernel: k̃ has a kink there, so it is not C² and L is the kink's second "
-            f"difference, not a derivative.")
-    if terms.a_extreme[1] <= SINGULAR_RTOL * terms.a_extreme[0]:
-        caveats.append("A is singular (σ_r(A) ≈ 0): the theorem does not apply, its right-hand "
-                       "side is infinite.")
-    if method == "fit":
-        caveats.append("The theorem is about A sampled from the kernel, A_ij = k̃(p_i − p_j): "
-                       "these terms use that A, not the fitted one.")
-    if dec.n > THEOREM1_DENSE_MAX_N:
-        caveats.append(f"The two sides of the bound need dense n × n SVDs: shown up to "
-                       f"n = {THEOREM1_DENSE_MAX_N}.")
-    return Theorem1Panel(terms=terms, caveats=tuple(caveats))
+    return Theorem1Panel(
+        terms=terms,
+        kink_lag=terms.curvature_lag if terms.curvature > 0 and edge <= 1 else None,
+        a_singular=bool(terms.a_extreme[1] <= SINGULAR_RTOL * terms.a_extreme[0]),
+        sides_dense_max_n=THEOREM1_DENSE_MAX_N if dec.n > THEOREM1_DENSE_MAX_N else None)
 
 
 def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, method: str
@@ -240,8 +204,8 @@ def decomposition_view(coeffs: np.ndarray, band: int, rank: int, causal: bool, m
         relative_optimal_frobenius=errors.relative_optimal_frobenius,
         gap=errors.spectral / errors.optimal_spectral if errors.optimal_spectral > 0 else math.nan,
         spacing=dec.spacing, dominant_period=period,
-        warnings=_warnings(errors.relative_spectral, errors.relative_frobenius, dec.spacing,
-                           period, n, method),
+        aliasing_rank=(math.floor(2 * (n - 1) / period) + 2 if dec.spacing > period / 2
+                       else None),
         spectral_method=errors.spectral_method, note=errors.note,
         lags=np.arange(-(n - 1), n), coeffs=dec.coeffs, band_span=(lo - 0.5, hi + 0.5),
         inducing_lags=np.concatenate([-p[:0:-1], p]),  # lag l: p_l - p_0 = l h
