@@ -289,7 +289,7 @@ else:
                                       "overwritten. The run's autosave is then deleted.")
             if st.form_submit_button("Save and inspect", key="save", icon=":material/save:"):
                 try:
-                    key = checkpoints.save_run(run.result, name)
+                    key = checkpoints.save_as(run.result, name)
                 except ValueError as err:
                     frame.show_error(err)
                 else:

@@ -18,7 +18,7 @@ from tnn_core.lab.inspect import (
     checkpoint_path,
     extrapolation,
     length_sweep,
-    save_run,
+    save_as,
     saved_checkpoints,
     summary,
 )
@@ -216,11 +216,11 @@ def test_saved_runs_join_the_choices_and_load_again(tmp_path):
     result = SimpleNamespace(model=model, task=SimpleNamespace(info=lambda: info.task),
                              history=info.history, model_config=info.model_config)
     with pytest.raises(ValueError, match="name must be"):
-        save_run(result, "../evil", tmp_path)
+        save_as(result, "../evil", tmp_path)
     assert not tmp_path.joinpath("user").exists()
     folder = tmp_path / "user"
     assert "user/mine" not in saved_checkpoints(folder)
-    assert save_run(result, "mine", folder) == "user/mine"
+    assert save_as(result, "mine", folder) == "user/mine"
     choices = saved_checkpoints(folder)
     assert choices["user/mine"] == "mine (saved by you)"
     assert choices["digits-tno"].startswith("digits-tno · spike plus smooth")
@@ -234,8 +234,8 @@ def test_a_saved_name_is_never_overwritten(tmp_path):
     model, info = checkpoint.load(SHIPPED)
     result = SimpleNamespace(model=model, task=SimpleNamespace(info=lambda: info.task),
                              history=info.history, model_config=info.model_config)
-    save_run(result, "shared-name", tmp_path)
+    save_as(result, "shared-name", tmp_path)
     before = (tmp_path / "shared-name.safetensors").read_bytes()
     with pytest.raises(ValueError, match="already taken"):
-        save_run(result, "shared-name", tmp_path)
+        save_as(result, "shared-name", tmp_path)
     assert (tmp_path / "shared-name.safetensors").read_bytes() == before

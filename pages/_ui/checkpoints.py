@@ -12,9 +12,8 @@ import streamlit as st
 from pages._ui import controls
 from pages._ui.memo import VIEW_THREADS, memo
 from tnn_core.lab.common import checkpoints as lab
-from tnn_core.lab.common import uploads
+from tnn_core.lab.common import saving, uploads
 from tnn_core.lab.common.kernel_sources import learned_kernel
-from tnn_core.lab.common.saving import save_run as save_run_under
 
 USER_CHECKPOINTS = Path(os.environ.get("TOEPLITZ_LAB_USER_CHECKPOINTS",
                                        Path(__file__).resolve().parents[2] / "checkpoints"
@@ -110,9 +109,9 @@ def checkpoint_task(key: str):
     return load_task(found.task_key, _record=found.info.task)
 
 
-def save_run(result, name: str) -> str:
+def save_as(result, name: str) -> str:
     """Save a finished run under USER_CHECKPOINTS/NAME.safetensors; returns its key."""
-    return save_run_under(result, name, USER_CHECKPOINTS)
+    return saving.save_as(result, name, USER_CHECKPOINTS)
 
 
 def load_checkpoint(key: str):

@@ -13,7 +13,7 @@ from pages._ui import checkpoint_views, frame, numbers, timing
 from pages.figures.inspected import Inspected
 from tnn_core.lab import inspect as inspect_lab
 
-__all__ = ["show", "tile_grid", "band_ablation"]
+__all__ = ["show", "tile_grid", "show_band_ablation"]
 
 GRID_CELLS = 64  # rows/columns of each small heatmap in the atlas grid
 GRID_COLUMNS, GRID_ROWS = 6, 2  # the grid's tiles: the first 12 channels in the chosen order
@@ -37,7 +37,7 @@ def show(inspected: Inspected) -> None:
         frame.show_error(err)
         return
     columns = _per_layer(inspected, atlas, n, in_band, rank)
-    band_ablation(inspected, band, in_band)
+    show_band_ablation(inspected, band, in_band)
     table = _tiles(atlas)
     _channel_table(table, columns)
     timing.page_activity()
@@ -90,7 +90,7 @@ def _per_layer(inspected: Inspected, atlas: inspect_lab.AtlasView, n: int, in_ba
     return columns
 
 
-def band_ablation(inspected: Inspected, band: int, in_band: str) -> None:
+def show_band_ablation(inspected: Inspected, band: int, in_band: str) -> None:
     """The task metric with every layer, and each layer alone, restricted to the band."""
     about, task = inspected.about, inspected.task
     st.markdown("**Band ablation: does the model need the tails?**")

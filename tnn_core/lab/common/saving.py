@@ -11,7 +11,7 @@ from pathlib import Path
 from tnn_core.lab.common.checkpoints import NAME_PATTERN
 from tnn_core.training import checkpoint
 
-__all__ = ["save_new", "save_run"]
+__all__ = ["save_new", "save_as"]
 
 _SAVING = threading.Lock()  # one save at a time: the name check and the write are one step
 
@@ -34,7 +34,7 @@ def save_new(name: str, user_dir: Path, write: Callable[[Path], object]) -> str:
     return f"user/{name}"
 
 
-def save_run(result, name: str, user_dir: Path) -> str:
+def save_as(result, name: str, user_dir: Path) -> str:
     """Save a finished training run as ``user_dir``/NAME.safetensors (``save_new``)."""
     return save_new(name, user_dir, lambda path: checkpoint.save(
         path, result.model, result.task.info(), result.history, result.model_config))

@@ -53,7 +53,7 @@ from tnn_core.lab.common.decay_pair import (
     extrapolation_sentence,
 )
 from tnn_core.lab.common.evaluation import evaluation
-from tnn_core.lab.common.saving import save_run
+from tnn_core.lab.common.saving import save_as
 from tnn_core.lab.common.snapshot_view import SnapshotView
 from tnn_core.lab.common.uploads import SESSION_BUDGET, SessionUploads, UploadStore, upload_key
 from tnn_core.lab.inspect.channel import ChannelMatrix, applied_chunk, channel_matrix
@@ -84,7 +84,7 @@ from tnn_core.lab.inspect.run_comparison import (
 __all__ = [
     # checkpoints: listing, opening, uploading, saving
     "NAME_PATTERN", "SHIPPED_ORDER", "saved_checkpoints", "checkpoint_path", "Opened",
-    "open_file", "open_bytes", "save_run", "CheckpointError", "CheckpointInfo",
+    "open_file", "open_bytes", "save_as", "CheckpointError", "CheckpointInfo",
     "SESSION_BUDGET", "upload_key", "UploadStore", "SessionUploads",
     # the header, and the score every page reports
     "COMMAND_SHOWN", "Summary", "summary", "evaluation", "convertible", "display_line",
