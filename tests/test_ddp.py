@@ -17,41 +17,58 @@ from tnn_core.training.cli import main as train_main
 from tnn_core.training.cli import weights_digest
 
 ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+# torchrun starts in seconds (its agent and each rank import torch), so every test here is
+# slow; each waits for torchrun only as long as the outcome takes: a finished run exits
+# within a second, and a stopped rank ends the run at --ddp-timeout (no 30 s SIGTERM grace).
+pytestmark = pytest.mark.slow
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+# A tiny run, float64 so that a stop and --resume reproduce it bit for bit.
+ARGS = ["--task", "recall", "--seq-len", "16", "--num-pairs", "2", "--num-queries", "2",
+        "--dim", "8", "--layers", "1", "--steps", "6", "--warmup", "1", "--eval-every", "2",
+        "--eval-batches", "1", "--batch-size", "4", "--device", "cpu", "--dtype", "float64",
+        "--threads", "1", "--no-progress"]
 
 
-def test_two_process_torchrun_ends_with_identical_weights(tmp_path):
-    out = tmp_path / "ddp.safetensors"
-    digests = tmp_path / "digests"
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-               "--nproc_per_node=2", "-m", "tnn_core.training", "--task", "recall",
-               "--seq-len", "16", "--num-pairs", "2", "--num-queries", "2", "--dim", "8",
-               "--layers", "1", "--steps", "3", "--eval-every", "2", "--eval-batches", "1",
-               "--batch-size", "4", "--device", "cpu", "--threads", "1", "--no-progress",
-               "--out", str(out), "--weights-digest", str(digests)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+def torchrun(target: list[str], args: list[str]) -> subprocess.CompletedProcess:
+    """``torchrun --nproc_per_node=2 TARGET ARGS``, which must exit 0."""
     try:
-        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=120)
+        done = subprocess.run(TORCHRUN + target + args, cwd=ROOT, env=ENV, capture_output=True,
+                              text=True, timeout=120)
     except subprocess.TimeoutExpired as err:
         pytest.fail(f"torchrun did not finish in 120 s:\n{err.stdout}\n{err.stderr}")
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    return done
 
+
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory):
+    """One uninterrupted two-rank run of ARGS, shared by the tests that only read it: its
+    folder (ddp.safetensors, digests/rank<R>.sha256) and what torchrun printed."""
+    folder = tmp_path_factory.mktemp("straight")
+    done = torchrun(["-m", "tnn_core.training"], ARGS + [
+        "--out", str(folder / "ddp.safetensors"), "--weights-digest", str(folder / "digests")])
+    return folder, done
+
+
+def test_two_process_torchrun_ends_with_identical_weights(straight, tmp_path):
+    folder, done = straight
+    digests = folder / "digests"
     rank0 = (digests / "rank0.sha256").read_text()
     rank1 = (digests / "rank1.sha256").read_text()
     assert rank0 == rank1, "the two ranks ended with different weights"
-    model, info = load(out)
+    model, info = load(folder / "ddp.safetensors")
     assert weights_digest(model) == rank0  # the checkpoint rank 0 wrote holds those weights
     assert info.history["world_size"] == 2
     assert info.history["command"].startswith("torchrun --nproc_per_node=2 -m tnn_core.training")
-    assert [e["step"] for e in info.history["evals"]] == [0, 2, 3]
+    assert [e["step"] for e in info.history["evals"]] == [0, 2, 4, 6]
     assert done.stdout.count("saved ") == 1  # only rank 0 prints and saves
     json.dumps(info.history)  # plain JSON throughout
 
     # The same run in one process: had both ranks drawn the same batches, DDP's averaged
     # gradient would equal this run's and so would the weights. They differ.
     single = tmp_path / "single"
-    args = command[command.index("--task"):-4]
-    args = [a for i, a in enumerate(args) if "--threads" not in args[max(i - 1, 0):i + 1]]
+    args = [a for i, a in enumerate(ARGS) if "--threads" not in ARGS[max(i - 1, 0):i + 1]]
     assert train_main(args + ["--weights-digest", str(single)]) == 0
     assert (single / "rank0.sha256").read_text() != rank0
 
@@ -112,9 +129,8 @@ def test_a_stopped_rank_ends_the_whole_run_within_the_ddp_timeout(tmp_path):
                "--layers", "1", "--steps", "50", "--eval-batches", "1", "--batch-size", "4",
                "--device", "cpu", "--threads", "1", "--no-progress",
                "--ddp-timeout", str(timeout)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     start = time.time()
-    run = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+    run = subprocess.Popen(command, cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
     try:
         stdout, stderr = run.communicate(timeout=120)
@@ -165,27 +181,14 @@ sys.exit(main())
 """
 
 
-def test_a_stopped_torchrun_resumes_to_the_uninterrupted_weights(tmp_path):
+def test_a_stopped_torchrun_resumes_to_the_uninterrupted_weights(straight, tmp_path):
     """Each rank draws its own batches, so each rank's generator is saved and restored."""
     script = tmp_path / "stop_after_3_steps.py"
     script.write_text(STOP_AFTER_3_STEPS)
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                "--nproc_per_node=2"]
-    args = ["--task", "recall", "--seq-len", "16", "--num-pairs", "2", "--num-queries", "2",
-            "--dim", "8", "--layers", "1", "--steps", "6", "--warmup", "1", "--eval-every", "2",
-            "--eval-batches", "1", "--batch-size", "4", "--device", "cpu", "--dtype",
-            "float64", "--threads", "1", "--no-progress"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    straight, stopped = tmp_path / "straight.safetensors", tmp_path / "stopped.safetensors"
-    for command in (
-            torchrun + ["-m", "tnn_core.training"] + args + ["--out", str(straight)],
-            torchrun + [str(script)] + args + ["--out", str(stopped)],
-            torchrun + ["-m", "tnn_core.training"] + args + ["--out", str(stopped), "--resume"]):
-        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=120)
-        assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
-        if "--resume" not in command and command[len(torchrun)] == str(script):
-            assert "stopped by request after 3 steps" in done.stdout
+    stopped = tmp_path / "stopped.safetensors"
+    done = torchrun([str(script)], ARGS + ["--out", str(stopped)])
+    assert "stopped by request after 3 steps" in done.stdout
+    torchrun(["-m", "tnn_core.training"], ARGS + ["--out", str(stopped), "--resume"])
     resumed, info = load(stopped)
     assert info.history["resumed_at"] == [3] and info.history["steps"] == 6
-    assert weights_digest(resumed) == weights_digest(load(straight)[0])
+    assert weights_digest(resumed) == weights_digest(load(straight[0] / "ddp.safetensors")[0])
