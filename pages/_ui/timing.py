@@ -1,4 +1,4 @@
-"""Timings taken in the background (``tnn_core.lab.quiet_timing``), and pages that wait for
+"""Timings taken in the background (``tnn_core.lab.common.quiet_timing``), and pages that wait for
 background work without blocking: a fragment looks again every POLL_S seconds."""
 
 from __future__ import annotations

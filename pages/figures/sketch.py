@@ -1,5 +1,5 @@
 """The sketch figure (sketch.js): a lesson question's prediction drawn by hand, then the
-lab's curve over it (``tnn_core.lab.lesson_sketch``)."""
+lab's curve over it (``tnn_core.lab.lesson.sketch``)."""
 
 from __future__ import annotations
 
