@@ -7,11 +7,11 @@ import streamlit as st
 
 from pages._ui import checkpoints, frame, kernel_replay, numbers
 from tnn_core.lab.train import (
+    LIVE_RUNS,
     MAX_TEXT_BYTES,
     SIZES,
     Autosave,
     BackgroundRun,
-    LiveRuns,
     app_config,
     app_task,
     autosave_path,
@@ -34,12 +34,6 @@ TASKS = {
 }
 
 
-@st.cache_resource
-def live_runs() -> LiveRuns:
-    """Every session's runs: a reloaded page finds its run here."""
-    return LiveRuns()
-
-
 def watch(run_id: str, run: BackgroundRun) -> None:
     """Make ``run`` this session's: the address names it (a reload finds it again), the form
     shows its settings, and the session's end stops it (saved) unless another session
@@ -52,7 +46,7 @@ def watch(run_id: str, run: BackgroundRun) -> None:
 
 def watch_from_list(run_id: str) -> None:
     """The list's Watch button (a callback, so it may set the form's widgets)."""
-    run = live_runs().get(run_id)
+    run = LIVE_RUNS.get(run_id)
     if run is not None:
         watch(run_id, run)
         st.session_state.update(st.session_state["train_form"])
@@ -65,7 +59,7 @@ def resume(run_id: str) -> None:
     except ValueError as err:
         st.session_state["train_resume_error"] = err
         return
-    watch(run_id, live_runs().start(run_id, run))
+    watch(run_id, LIVE_RUNS.start(run_id, run))
     st.session_state.update(st.session_state["train_form"])
 
 
@@ -80,7 +74,7 @@ def address_run() -> tuple[str, BackgroundRun | None] | None:
     except ValueError as err:
         st.error(f"The address names no run of this page: {err}", icon=":material/error:")
         return None
-    return run_id, live_runs().get(run_id)
+    return run_id, LIVE_RUNS.get(run_id)
 
 
 st.title("Train")
@@ -142,7 +136,7 @@ if start:
     else:
         text_data = text.getvalue() if text is not None else None
         run_id, run = new_run(config, task, text_data, checkpoints.USER_CHECKPOINTS)
-        watch(run_id, live_runs().start(run_id, run))
+        watch(run_id, LIVE_RUNS.start(run_id, run))
         running = True
 
 
@@ -167,7 +161,7 @@ def autosave_list() -> None:
     st.caption("Shared by everyone on this server. Resume continues a run to its steps with "
                "the updates it would have made without the interruption; Open brings back "
                "a completed one to save it under a name.")
-    live = live_runs().running()
+    live = LIVE_RUNS.running()
     for save in saves:
         saved = time.strftime("%Y-%m-%d %H:%M", time.localtime(save.saved_at))
         text, act, drop = st.container(border=True).columns([4, 1, 1],

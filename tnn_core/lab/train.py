@@ -37,7 +37,7 @@ from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
 __all__ = ["SIZES", "TASK_SETTINGS", "TRAINING_NICE",
            "app_task", "app_config", "form_values",
            "AUTOSAVE_FOLDER", "autosave_path", "new_run", "resumed_run", "Autosave", "autosaves",
-           "discard_autosave", "LiveRuns",
+           "discard_autosave", "LiveRuns", "LIVE_RUNS",
            "ProgressView", "progress_view", "SnapshotView", "snapshot_view",
            # the run itself, and the largest text a run may be given
            "BackgroundRun", "MAX_TEXT_BYTES"]
@@ -211,6 +211,9 @@ class LiveRuns:
         with self._lock:
             return {key for key, run in self._runs.items() if not run.snapshot().finished}
 
+
+
+LIVE_RUNS = LiveRuns()  # the server's one: every session's Train page reads it
 
 @dataclass(frozen=True)
 class ProgressView:
