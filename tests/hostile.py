@@ -110,6 +110,8 @@ def with_seq_len(task: dict, seq_len) -> dict:
     return {**task, "settings": {**task["settings"], "seq_len": seq_len}}
 
 
+# One table of every hostile variant, read top to bottom: split, it would hide which cases
+# exist.
 def cases(data: bytes) -> dict[str, bytes]:
     """Every hostile variant of the valid checkpoint ``data``, by name."""
     header, body = split(data)

@@ -104,6 +104,7 @@ def sketch_across(page) -> None:
     assert drawn.startswith("points=") and int(drawn.split("&")[0][7:]) >= 10, drawn
 
 
+# One walk through a lesson as a class sees it, step after step: its checks follow the walk.
 @pytest.mark.parametrize("lesson", LESSONS, ids=[lesson.slug for lesson in LESSONS])
 def test_walk_every_step(chromium_page, server, lesson):  # noqa: F811
     page = chromium_page

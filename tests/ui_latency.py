@@ -248,7 +248,7 @@ def _print_table(rows: list[dict]) -> None:
               + received)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--moves", type=int, default=12, help="slider moves per page")
@@ -262,7 +262,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="start a training run in a second browser session first; print its "
                         "steps/s alone (the pages idle) and while the moves are made; that "
                         "session's page is frozen meanwhile, as if on another computer")
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
     browser_args = dict(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"])
     if args.cold:
         _print_table(_cold_rows(browser_args))
