@@ -1,12 +1,14 @@
 # Toeplitz Lab: two commands on a fresh machine.
 #   make run   create .venv, install requirements.txt, start the app
-#   make test  the same, plus the test dependencies, then the whole suite
+#   make test  the same, plus the test dependencies, then ruff and the whole suite (as CI)
+#   make quick the suite without its slow tier (pytest -m "not slow": browser, torchrun,
+#              training and timing runs), for the edit-test loop: about a minute
 #   make checkpoints  retrain the shipped example models, one after another, on the CPU
 VENV    ?= .venv
 PYTHON  := $(VENV)/bin/python
 PORT    ?= 8501
 
-.PHONY: run test lint bench checkpoints clean
+.PHONY: run test quick lint bench checkpoints clean
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -29,6 +31,9 @@ run: $(VENV)/.app-installed
 test: $(VENV)/.dev-installed
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m pytest
+
+quick: $(VENV)/.dev-installed
+	$(PYTHON) -m pytest -m "not slow"
 
 lint: $(VENV)/.dev-installed
 	$(PYTHON) -m ruff check .

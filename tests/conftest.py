@@ -7,6 +7,14 @@ from streamlit.runtime.pages_manager import PagesManager
 from tnn_core.analysis.norms import single_threaded_blas
 
 
+def pytest_collection_modifyitems(items):
+    """Every browser test is in the slow tier too (``make quick``: ``-m "not slow"``): each
+    module of them starts a Streamlit server and Chromium."""
+    for item in items:
+        if item.get_closest_marker("browser") is not None:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def one_thread():
     """Tiny tensors: on a busy 2-core machine a second OpenMP thread only adds waiting."""
