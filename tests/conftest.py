@@ -1,18 +1,75 @@
 """Shared fixtures."""
 
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
 import pytest
 import torch
 from streamlit.runtime.pages_manager import PagesManager
 
 from tnn_core.analysis.norms import single_threaded_blas
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def pytest_collection_modifyitems(items):
-    """Every browser test is in the slow tier too (``make quick``: ``-m "not slow"``): each
-    module of them starts a Streamlit server and Chromium."""
+    """Every browser test is in the slow tier too (``make quick``: ``-m "not slow"``): they
+    start a Streamlit server and Chromium."""
     for item in items:
         if item.get_closest_marker("browser") is not None:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
+def streamlit_server():
+    """``streamlit run app.py`` on a free port, one per test process (``test_browser.server``
+    hands it to each browser module): its URL. Its first visit starts the app's warm-up,
+    about a minute of one core for the ten shipped checkpoints; a server per module paid
+    that again for each. Train's saves go to a temporary folder. At the end it gets 3 s to
+    exit, then SIGKILL: its exit waits for a warm-up step under way, up to a minute."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    user_dir = tempfile.mkdtemp(prefix="toeplitz-lab-user-")
+    env = dict(os.environ, STREAMLIT_SERVER_FILE_WATCHER_TYPE="none",
+               TOEPLITZ_LAB_USER_CHECKPOINTS=user_dir)
+    shots = ROOT / "tests" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    worker = os.environ.get("PYTEST_XDIST_WORKER")  # one log per process under pytest -n
+    log = open(shots / f"streamlit-server{'-' + worker if worker else ''}.log", "w")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+         "--server.port", str(port), "--server.fileWatcherType", "none",
+         "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(240):
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.25)
+        else:
+            pytest.fail("streamlit server did not answer /_stcore/health within 60 s")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=20)
+        log.close()
+        shutil.rmtree(user_dir, ignore_errors=True)
 
 
 @pytest.fixture

@@ -11,12 +11,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -37,42 +31,11 @@ def _unavailable(reason: str):
     pytest.skip(reason)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def server():
-    port = _free_port()
-    user_dir = tempfile.mkdtemp(prefix="toeplitz-lab-user-")  # Train's saves go here
-    env = dict(os.environ, STREAMLIT_SERVER_FILE_WATCHER_TYPE="none",
-               TOEPLITZ_LAB_USER_CHECKPOINTS=user_dir)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    log = open(SHOTS / "streamlit-server.log", "w")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.fileWatcherType", "none",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(240):
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.25)
-        else:
-            pytest.fail("streamlit server did not answer /_stcore/health within 60 s")
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        log.close()
-        shutil.rmtree(user_dir, ignore_errors=True)
+def server(streamlit_server):
+    """The app's URL: conftest's one server for the whole run (each module has its own
+    Chromium)."""
+    return streamlit_server
 
 
 @pytest.fixture(scope="module")
@@ -375,13 +338,13 @@ def test_inspect_to_compress_to_inspect_carries_the_checkpoint(browser_page, ser
     wait_idle(page)
     main = page.locator("[data-testid='stMain']")
     main.get_by_role("combobox", name="Checkpoint").click()
-    page.locator("[role='option']").filter(has_text="listops-fd").first.click()
+    page.locator("[role='option']").filter(has_text="digits-fd").first.click()
     wait_idle(page)
     main.get_by_role("button", name="Compress this model").click()
     page.wait_for_function("() => location.pathname.endsWith('/compress')", timeout=60_000)
     wait_idle(page)
     assert_clean(page, "inspect-to-compress")
-    assert "listops-fd" in main.locator("[data-testid='stSelectbox']").first.inner_html()
+    assert "digits-fd" in main.locator("[data-testid='stSelectbox']").first.inner_html()
     rank = main.get_by_role("spinbutton", name="Inducing points r")
     rank.fill("16")
     rank.press("Enter")
@@ -390,10 +353,10 @@ def test_inspect_to_compress_to_inspect_carries_the_checkpoint(browser_page, ser
     save = main.get_by_role("button", name="Save and inspect")
     save.wait_for(timeout=300_000)
     wait_idle(page)
-    main.get_by_role("textbox", name="Save as").fill("listops-fd-m9r16")
+    main.get_by_role("textbox", name="Save as").fill("digits-fd-m9r16")
     save.click()
     page.wait_for_function("() => location.pathname.endsWith('/inspect')", timeout=60_000)
     wait_idle(page)
     assert_clean(page, "compress-save-and-inspect")
-    assert "listops-fd-m9r16 (saved by you)" in main.locator(
+    assert "digits-fd-m9r16 (saved by you)" in main.locator(
         "[data-testid='stSelectbox']").first.inner_html()

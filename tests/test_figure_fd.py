@@ -251,15 +251,16 @@ def press(page, control: str, key: str, expect: str) -> tuple[float, float, bool
 
 
 def width_latency(page, url: str, n: int) -> tuple[list[float], list[float]]:
-    """22 width moves at n, each a new value (32 -> 1 -> 128 -> 1 -> 8): ms from each key
-    press to the kernel figure's drawing and to the decay figure's (the server's kernels)."""
+    """12 width moves at n, each a new value (32 -> 1 -> 128: every width, both ways): ms
+    from each key press to the kernel figure's drawing and to the decay figure's (the
+    server's kernels)."""
     from tests.test_browser import wait_idle
 
     page.goto(f"{url}/frequency?n={n}&smooth=true&causal=false&activation=silu")
     wait_idle(page)
     page.wait_for_selector(f"{FIGURE.format('profiles')}[data-drawn*='n={n}&']", timeout=60_000)
     page.evaluate(WATCH)
-    sequence = ["ArrowLeft"] * 5 + ["ArrowRight"] * 7 + ["ArrowLeft"] * 7 + ["ArrowRight"] * 3
+    sequence = ["ArrowLeft"] * 5 + ["ArrowRight"] * 7
     width, draws, settles = 32, [], []
     for key in sequence:
         width = WIDTHS[WIDTHS.index(width) + (1 if key == "ArrowRight" else -1)]
