@@ -573,6 +573,7 @@ def test_decomposition_computes_theorem_1_and_timings_only_when_asked():
     assert any(m.label == "Theorem 1 right-hand side" for m in at.metric)
 
 
+@pytest.mark.slow  # a training run
 def test_train_page_starts_and_stops_a_tiny_run():
     at = open_page("pages/train.py")
     assert any("press **Start**" in i.value for i in at.info)
@@ -629,9 +630,11 @@ def test_inspect_page_shows_an_error_for_a_bad_upload(data, message):
     assert len(at.error) == 1 and message in at.error[0].value, [e.value for e in at.error]
 
 
-# One shipped checkpoint per operator kind, between them every task and both causalities;
-# all ten go through the page's lab calls in tests/test_shipped_checkpoints.py.
-ONE_PER_KIND = ["digits-tno", "listops-ski", "charlm-fd"]
+# One shipped checkpoint per operator kind, the digits ones: opening a checkpoint starts its
+# length sweep on a thread, which goes on under the tests after it: 6 to 11 s of CPU for
+# listops and charlm (1×, 2× and 4× n), a fraction of a second for digits (1× only). All
+# ten go through the page's lab calls in tests/test_shipped_checkpoints.py.
+ONE_PER_KIND = ["digits-tno", "digits-ski", "digits-fd"]
 
 
 def test_one_per_kind_covers_every_kind_shipped():
@@ -728,6 +731,7 @@ def test_speed_page_cancel_stops_the_grid():
     assert done and error is None and fraction < 1.0
 
 
+@pytest.mark.slow  # a benchmark grid
 def test_speed_page_pareto_caption_and_markers_match_the_data():
     at = open_page("pages/speed.py")
     assert any("Down and to the right is better" in m.value for m in at.markdown)
@@ -748,6 +752,7 @@ def test_speed_page_pareto_caption_and_markers_match_the_data():
                                                         strict=True))
 
 
+@pytest.mark.slow  # a benchmark grid
 def test_speed_page_measures_the_band_crossover():
     """The SKI-vs-TNO-over-m section measures without a grid run and plots one line per n."""
     at = open_page("pages/speed.py")

@@ -154,6 +154,7 @@ def test_make_case_runs_both_modes(monkeypatch):
             make_case({**spec, field: value})
 
 
+@pytest.mark.slow  # measures memory in processes of its own
 def test_memory_methods():
     assert profiler_peak_mb(lambda: torch.zeros(2**20)) == pytest.approx(4.0, rel=0.01)
     spec = dict(op="tno", causal=False, n=64, mode="forward+backward", batch=1, dim=8, rank=4,

@@ -93,6 +93,7 @@ CASES = [  # (operator, task, causal, batch, n, grad)
 
 
 @pytest.mark.parametrize(("name", "task", "causal", "batch", "n", "grad"), CASES)
+@pytest.mark.slow  # a process per case, to measure its peak memory
 def test_the_estimate_bounds_the_measured_peak_of_a_pass(name, task, causal, batch, n, grad):
     config = _config(name, task, causal)
     result = subprocess.run(
@@ -175,6 +176,7 @@ print(int((peak_rss_mb() - base) * 2**20))
 
 @pytest.mark.parametrize(("causal", "method"), [(False, "fit"), (True, "fit"),
                                                 (False, "sample")])
+@pytest.mark.slow  # a process per case, to measure its peak memory
 def test_the_conversion_estimate_bounds_its_measured_peak(causal, method):
     from tnn_core.compress import CompressionPlan
     from tnn_core.compress.guard import conversion_cost

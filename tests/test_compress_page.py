@@ -166,6 +166,7 @@ def test_per_layer_plans_keep_a_layer_and_refuse_keeping_all(compress_page):
     assert len(at.error) == 1 and "every layer is kept" in at.error[0].value
 
 
+@pytest.mark.slow  # a search: conversions, scores, timings
 def test_a_small_search_draws_sensitivity_and_pareto_and_loads_the_best(compress_page):
     at = compress_page
     at.multiselect(key="search_bands").set_value([9])

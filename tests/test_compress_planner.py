@@ -111,6 +111,7 @@ def test_candidates_are_scored_most_promising_first():
         (9, 8), (9, 32), (17, 32), (1, 8)]
 
 
+@pytest.mark.slow  # a search: conversions, scores, timings
 def test_search_scores_candidates_and_picks_the_fastest_within_delta():
     import threading
 
@@ -142,6 +143,7 @@ def test_search_scores_candidates_and_picks_the_fastest_within_delta():
     assert stopped.stopped and stopped.scores == [] and stopped.best is None
 
 
+@pytest.mark.slow  # converts and scores every plan of the study
 def test_the_study_keeps_the_first_plan_whose_whole_drop_interval_is_within_tolerance():
     """compress.study on digits-tno (no fine-tuning): rows in order of cost, each scored on
     the evaluation set with its paired drop; "kept" is the first that keeps the quality."""

@@ -252,6 +252,7 @@ def temps(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
 
 
+@pytest.mark.slow  # a writer process killed again and again
 def test_a_save_killed_at_random_points_leaves_the_old_file_and_no_temp(tmp_path):
     path = tmp_path / "model.safetensors"
     save(path, tiny_model(), json.loads(split(GOOD)[0]["__metadata__"]["task"]))

@@ -33,6 +33,7 @@ from tnn_core.training.tasks import CharLMConfig, CharLMTask  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SECONDS, MEGABYTES = 30, 600
+pytestmark = pytest.mark.slow  # a process per case (1.5 to 3 s each)
 # tempfile.gettempdir() finds a writable folder by creating and removing a file of a random
 # 8-character name there (the standard library's probe; nothing is read)
 TEMP_PROBE = re.compile(rf"^{re.escape(tempfile.gettempdir())}/[a-z0-9_]{{8}}$")

@@ -111,6 +111,7 @@ def test_the_warm_up_waits_for_quiet_and_outlives_a_failing_job(monkeypatch):
     assert steps[0][1] >= script_ended[0] + 0.2
 
 
+@pytest.mark.slow  # a listops length sweep (a digits model runs at its own length only)
 def test_the_warm_up_prepares_exactly_what_the_page_reads(monkeypatch):
     """After the warm-up's steps for a checkpoint, opening it on Inspect computes nothing."""
     for _ in checkpoint_views._opening_view("listops-ski"):
@@ -183,6 +184,7 @@ def test_atlas_sliders_update_the_atlas_and_a_new_length_the_channel_view():
     assert any("applies at n = 40 (row 0 on top)" in title for title in titles)
 
 
+@pytest.mark.slow  # waits for a charlm length sweep
 def test_the_length_sweep_is_drawn_once_its_thread_is_done():
     at = open_inspect("charlm-tno-nodecay")
     checkpoint_views.start_length_sweep("charlm-tno-nodecay").result(timeout=120)

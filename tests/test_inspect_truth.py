@@ -298,7 +298,7 @@ def test_open_in_decomposition_switches_pages_with_this_kernel():
 
 
 def test_save_and_inspect_opens_the_saved_model(tmp_path, monkeypatch):
-    model, info = checkpoint.load(checkpoint.SHIPPED_DIR / "listops-tno.safetensors")
+    model, info = checkpoint.load(checkpoint.SHIPPED_DIR / "digits-tno.safetensors")
     checkpoint.save(tmp_path / "mine.safetensors", model, info.task, info.history,
                     info.model_config)
     # the app imports these once per process: point them at tmp_path
@@ -315,14 +315,14 @@ def test_save_and_inspect_opens_the_saved_model(tmp_path, monkeypatch):
     assert checkpoint_views.length_sweep("user/mine", 120) is not None
     at.run()
     metrics = dict((m.label, m.value) for m in at.metric)
-    assert metrics["Task"] == "listops"
+    assert metrics["Task"] == "digits"
     scored = score(model, task_from_info(info.task))  # the evaluation set, not the history
     assert metrics["Evaluation accuracy"] == f"{100 * scored.metric:.1f} %"
 
 
 def test_a_link_opens_the_same_checkpoint_layer_and_channel():
     at = open_inspect()
-    at.selectbox(key="checkpoint").set_value("listops-tno")
+    at.selectbox(key="checkpoint").set_value("digits-ski")  # not the first
     at.number_input(key="layer").set_value(1)
     at.number_input(key="channel").set_value(7)
     at.run()
@@ -330,7 +330,7 @@ def test_a_link_opens_the_same_checkpoint_layer_and_channel():
     box = at.selectbox(key="checkpoint")
     url = {"checkpoint": box.options[box.index], "layer": "1", "channel": "7"}
     fresh = open_inspect(url)
-    assert fresh.selectbox(key="checkpoint").value == "listops-tno"
+    assert fresh.selectbox(key="checkpoint").value == "digits-ski"
     assert (fresh.number_input(key="layer").value, fresh.number_input(key="channel").value) \
         == (1, 7)
     assert shown(fresh) == shown(at)

@@ -337,6 +337,7 @@ def _compression_cost(step, view):
          f"{errors[1]:.2f} for layer 1")
 
 
+@pytest.mark.slow  # converts and scores a model per layer
 def test_each_layer_alone_is_that_layer_converted():
     """quick_conversion's per-layer scores, where converting a layer costs a lot (m = 1,
     r = 2): each is the model with that layer converted and the other kept."""
@@ -350,6 +351,7 @@ def test_each_layer_alone_is_that_layer_converted():
     assert abs(quick.alone[0].metric - quick.alone[1].metric) > 0.1  # a swap shows
 
 
+@pytest.mark.slow  # scores both charlm models at 1x to 16x their length
 def test_the_table10_step_quotes_the_pair():
     """Step 2.4 has no question; its notice and text quote TNN's Table 10 pair."""
     step = LESSONS["2-tnn-rpe-and-decay"].steps[3]

@@ -132,6 +132,7 @@ CLI = [sys.executable, "-m", "tnn_core.training", "--task", "recall", "--seq-len
        "--threads", "1", "--no-progress", "--checkpoint-every", "5"]
 
 
+@pytest.mark.slow  # two training processes
 def test_sigterm_saves_and_resume_completes(tmp_path):
     out = tmp_path / "run.safetensors"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}

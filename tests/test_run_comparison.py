@@ -183,6 +183,7 @@ def test_the_page_offers_every_other_checkpoint_and_waits_for_a_choice():
     assert box.value is None and not at.get("plotly_chart") and not at.dataframe
 
 
+@pytest.mark.slow  # scores both charlm models at 1x to 16x their length
 def test_the_page_overlays_the_decay_pair_and_diffs_their_configs():
     at = compared(DECAY, NO_DECAY)
     shown = charts(at)
