@@ -276,7 +276,6 @@ def test_cli_output_round_trips_through_the_saved_checkpoint(tmp_path, capsys):
     assert info.history["steps"] == 2 and len(info.history["train_loss"]) == 2
 
 
-@pytest.mark.slow  # a search: conversions, scores, timings
 def test_cli_search_prints_what_it_measured(capsys):
     """Without --out a search prints its candidates, whether one was named or they tied;
     a named plan's speed-up interval lies above every other plan's within δ."""
