@@ -19,11 +19,22 @@ from tnn_core.analysis.norms import single_threaded_blas
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# Slow cases marked here, by node id, where a marker in the file cannot go: a file at
+# test_layout's 400 lines, one case of a parametrized test whose other cases are quick.
+SLOW_CASES = {
+    "tests/test_compress.py::test_cli_search_prints_what_it_measured",  # a search, timed
+    "tests/test_compress.py::test_cli_search_saves_the_chosen_plan",  # a search
+    "tests/test_lessons.py::test_every_step_renders_and_reveals[2-tnn-rpe-and-decay]",  # Table 10
+    "tests/test_lesson_answers.py::test_the_stated_answer_is_the_computed_one"
+    "[5-reading-a-trained-model:4]",  # scores a converted model
+}
+
+
 def pytest_collection_modifyitems(items):
     """Every browser test is in the slow tier too (``make quick``: ``-m "not slow"``): they
-    start a Streamlit server and Chromium."""
+    start a Streamlit server and Chromium. So are SLOW_CASES."""
     for item in items:
-        if item.get_closest_marker("browser") is not None:
+        if item.get_closest_marker("browser") is not None or item.nodeid in SLOW_CASES:
             item.add_marker(pytest.mark.slow)
 
 
@@ -70,6 +81,21 @@ def streamlit_server():
             proc.wait(timeout=20)
         log.close()
         shutil.rmtree(user_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_thread_per_worker():
+    """Under ``pytest -n`` (xdist: pyproject's addopts) the workers already keep every core
+    busy: a second torch or BLAS thread in a worker only spins and waits. Alone (``-n 0``),
+    torch and BLAS keep their threads."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    with single_threaded_blas():
+        yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture

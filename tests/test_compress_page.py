@@ -210,6 +210,7 @@ def test_a_small_search_draws_sensitivity_and_pareto_and_loads_the_best(compress
 
 
 # -- links from the other pages --------------------------------------------------------------
+@pytest.mark.slow  # a listops length sweep and a conversion estimate
 def test_inspect_opens_compress_with_its_checkpoint():
     at = AppTest.from_file(APP, default_timeout=300)
     at.run()

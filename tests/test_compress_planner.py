@@ -76,6 +76,7 @@ def test_a_plan_is_within_delta_only_when_its_whole_interval_is():
     assert not scores[0].within(0.01) and ranking(scores, 0.01) == Ranking(1, [])
 
 
+@pytest.mark.slow  # a search that times every candidate twice
 def test_search_retimes_a_lucky_first_timing_and_does_not_pick_it(monkeypatch):
     """Search end to end, with a planted lucky timing: plan r = 8's first batch of rounds
     ran lucky (3× in every round), later batches show it as fast as r = 16 (1.3×). The
