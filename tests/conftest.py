@@ -25,6 +25,7 @@ SLOW_CASES = {
     "tests/test_compress.py::test_cli_search_prints_what_it_measured",  # a search, timed
     "tests/test_compress.py::test_cli_search_saves_the_chosen_plan",  # a search
     "tests/test_lessons.py::test_every_step_renders_and_reveals[2-tnn-rpe-and-decay]",  # Table 10
+    "tests/test_lessons.py::test_every_step_renders_and_reveals[5-reading-a-trained-model]",
     "tests/test_lesson_answers.py::test_the_stated_answer_is_the_computed_one"
     "[5-reading-a-trained-model:4]",  # scores a converted model
 }

@@ -379,6 +379,7 @@ def test_a_computed_or_sketched_question_is_checked_on_load(question, message):
         parse_lesson(text, "q.toml")
 
 
+@pytest.mark.slow  # Table 10's pair: two charlm models at 1x to 16x
 def test_a_step_may_draw_several_panels_of_a_page(monkeypatch, tmp_path):
     """Inspect's channel, atlas, ablation and Table 10 in one step: each drawn once."""
     (tmp_path / "1-panels.toml").write_text(

@@ -225,6 +225,7 @@ def test_the_page_overlays_the_decay_pair_and_diffs_their_configs():
     assert any("1 of" in c.value and "fields differ" in c.value for c in at.caption)
 
 
+@pytest.mark.slow  # scores both charlm models on the evaluation set
 def test_the_x_axis_can_be_tokens_or_wall_time():
     at = compared(DECAY, NO_DECAY)
     at.radio(key="compare_axis").set_value("tokens").run()
