@@ -43,6 +43,7 @@ print(json.dumps(dict(before=before, first=first, second=second, after=allocator
 
 
 @pytest.mark.skipif(not GLIBC, reason="mallopt is glibc's")
+@pytest.mark.slow  # a process importing torch: 2-3 s of CPU
 def test_keep_is_applied_once_and_large_blocks_still_allocate():
     out = _run(_PROBE, None)
     assert out.returncode == 0, out.stderr
@@ -52,6 +53,7 @@ def test_keep_is_applied_once_and_large_blocks_still_allocate():
     assert got["sums"] == [24 * 2**20] * 2  # blocks above any heap size, in a thread and not
 
 
+@pytest.mark.slow  # a process importing torch: 2-3 s of CPU
 def test_default_leaves_glibc_alone():
     out = _run(_PROBE, "default")
     assert out.returncode == 0, out.stderr
@@ -65,6 +67,7 @@ def test_bad_setting_names_the_variable():
     assert "TOEPLITZ_LAB_MALLOC must be 'keep' or 'default'; got 'always'" in out.stderr
 
 
+@pytest.mark.slow  # a process importing torch and timing a grid
 def test_bench_records_the_allocator(tmp_path):
     path = tmp_path / "out.json"
     code = ("from tnn_core.bench.__main__ import main; main(['--quick', '--ops', 'tno', "

@@ -219,6 +219,7 @@ print(json.dumps({"base_mb": base, "peak_mb": peak, "worst_s": worst}))
 """
 
 
+@pytest.mark.slow  # a process importing torch: 2-3 s of CPU
 def test_the_worst_files_cost_no_memory_and_no_time():
     """dim 8000, dim 20000, layers 10^6, togeipi max_length 20000 and seq_len 200000 once
     cost 1.7-6.7 GB and 9 s to minutes; now each is refused before any allocation."""
@@ -313,6 +314,7 @@ def test_evaluate_prints_one_line_and_exits_2(tmp_path, capsys, name):
     assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
 
 
+@pytest.mark.slow  # a process importing torch: 2-3 s of CPU
 def test_evaluate_as_a_process_exits_2_without_a_traceback(tmp_path):
     path = tmp_path / "hostile.safetensors"
     path.write_bytes(with_metadata(GOOD, history="[" * 100_000))

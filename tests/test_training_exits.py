@@ -38,6 +38,7 @@ def one_error(capsys) -> str:
 
 
 @pytest.mark.parametrize("threads", ["0", "-1"])
+@pytest.mark.slow  # a training process per case: 3 s of CPU each
 def test_threads_below_one_are_refused(threads):
     """Through the real entry point: torch.set_num_threads(0) would raise a RuntimeError."""
     done = subprocess.run([sys.executable, "-m", "tnn_core.training", "--threads", threads,
