@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -23,6 +22,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from forked_cases import CaseServer  # noqa: E402
 from hostile import TASK_INFO, split, tiny_model, with_json  # noqa: E402
 
 from tnn_core.files import exclusive_output  # noqa: E402
@@ -38,27 +38,6 @@ pytestmark = pytest.mark.slow  # a process per case (1.5 to 3 s each)
 # 8-character name there (the standard library's probe; nothing is read)
 TEMP_PROBE = re.compile(rf"^{re.escape(tempfile.gettempdir())}/[a-z0-9_]{{8}}$")
 
-RUNNER = """
-import json, os, resource, runpy, sys
-report, module, *argv = sys.argv[1:]
-import torch, tnn_core.training.evaluate, tnn_core.compress.cli, tnn_core.training.cli
-opened = []
-def hook(event, args):
-    if event == "open" and args and isinstance(args[0], (str, bytes, os.PathLike)):
-        opened.append(os.path.abspath(os.fsdecode(args[0])))
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-sys.addaudithook(hook)
-sys.argv = [module, *argv]
-code = 0
-try:
-    runpy.run_module(module, run_name="__main__", alter_sys=True)
-except SystemExit as stop:
-    code = stop.code if isinstance(stop.code, int) else 1
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-with open(report, "w") as f:
-    json.dump({"code": code, "grew_mb": (peak - base) / 1024, "opened": sorted(set(opened))}, f)
-"""
-
 TEXT = ("The quick brown fox jumps over the lazy dog. " * 60).encode()  # 2,700 bytes
 
 
@@ -68,20 +47,26 @@ def _allowed_roots(tmp_path: Path) -> tuple[str, ...]:
             "/proc/self/maps")
 
 
-def run_case(tmp_path: Path, module: str, *argv: str) -> tuple[int, str, str]:
-    """Run ``python -m module argv`` under the runner; assert the budgets and the audit."""
-    report = tmp_path / "report.json"
-    report.unlink(missing_ok=True)
-    done = subprocess.run([sys.executable, "-c", RUNNER, str(report), module, *argv],
-                          cwd=ROOT, capture_output=True, text=True, timeout=SECONDS,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert "Traceback" not in done.stderr, done.stderr[-2000:]
-    result = json.loads(report.read_text())
+@pytest.fixture(scope="module")
+def cases():
+    """The process the cases are forked from (``forked_cases``): torch and tnn_core imported
+    once, not once per case."""
+    server = CaseServer({**os.environ, "PYTHONPATH": str(ROOT)})
+    yield server
+    server.close()
+
+
+def run_case(cases: CaseServer, tmp_path: Path, module: str, *argv: str
+             ) -> tuple[int, str, str]:
+    """``python -m module argv`` in a fresh child of ``cases``; assert the budgets and the
+    audit."""
+    result, stdout, stderr = cases.run(tmp_path, [module, *argv], SECONDS)
+    assert "Traceback" not in stderr, stderr[-2000:]
     assert result["grew_mb"] < MEGABYTES, result["grew_mb"]
     outside = [p for p in result["opened"]
                if not p.startswith(_allowed_roots(tmp_path)) and not TEMP_PROBE.match(p)]
     assert not outside, outside
-    return result["code"], done.stdout, done.stderr
+    return result["code"], stdout, stderr
 
 
 def one_error(stderr: str) -> str:
@@ -129,14 +114,14 @@ def good(tmp_path_factory) -> Path:
 # -- 1. a checkpoint names no file ---------------------------------------------------------
 @pytest.mark.parametrize("target", ["/etc/passwd", "/proc/self/environ", "/dev/zero", "fifo"])
 @pytest.mark.parametrize("module", ["tnn_core.training.evaluate", "tnn_core.compress"])
-def test_a_text_path_in_a_checkpoint_is_never_opened(tmp_path, target, module):
+def test_a_text_path_in_a_checkpoint_is_never_opened(cases, tmp_path, target, module):
     if target == "fifo":
         target = str(tmp_path / "text.fifo")
         os.mkfifo(target)
     path = charlm_checkpoint(tmp_path / "lm.safetensors", settings={"text": target},
                              source={"kind": "file", "name": "x.txt", "sha256": "0" * 64})
     extra = ["--band", "3", "--rank", "4"] if module == "tnn_core.compress" else []
-    code, _, stderr = run_case(tmp_path, module, str(path), *extra)
+    code, _, stderr = run_case(cases, tmp_path, module, str(path), *extra)
     assert code == 2
     assert "which the checkpoint does not hold; give that text again" in one_error(stderr)
     assert target not in stderr
@@ -144,7 +129,7 @@ def test_a_text_path_in_a_checkpoint_is_never_opened(tmp_path, target, module):
 
 # -- 2. reads are bounded and regular -------------------------------------------------------
 @pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "directory", "broken link"])
-def test_a_checkpoint_that_is_not_a_regular_file_is_refused_unread(tmp_path, kind):
+def test_a_checkpoint_that_is_not_a_regular_file_is_refused_unread(cases, tmp_path, kind):
     path = tmp_path / "x.safetensors"
     if kind == "fifo":
         os.mkfifo(path)
@@ -155,38 +140,37 @@ def test_a_checkpoint_that_is_not_a_regular_file_is_refused_unread(tmp_path, kin
     else:
         path.symlink_to("/dev/zero")
     for module in ("tnn_core.training.evaluate", "tnn_core.compress"):
-        code, _, stderr = run_case(tmp_path, module, str(path), "--band", "3", "--rank", "4"
-                                   ) if module == "tnn_core.compress" else run_case(
-            tmp_path, module, str(path))
+        extra = ["--band", "3", "--rank", "4"] if module == "tnn_core.compress" else []
+        code, _, stderr = run_case(cases, tmp_path, module, str(path), *extra)
         assert code == 2
         assert "checkpoint" in one_error(stderr)
 
 
-def test_a_plan_that_is_a_fifo_is_refused(tmp_path, good):
+def test_a_plan_that_is_a_fifo_is_refused(cases, tmp_path, good):
     plan = tmp_path / "plan.json"
     os.mkfifo(plan)
-    code, _, stderr = run_case(tmp_path, "tnn_core.compress", str(good), "--plan", str(plan))
+    code, _, stderr = run_case(cases, tmp_path, "tnn_core.compress", str(good), "--plan", str(plan))
     assert code == 2
     assert "a FIFO (named pipe), not a regular file" in one_error(stderr)
 
 
 # -- 3. a source is never overwritten; one writer per output --------------------------------
-def test_compress_never_replaces_its_source(tmp_path, good):
+def test_compress_never_replaces_its_source(cases, tmp_path, good):
     source = tmp_path / "src.safetensors"
     source.write_bytes(good.read_bytes())
     (tmp_path / "alias.safetensors").symlink_to(source)
     for out in (source, tmp_path / "alias.safetensors"):
-        code, _, stderr = run_case(tmp_path, "tnn_core.compress", str(source), "--band", "3",
+        code, _, stderr = run_case(cases, tmp_path, "tnn_core.compress", str(source), "--band", "3",
                                    "--rank", "4", "--out", str(out))
         assert code == 2
         assert "it would be replaced" in one_error(stderr)
     assert source.read_bytes() == good.read_bytes()
 
 
-def test_a_second_writer_of_one_output_is_refused(tmp_path, good):
+def test_a_second_writer_of_one_output_is_refused(cases, tmp_path, good):
     out = tmp_path / "out.safetensors"
     with exclusive_output(out):
-        code, _, stderr = run_case(tmp_path, "tnn_core.compress", str(good), "--band", "3",
+        code, _, stderr = run_case(cases, tmp_path, "tnn_core.compress", str(good), "--band", "3",
                                    "--rank", "4", "--out", str(out))
     assert code == 2
     assert "is being written by another run" in one_error(stderr)
@@ -194,55 +178,55 @@ def test_a_second_writer_of_one_output_is_refused(tmp_path, good):
 
 
 # -- 4. memory and time bounded by what the model will do -----------------------------------
-def test_a_rank_65536_ski_checkpoint_is_refused_by_the_budget(tmp_path):
+def test_a_rank_65536_ski_checkpoint_is_refused_by_the_budget(cases, tmp_path):
     path = ski_checkpoint(tmp_path / "ski.safetensors", 65536)
     assert 12e6 < path.stat().st_size < 14e6  # the 12.8 MB upload of the corpus
-    code, _, stderr = run_case(tmp_path, "tnn_core.training.evaluate", str(path))
+    code, _, stderr = run_case(cases, tmp_path, "tnn_core.training.evaluate", str(path))
     assert code == 2
     assert "the limit is 1,024 MiB" in one_error(stderr)
 
 
-def test_a_deep_long_model_whose_evaluation_never_ended_is_refused(tmp_path):
+def test_a_deep_long_model_whose_evaluation_never_ended_is_refused(cases, tmp_path):
     path = charlm_checkpoint(tmp_path / "deep.safetensors", layers=48, dim=44, seq_len=1700)
     assert 5e6 < path.stat().st_size < 7e6
     for module in ("tnn_core.training.evaluate", "tnn_core.compress"):
         extra = ["--band", "3", "--rank", "4"] if module == "tnn_core.compress" else []
-        code, _, stderr = run_case(tmp_path, module, str(path), *extra)
+        code, _, stderr = run_case(cases, tmp_path, module, str(path), *extra)
         assert code == 2
         assert "would take about" in one_error(stderr)
 
 
 # -- 5. numbers that cannot be trusted are said ---------------------------------------------
-def test_overflowing_weights_give_no_number(tmp_path):
+def test_overflowing_weights_give_no_number(cases, tmp_path):
     path = scaled_checkpoint(tmp_path / "huge.safetensors", 1e30)
-    code, stdout, stderr = run_case(tmp_path, "tnn_core.training.evaluate", str(path))
+    code, stdout, stderr = run_case(cases, tmp_path, "tnn_core.training.evaluate", str(path))
     assert code == 2 and not stdout.strip()
     assert "its outputs overflow, so no metric is reported" in one_error(stderr)
-    code, _, stderr = run_case(tmp_path, "tnn_core.compress", str(path), "--band", "3",
+    code, _, stderr = run_case(cases, tmp_path, "tnn_core.compress", str(path), "--band", "3",
                                "--rank", "4", "--out", str(tmp_path / "out.safetensors"))
     assert code == 2
     assert "reaches |w| = 1e+30" in one_error(stderr)
     assert not (tmp_path / "out.safetensors").exists()
 
 
-def test_a_shuffled_vocabulary_is_refused(tmp_path):
+def test_a_shuffled_vocabulary_is_refused(cases, tmp_path):
     task = CharLMTask.from_bytes(TEXT, "fox.txt", CharLMConfig(seq_len=32))
     path = charlm_checkpoint(tmp_path / "lm.safetensors", vocab=task.vocab[::-1])
-    code, _, stderr = run_case(tmp_path, "tnn_core.training.evaluate", str(path), "--text",
+    code, _, stderr = run_case(cases, tmp_path, "tnn_core.training.evaluate", str(path), "--text",
                                str(tmp_path / "fox.txt"))
     assert code == 2
     assert "vocab must be in code-point order" in one_error(stderr)
 
 
-def test_a_users_text_is_read_from_the_command_line_and_checked(tmp_path):
+def test_a_users_text_is_read_from_the_command_line_and_checked(cases, tmp_path):
     """The text comes from the user, never from the file, and must be the one trained on."""
     path = charlm_checkpoint(tmp_path / "lm.safetensors")
     (tmp_path / "fox.txt").write_bytes(TEXT)
-    code, stdout, _ = run_case(tmp_path, "tnn_core.training.evaluate", str(path), "--text",
+    code, stdout, _ = run_case(cases, tmp_path, "tnn_core.training.evaluate", str(path), "--text",
                                str(tmp_path / "fox.txt"))
     assert code == 0 and json.loads(stdout)["metric_name"] == "bpc"
     (tmp_path / "other.txt").write_bytes(TEXT.replace(b"fox", b"cat"))
-    code, _, stderr = run_case(tmp_path, "tnn_core.training.evaluate", str(path), "--text",
+    code, _, stderr = run_case(cases, tmp_path, "tnn_core.training.evaluate", str(path), "--text",
                                str(tmp_path / "other.txt"))
     assert code == 2
     assert "is not the one this model was trained on" in one_error(stderr)
@@ -251,9 +235,9 @@ def test_a_users_text_is_read_from_the_command_line_and_checked(tmp_path):
 # -- 6. command lines: one sentence, exit 2 --------------------------------------------------
 @pytest.mark.parametrize("threads", ["0", "-1"])
 @pytest.mark.parametrize("module", ["tnn_core.training.evaluate", "tnn_core.compress"])
-def test_a_nonsense_thread_count_is_one_sentence(tmp_path, good, module, threads):
+def test_a_nonsense_thread_count_is_one_sentence(cases, tmp_path, good, module, threads):
     extra = ["--band", "3", "--rank", "4"] if module == "tnn_core.compress" else []
-    code, _, stderr = run_case(tmp_path, module, str(good), "--threads", threads, *extra)
+    code, _, stderr = run_case(cases, tmp_path, module, str(good), "--threads", threads, *extra)
     assert code == 2
     assert f"--threads must be an integer in [1, 1024]; got {threads}" in one_error(stderr)
 
