@@ -206,7 +206,7 @@ def test_refuses_what_it_cannot_convert():
     with pytest.raises(ValueError, match="togeipi operator and cannot be converted: its mixer "
                                          "is not one Toeplitz matrix per channel"):
         convert(togeipi, CompressionPlan.uniform(1, 3, 4), 16)
-    with pytest.raises(ValueError, match="method 'sample' or 'fit'"):
+    with pytest.raises(ValueError, match="method 'sample', 'fit' or 'recurrent'"):
         fit_layer(np.zeros((1, 5)), LayerPlan(method="keep"), False)
 
 

@@ -29,8 +29,9 @@ ALLOWED = {
     "compress": {"checks", "files", "core", "operators", "models", "analysis", "training",
                  "bench", "allocator"},
     "report": {"checks", "files", "core", "operators", "models", "analysis", "training"},
+    "generate": {"checks", "core", "operators", "models", "training"},
     "lab": {"checks", "files", "core", "operators", "models", "analysis", "training", "bench",
-            "compress", "report", "allocator"},
+            "compress", "report", "generate", "allocator"},
 }
 SCREEN = {"streamlit", "plotly", "altair", "pandas"}
 

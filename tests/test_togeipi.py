@@ -31,7 +31,7 @@ def random_x(B: int, n: int, seed: int = 1) -> torch.Tensor:
 
 def test_kinds():
     assert KINDS == ("tno", "ski", "fd")
-    assert ALL_KINDS == ("tno", "ski", "fd", "togeipi")
+    assert ALL_KINDS == ("tno", "ski", "fd", "togeipi", "ssm")
     assert isinstance(build_operator(OperatorConfig(kind="togeipi", heads=2), 4), Togeipi)
 
 

@@ -37,7 +37,7 @@ from torch import nn
 from tnn_core.analysis.spectral_summary import MAX_N, STATISTICS, ChannelSpectrum, layer_spectra
 from tnn_core.checks import check_choice, check_int
 from tnn_core.files import read_bounded
-from tnn_core.operators.config import KINDS
+from tnn_core.operators.config import CHANNEL_KINDS
 from tnn_core.training.answer import answer_text
 from tnn_core.training.checkpoint import CheckpointInfo, load
 from tnn_core.training.evaluate import evaluate_model, layer_kernels
@@ -122,9 +122,10 @@ def _band_and_rank(model: nn.Module, n: int, band: int | None, rank: int | None
     chosen = []
     for layer in range(model.config.layers):
         operator = model.config.layer_operator(layer)
-        if operator.kind not in KINDS:
-            raise ValueError(f"layer {layer}'s operator must be one of {KINDS} (channel-wise "
-                             f"Toeplitz) for a spectral report; got {operator.kind!r}")
+        if operator.kind not in CHANNEL_KINDS:
+            raise ValueError(f"layer {layer}'s operator must be one of {CHANNEL_KINDS} "
+                             f"(channel-wise Toeplitz) for a spectral report; got "
+                             f"{operator.kind!r}")
         ski = operator.kind == "ski"
         m = band if band is not None else operator.band if ski else min(DEFAULT_BAND, 2 * n - 2)
         r = rank if rank is not None else operator.rank if ski else min(DEFAULT_RANK, n)

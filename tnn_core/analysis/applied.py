@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import torch
 
 from tnn_core.checks import check_int
-from tnn_core.operators import KINDS, TokenMixer
+from tnn_core.operators import CHANNEL_KINDS, TokenMixer
 
 __all__ = ["BASIS_CHUNK", "applied_matrix"]
 
@@ -33,9 +33,9 @@ def applied_matrix(operator: TokenMixer, n: int, channels: Sequence[int] | None 
 
     ``channels``: which channels (default all D), in the operator's dtype and device;
     ``chunk``: basis vectors per forward pass (a smaller one bounds its memory).
-    Only the per-channel operators (``operators.KINDS``) have one matrix per channel."""
-    if operator.config.kind not in KINDS:
-        raise ValueError(f"operator kind must be one of {KINDS} (one matrix per channel); "
+    Only the per-channel operators (``operators.CHANNEL_KINDS``) have one matrix per channel."""
+    if operator.config.kind not in CHANNEL_KINDS:
+        raise ValueError(f"operator kind must be one of {CHANNEL_KINDS} (one matrix per channel); "
                          f"got {operator.config.kind!r}")
     check_int("n", n, 1)
     D = operator.dim

@@ -1,7 +1,10 @@
-"""Convert a TNO or FD-TNO checkpoint to band + low rank and say what it costs the task.
+"""Convert a TNO or FD-TNO checkpoint to band + low rank, or a causal one to a recurrence,
+and say what it costs the task.
 
     python -m tnn_core.compress checkpoints/digits-tno.safetensors --band 9 --rank 32 \\
         --out digits-tno-m9r32.safetensors
+    python -m tnn_core.compress checkpoints/charlm-tno.safetensors --recurrent --state 16 \\
+        --out charlm-tno-s16.safetensors
     python -m tnn_core.compress checkpoints/listops-fd.safetensors --plan plan.json \\
         --finetune 200
     python -m tnn_core.compress checkpoints/digits-fd.safetensors --search
@@ -15,16 +18,20 @@ plans by an error budget: per layer, the cheapest (m, r) of the grid within EPS.
 --search it adds the planner's candidates, their Pareto front and the chosen plan,
 which --out saves; plans tied for the fastest (their speed-up intervals overlap) are
 listed and none is chosen (the JSON holds the search alone; with --out it is an error
-naming them, and nothing is written). Every metric comes with its 95 % interval and the number of
-sequences of the task's evaluation set.
+naming them, and nothing is written). Every metric comes with its 95 % interval and the
+number of sequences of the task's evaluation set.
+
+--recurrent --state S makes every layer of a causal model a diagonal SSM (s damped
+exponentials per channel, fitted to its kernel at the training length) that
+``python -m tnn_core.generate`` runs as a recurrence.
 
 A plan file is JSON: {"layers": [{"band": 9, "rank": 32, "method": "fit"},
-{"method": "keep"}]}, one entry per layer. --out may not be an input (the checkpoint,
---plan, --text), and two runs may not write one --out at once (OUT.lock, released when a
-run ends, however it ends). A charlm model trained on a user's text needs that text
-again: --text FILE. Exit status: 0 done, 2 anything else: bad input, a model too costly
-for the budget, out of memory, an unforeseen error (one "error:" line on stderr;
-nothing is written).
+{"method": "recurrent", "state": 16}, {"method": "keep"}]}, one entry per layer. --out may
+not be an input (the checkpoint, --plan, --text), and two runs may not write one --out at
+once (OUT.lock, released when a run ends, however it ends). A charlm model trained on a
+user's text needs that text again: --text FILE. Exit status: 0 done, 2 anything else: bad
+input, a model too costly for the budget, out of memory, an unforeseen error (one
+"error:" line on stderr; nothing is written).
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from tnn_core.compress.pipeline import compress, save_converted
 from tnn_core.compress.plan import CompressionPlan
 from tnn_core.compress.planner import GRID_BANDS, GRID_RANKS, grid, plan_for_error, search
 from tnn_core.files import exclusive_output, read_bounded
+from tnn_core.operators.config import MAX_STATE
 from tnn_core.training.answer import answer
 from tnn_core.training.checkpoint import load
 from tnn_core.training.tasks import task_from_info
@@ -65,6 +73,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--method", choices=("sample", "fit"), default="fit",
                    help="how A is found: 'fit' least squares (default), 'sample' the kernel "
                         "read at the inducing lags")
+    p.add_argument("--recurrent", action="store_true",
+                   help="a causal model's every layer becomes a diagonal SSM of --state modes "
+                        "per channel, run as a recurrence when generating (constant cost per "
+                        "token)")
+    p.add_argument("--state", type=int, default=None, metavar="S",
+                   help="--recurrent: s complex modes per channel")
     p.add_argument("--plan", default=None, metavar="PLAN.json",
                    help="per-layer settings instead of --band/--rank/--method")
     p.add_argument("--max-error", type=float, default=None, metavar="EPS",
@@ -103,12 +117,16 @@ def _parser() -> argparse.ArgumentParser:
 def _plan(args, layers: int, n0: int) -> CompressionPlan | None:
     """The plan the options give; None for --search (the planner chooses)."""
     chosen = sum([args.plan is not None, args.search, args.max_error is not None,
-                  args.band is not None or args.rank is not None])
+                  args.band is not None or args.rank is not None, args.recurrent])
     if chosen != 1:
         raise ValueError("give exactly one of --band and --rank (together), --plan, "
-                         "--max-error or --search")
+                         "--max-error, --search or --recurrent")
     if args.search or args.max_error is not None:
         return None
+    if args.recurrent != (args.state is not None):
+        raise ValueError("--recurrent and --state S go together")
+    if args.recurrent:
+        return CompressionPlan.recurrent(layers, check_int("--state", args.state, 1, MAX_STATE))
     if args.plan is not None:
         data = read_bounded(args.plan, MAX_PLAN_BYTES, "--plan")
         try:

@@ -1,4 +1,5 @@
-"""Convert a trained TNO or FD-TNO model into band + low rank, layer by layer.
+"""Convert a trained TNO or FD-TNO model into band + low rank (or a recurrence), layer by
+layer.
 
 Each planned layer's learned kernels t [D, 2n0-1] at the training length n0 are split
 as the decomposition analysis splits them (``analysis.decompose``; Algorithm 1 of "SKI
@@ -17,9 +18,12 @@ the band taps and A's lag coefficients as knots:
   "fit" takes the knots minimising ||T - B - F||_F (weighted least squares over the
   lags t >= m, each lag weighted by its n0 - t entries). The band taps are then exact.
 
+A causal layer planned "recurrent" becomes an ``operators.SSM`` instead
+(``compress.recurrent``: s damped exponentials per channel, its band the lag 0).
+
 A layer's error is ||T - T̂||_F / ||T - band(T)||_F over all its channels: the part of
-the kernel outside the band that the low-rank part misses (0 exact; 1 as bad as
-dropping it).
+the kernel outside the band that the low-rank part (or the exponentials) misses (0 exact;
+1 as bad as dropping it).
 
 Letters: D channels, n0 training length, m band lags, r rank, L = 2n0-1 lags.
 """
@@ -37,11 +41,12 @@ from tnn_core.analysis.decompose import decompose, sample_inducing_coeffs, smoot
 from tnn_core.analysis.dense import frobenius_sq
 from tnn_core.analysis.gram import band_lags, residual_frobenius_sq
 from tnn_core.compress.plan import CompressionPlan, LayerPlan
+from tnn_core.compress.recurrent import fit_recurrent, recurrent_config
 from tnn_core.models import ModelConfig, build_model
 from tnn_core.operators import OperatorConfig
 
-__all__ = ["CONVERTIBLE_KINDS", "LayerFit", "fit_layer", "knot_config", "tail_basis", "convert",
-           "check_convertible"]
+__all__ = ["CONVERTIBLE_KINDS", "LayerFit", "fit_layer", "layer_config", "knot_config",
+           "tail_basis", "convert", "check_convertible"]
 
 CONVERTIBLE_KINDS = ("tno", "fd")  # one learned Toeplitz kernel per channel
 
@@ -50,10 +55,17 @@ CONVERTIBLE_KINDS = ("tno", "fd")  # one learned Toeplitz kernel per channel
 class LayerFit:
     """One layer's converted operator: its config, parameters and error."""
 
-    config: OperatorConfig  # kind "ski", low_rank "knots"
-    band_weight: np.ndarray  # [D, taps] in SKI's tap order (tap j at lag m//2 - j; causal m-1-j)
-    lag_knots: np.ndarray  # [D, 2r-1] (causal: [D, r]) knots at the lags l h0
+    config: OperatorConfig  # kind "ski" with low_rank "knots", or "ssm" (recurrent)
+    # the operator's tensors by name. SKIKnots: band_weight [D, taps] in SKI's tap order
+    # (tap j at lag m//2 - j; causal m-1-j) and lag_knots [D, 2r-1] (causal: [D, r]), knots
+    # at the lags l h0. SSM: poles, residues [D, s, 2] and direct [D] (compress.recurrent)
+    tensors: dict[str, np.ndarray]
     error: float  # ||T - T̂||_F / ||T - band(T)||_F over the channels (0 when T is all band)
+
+
+def layer_config(source: OperatorConfig, plan: LayerPlan, n0: int) -> OperatorConfig:
+    """The config of the operator replacing one of ``source`` under ``plan``."""
+    return recurrent_config(plan) if plan.recurrent else knot_config(source, plan, n0)
 
 
 def knot_config(source: OperatorConfig, plan: LayerPlan, n0: int) -> OperatorConfig:
@@ -125,18 +137,25 @@ def _causal(kernels: np.ndarray, plan: LayerPlan) -> tuple[np.ndarray, np.ndarra
 
 def fit_layer(kernels, plan: LayerPlan, causal: bool, source: OperatorConfig | None = None
               ) -> LayerFit:
-    """The band + low-rank operator for one layer's kernels [D, 2n0-1] (torch or numpy)."""
+    """The converted operator for one layer's kernels [D, 2n0-1] (torch or numpy): band +
+    low rank, or (``plan.recurrent``, causal only) a diagonal SSM."""
     if plan.kept:
-        raise ValueError("fit_layer needs a plan with method 'sample' or 'fit'; got 'keep'")
+        raise ValueError("fit_layer needs a plan with method 'sample', 'fit' or 'recurrent'; "
+                         "got 'keep'")
     if isinstance(kernels, torch.Tensor):
         kernels = kernels.detach().cpu().double().numpy()
     kernels = np.asarray(kernels, dtype=np.float64)
     n = (kernels.shape[1] + 1) // 2
+    if plan.recurrent:
+        if not causal:
+            raise ValueError("a recurrent plan needs a causal model (an SSM runs forward in "
+                             "time); got a bidirectional one")
+        return LayerFit(*fit_recurrent(kernels[:, n - 1:], plan))
     plan.check_length(n, "plan")
     source = source or OperatorConfig(causal=causal)
     taps, knots, error_sq = (_causal if causal else _bidirectional)(kernels, plan)
     lags = band_lags(n, plan.band, causal)
-    return LayerFit(knot_config(source, plan, n), taps, knots,
+    return LayerFit(knot_config(source, plan, n), {"band_weight": taps, "lag_knots": knots},
                     _relative(error_sq, _off_band_sq(kernels, lags)))
 
 
@@ -148,16 +167,21 @@ def check_convertible(config: ModelConfig, plan: CompressionPlan, n0: int) -> No
     for i, layer in enumerate(plan.layers):
         kind = config.layer_operator(i).kind
         if not layer.kept and kind not in CONVERTIBLE_KINDS:
-            why = ("its mixer is not one Toeplitz matrix per channel" if kind == "togeipi"
-                   else "it already is band + low rank")
+            why = {"togeipi": "its mixer is not one Toeplitz matrix per channel",
+                   "ssm": "it already is a recurrence"}.get(kind, "it already is band + low rank")
             raise ValueError(f"layers[{i}] is a {kind} operator and cannot be converted: "
                              f"{why}; convert a tno or fd model, or keep this layer")
+        if layer.recurrent and not config.operator.causal:
+            raise ValueError(f"layers[{i}] cannot become a recurrence: the model is "
+                             f"bidirectional, and an SSM runs forward in time; convert a "
+                             f"causal model, or plan band + low rank")
 
 
 @torch.no_grad()
 def convert(model: nn.Module, plan: CompressionPlan, train_length: int
             ) -> tuple[nn.Module, list[float | None]]:
-    """A new model whose planned layers are band + low rank; ``model`` is not changed.
+    """A new model whose planned layers are band + low rank or recurrences; ``model`` is
+    not changed.
 
     train_length: n0, the length the source was trained at (its task's seq_len); the
     kernels are decomposed there. Returns the converted model (same dtype, in eval mode)
@@ -181,8 +205,8 @@ def convert(model: nn.Module, plan: CompressionPlan, train_length: int
     state = {k: v for k, v in model.state_dict().items()
              if not any(k.startswith(f"layers.{i}.gtu.op.") for i in fits)}
     for i, fit in fits.items():
-        state[f"layers.{i}.gtu.op.band_weight"] = torch.as_tensor(fit.band_weight.copy())
-        state[f"layers.{i}.gtu.op.lag_knots"] = torch.as_tensor(fit.lag_knots.copy())
+        for name, tensor in fit.tensors.items():
+            state[f"layers.{i}.gtu.op.{name}"] = torch.as_tensor(tensor.copy())
     converted.load_state_dict({k: v.to(param) for k, v in state.items()}, strict=True)
     converted.eval()
     return converted, [fits[i].error if i in fits else None for i in range(config.layers)]

@@ -18,7 +18,7 @@ from dataclasses import replace
 import torch
 from torch import nn
 
-from tnn_core.compress.convert import knot_config
+from tnn_core.compress.convert import layer_config
 from tnn_core.compress.measure import FINETUNE_BATCH, SPEED_BATCH
 from tnn_core.compress.plan import CompressionPlan
 from tnn_core.core.toeplitz import fft_size
@@ -57,7 +57,7 @@ def check_converted(model: nn.Module) -> None:
 def converted_config(config: ModelConfig, plan: CompressionPlan, n0: int) -> ModelConfig:
     """The config ``convert`` will give the converted model, known without converting."""
     layers = tuple(config.layer_operator(i) if layer.kept
-                   else knot_config(config.layer_operator(i), layer, n0)
+                   else layer_config(config.layer_operator(i), layer, n0)
                    for i, layer in enumerate(plan.layers))
     return replace(config, operator=layers[0], layer_operators=layers)
 
@@ -72,6 +72,10 @@ def conversion_cost(config: ModelConfig, plan: CompressionPlan, n0: int) -> Cost
     numbers, operations = 0, 0.0
     for layer in plan.layers:
         if layer.kept:
+            continue
+        if layer.recurrent:  # per channel: the [n0/2, n0/2] Hankel matrix's SVD, the pencil
+            numbers = max(numbers, 3 * n0**2 + 4 * n0 * layer.state + 3 * width * 2 * n0)
+            operations += width * 12 * (n0 / 2) ** 3
             continue
         lags = 2 * layer.rank - 1
         numbers = max(numbers, 3 * lags**2 + 8 * layer.rank * N + 2 * n0 * layer.rank

@@ -82,7 +82,7 @@ class CompressionResult:
                 "finetuned": scored(self.finetuned), "finetune_steps": self.finetune_steps,
                 "speedup": {str(f): s.to_dict() for f, s in self.speedups.items()},
                 "parameters": {"source": self.parameters[0], "converted": self.parameters[1]},
-                "layers": [{**layer.__dict__, "error": error}
+                "layers": [{**layer.to_dict(), "error": error}
                            for layer, error in zip(self.plan.layers, self.errors, strict=True)],
                 "plan": self.plan.to_dict(), "stopped": self.stopped}
 

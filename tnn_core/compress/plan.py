@@ -1,26 +1,31 @@
-"""A compression plan: per layer, the band m, the rank r and how A is found.
+"""A compression plan: per layer, band + low rank (m, r, how A is found), a recurrence, or
+nothing.
 
     CompressionPlan.uniform(2, band=9, rank=32, method="fit")
+    CompressionPlan.recurrent(2, state=16)
     CompressionPlan.from_dict({"layers": [{"band": 9, "rank": 32, "method": "fit"},
+                                          {"method": "recurrent", "state": 16},
                                           {"method": "keep"}]})
 
 ``method`` is one of the decomposition's two ("sample": A samples the kernel continued
-across the band; "fit": A is the least-squares optimum, ``analysis.decompose``) or
-"keep": the layer stays as it is. ``band`` and ``rank`` mean what they mean in
-``analysis.decompose``: the band holds lags |k| <= band//2 (0 <= k < band, causal) and
-the rank is r inducing points, 2 <= r <= n0 (the source's training length).
+across the band; "fit": A is the least-squares optimum, ``analysis.decompose``),
+"recurrent" (a causal layer becomes a diagonal SSM of ``state`` = s modes per channel,
+``compress.recurrent``) or "keep": the layer stays as it is. ``band`` and ``rank`` mean
+what they mean in ``analysis.decompose``: the band holds lags |k| <= band//2 (0 <= k <
+band, causal) and the rank is r inducing points, 2 <= r <= n0 (the source's training
+length).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from tnn_core.checks import check_choice, check_int, config_from_dict
-from tnn_core.operators.config import MAX_SIZE
+from tnn_core.operators.config import MAX_SIZE, MAX_STATE
 
 __all__ = ["METHODS", "LayerPlan", "CompressionPlan"]
 
-METHODS: tuple[str, ...] = ("sample", "fit", "keep")
+METHODS: tuple[str, ...] = ("sample", "fit", "recurrent", "keep")
 
 
 @dataclass(frozen=True)
@@ -29,20 +34,26 @@ class LayerPlan:
 
     band: int = 9  # m: the band holds lags |k| <= m//2 (causal: 0 <= k < m)
     rank: int = 32  # r inducing points
-    method: str = "fit"  # "sample", "fit" or "keep"
+    method: str = "fit"  # "sample", "fit", "recurrent" or "keep"
+    state: int = 16  # recurrent: s modes per channel
 
     def __post_init__(self):
         check_int("band", self.band, 1, MAX_SIZE)
         check_int("rank", self.rank, 2, MAX_SIZE)
         check_choice("method", self.method, METHODS)
+        check_int("state", self.state, 1, MAX_STATE)
 
     @property
     def kept(self) -> bool:
         return self.method == "keep"
 
+    @property
+    def recurrent(self) -> bool:
+        return self.method == "recurrent"
+
     def check_length(self, n: int, where: str) -> None:
         """m and r against the source's training length n (ValueError naming ``where``)."""
-        if self.kept:
+        if self.kept or self.recurrent:
             return
         try:
             check_int("rank", self.rank, 2, n, "[2, n]")
@@ -51,7 +62,16 @@ class LayerPlan:
             raise ValueError(f"{where}: {err} (the training length n = {n})") from None
 
     def describe(self) -> str:
+        if self.recurrent:
+            return f"recurrent, s = {self.state}"
         return "kept" if self.kept else f"m = {self.band}, r = {self.rank}, {self.method}"
+
+    def to_dict(self) -> dict:
+        """The fields its method reads: {method, state} for a recurrence, else {band, rank,
+        method}."""
+        if self.recurrent:
+            return {"method": self.method, "state": self.state}
+        return {"band": self.band, "rank": self.rank, "method": self.method}
 
 
 @dataclass(frozen=True)
@@ -74,6 +94,12 @@ class CompressionPlan:
         check_int("layers", layers, 1)
         return cls(tuple(LayerPlan(band, rank, method) for _ in range(layers)))
 
+    @classmethod
+    def recurrent(cls, layers: int, state: int) -> CompressionPlan:
+        """Every one of ``layers`` layers a diagonal SSM of ``state`` modes per channel."""
+        check_int("layers", layers, 1)
+        return cls(tuple(LayerPlan(method="recurrent", state=state) for _ in range(layers)))
+
     def check_model(self, layers: int, n: int) -> None:
         """The plan against a source of ``layers`` layers trained at length n."""
         if len(self.layers) != layers:
@@ -86,8 +112,9 @@ class CompressionPlan:
         return "; ".join(f"layer {i}: {layer.describe()}" for i, layer in enumerate(self.layers))
 
     def to_dict(self) -> dict:
-        """{"layers": [{band, rank, method}, ...]}: JSON types, as ``from_dict`` reads it."""
-        return {"layers": [asdict(layer) for layer in self.layers]}
+        """{"layers": [{band, rank, method} or {method, state}, ...]}: JSON types, as
+        ``from_dict`` reads it."""
+        return {"layers": [layer.to_dict() for layer in self.layers]}
 
     @classmethod
     def from_dict(cls, data) -> CompressionPlan:

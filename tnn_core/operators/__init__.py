@@ -6,7 +6,9 @@ apply, and ``kernel(n)`` [D, 2n-1]. ``togeipi`` (in ``ALL_KINDS``) mixes per hea
 with a Toeplitz plus sparse matrix between two projections, up to ``max_length``;
 its dense reference is ``mixing_matrix(n)`` [H, n, n]. An ``ski`` config with
 ``low_rank="knots"`` builds ``SKIKnots``, the operator of a converted model
-(``tnn_core.compress``).
+(``tnn_core.compress``). ``ssm`` (causal only) holds each channel's kernel as a diagonal
+state-space model, the recurrent form of a converted causal model; ``CHANNEL_KINDS`` are
+the kinds with one Toeplitz matrix per channel, ``TRAINED_KINDS`` those a run trains.
 
 Weights are drawn from torch's global generator (nn.Module constructors such as
 nn.Linear's take no generator of their own). ``with seeded_weights(seed):`` seeds it for
@@ -23,17 +25,26 @@ from collections.abc import Iterator
 import torch
 
 from tnn_core.operators.base import TokenMixer
-from tnn_core.operators.config import ALL_KINDS, KINDS, OperatorConfig, OperatorKind
+from tnn_core.operators.config import (
+    ALL_KINDS,
+    CHANNEL_KINDS,
+    KINDS,
+    TRAINED_KINDS,
+    OperatorConfig,
+    OperatorKind,
+)
 from tnn_core.operators.fd import FD
 from tnn_core.operators.ski import SKI
 from tnn_core.operators.ski_knots import SKIKnots
+from tnn_core.operators.ssm import SSM
 from tnn_core.operators.tno import TNO
 from tnn_core.operators.togeipi import Togeipi
 
-__all__ = ["KINDS", "ALL_KINDS", "OperatorConfig", "OperatorKind", "TokenMixer", "TNO", "SKI",
-           "FD", "Togeipi", "SKIKnots", "build_operator", "DRAW_LOCK", "seeded_weights"]
+__all__ = ["KINDS", "ALL_KINDS", "TRAINED_KINDS", "CHANNEL_KINDS", "OperatorConfig",
+           "OperatorKind", "TokenMixer", "TNO", "SKI", "FD", "Togeipi", "SKIKnots", "SSM",
+           "build_operator", "DRAW_LOCK", "seeded_weights"]
 
-_CLASSES = {"tno": TNO, "ski": SKI, "fd": FD, "togeipi": Togeipi}
+_CLASSES = {"tno": TNO, "ski": SKI, "fd": FD, "togeipi": Togeipi, "ssm": SSM}
 DRAW_LOCK = threading.RLock()  # held while weights are drawn from torch's global generator
 
 

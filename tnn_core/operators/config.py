@@ -7,11 +7,15 @@ from typing import Literal
 
 from tnn_core.checks import check_choice, check_fraction, check_int, check_number, config_from_dict
 
-__all__ = ["OperatorKind", "KINDS", "ALL_KINDS", "FD_INPUTS", "SKI_LOW_RANKS", "OperatorConfig"]
+__all__ = ["OperatorKind", "KINDS", "ALL_KINDS", "TRAINED_KINDS", "CHANNEL_KINDS", "FD_INPUTS",
+           "SKI_LOW_RANKS", "OperatorConfig"]
 
-OperatorKind = Literal["tno", "ski", "fd", "togeipi"]
+OperatorKind = Literal["tno", "ski", "fd", "togeipi", "ssm"]
 KINDS: tuple[str, ...] = ("tno", "ski", "fd")  # the Toeplitz kinds: kernel(n), matrix(n) [D, n, n]
-ALL_KINDS: tuple[str, ...] = KINDS + ("togeipi",)  # plus the Togeipi mixer (course project)
+ALL_KINDS: tuple[str, ...] = KINDS + ("togeipi", "ssm")  # plus the Togeipi mixer (course
+# project) and the diagonal SSM a causal model is converted to (compress.recurrent)
+TRAINED_KINDS: tuple[str, ...] = KINDS + ("togeipi",)  # what a training run builds
+CHANNEL_KINDS: tuple[str, ...] = KINDS + ("ssm",)  # one n x n Toeplitz matrix per channel
 _ACTIVATIONS = ("relu", "silu", "gelu")
 _PSF_ACTIVATIONS = ("none", "gelu")
 FD_INPUTS = ("omega", "cosine")  # what the FD RPE reads: ω (Algorithm 2) or cos ω
@@ -24,6 +28,7 @@ MAX_SIZE = 65_536  # rank, band, max_length
 MAX_RPE_DIM = 8_192
 MAX_RPE_LAYERS = 64
 MAX_HEADS = 4_096
+MAX_STATE = 4_096  # ssm: modes per channel
 # the fields each kind reads, beside kind and causal (grep its module: ``config.<field>``)
 _USED = {
     "tno": ("decay", "rpe_dim", "rpe_layers", "activation"),
@@ -31,6 +36,7 @@ _USED = {
     "ski": ("decay", "rank", "band", "low_rank"),  # A from the RPE on the time warp λ
     "ski knots": ("rank", "band", "low_rank", "knot_length"),  # A held as knots: no λ
     "togeipi": ("heads", "sparse_density", "max_length", "sparse_l1", "psf_activation"),
+    "ssm": ("state",),
 }
 
 
@@ -38,7 +44,7 @@ _USED = {
 class OperatorConfig:
     """Configuration of a token mixer. Unknown fields raise (no **kwargs)."""
 
-    kind: OperatorKind = "tno"  # tno (TNN), ski (SKI-TNN), fd (FD-TNN) or togeipi
+    kind: OperatorKind = "tno"  # tno (TNN), ski (SKI-TNN), fd (FD-TNN), togeipi or ssm
     causal: bool = False  # lower-triangular: output t sees inputs <= t only
     decay: float = 0.99  # λ in (0, 1]: TNO decay λ^|k|, SKI inverse time warp sign(t)λ^|t|
     rank: int = 64  # SKI: r inducing points and r RPE knots, >= 2
@@ -60,6 +66,7 @@ class OperatorConfig:
     max_length: int = 1024  # togeipi: longest n (the sparse matrix is max_length x max_length)
     sparse_l1: float = 1e-5  # togeipi: weight of l1_penalty() = sparse_l1 * sum |S_ij|
     psf_activation: str = "none"  # togeipi: "none" keeps mixing linear; "gelu" as the project
+    state: int = 16  # ssm: s complex modes per channel (causal only)
 
     def __post_init__(self):
         check_choice("kind", self.kind, ALL_KINDS)
@@ -84,6 +91,10 @@ class OperatorConfig:
         check_int("max_length", self.max_length, 1, MAX_SIZE)
         check_number("sparse_l1", self.sparse_l1, 0, 1)
         check_choice("psf_activation", self.psf_activation, _PSF_ACTIVATIONS)
+        check_int("state", self.state, 1, MAX_STATE)
+        if self.kind == "ssm" and not self.causal:
+            raise ValueError("causal must be True for kind='ssm' (a recurrence runs forward "
+                             "in time); got False")
         used = self.used_fields()
         for f in fields(self):  # a setting the kind never reads is its default: one config
             if f.name not in used:  # per operator, and to_dict round-trips

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tnn_core.files import read_bounded
 from tnn_core.models import ModelConfig
-from tnn_core.operators import ALL_KINDS, OperatorConfig
+from tnn_core.operators import TRAINED_KINDS, OperatorConfig
 from tnn_core.operators.config import FD_INPUTS
 from tnn_core.training.config import DEVICES, DTYPES, SCHEDULES, TrainConfig, model_for_task
 from tnn_core.training.tasks import TASKS, CharLMTask, Task, get_task, task_config
@@ -89,7 +89,7 @@ def _task_options(p: argparse.ArgumentParser) -> None:
 def _model_options(p: argparse.ArgumentParser) -> None:
     model, op = ModelConfig(), OperatorConfig()  # the defaults
     m = p.add_argument_group("model")
-    m.add_argument("--operator", choices=ALL_KINDS, default=op.kind,
+    m.add_argument("--operator", choices=TRAINED_KINDS, default=op.kind,
                    help="token mixer: tno (TNN), ski (SKI-TNN), fd (FD-TNN) or togeipi "
                         "(Toeplitz plus sparse)")
     m.add_argument("--causal", action=argparse.BooleanOptionalAction, default=None,

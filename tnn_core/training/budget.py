@@ -125,6 +125,8 @@ def _operator_bytes(op: OperatorConfig, width: int, batch: int, n: int) -> int:
     if op.kind == "togeipi":
         side = min(n, op.max_length)
         return SQUARE_COPIES * side * side + KERNEL_COPIES * op.heads * N
+    if op.kind == "ssm":  # the modes' Vandermonde terms (kept for a backward) and the kernel
+        return 4 * width * op.state * n + KERNEL_COPIES * width * N
     e = op.rpe_width(width)
     points = N // 2 + 1 if op.kind == "fd" else 2 * n
     knots = 2 * width * op.rank if op.kind == "ski" else 0

@@ -53,7 +53,7 @@ from tnn_core.training.tasks.base import (
 )
 
 __all__ = ["CharLMConfig", "CharLMTask", "MAX_TEXT_BYTES", "MIN_TEXT_BYTES", "MAX_VOCAB",
-           "decode_text", "stdlib_files"]
+           "decode_text", "stdlib_files", "encode_text", "decode_ids"]
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +140,22 @@ def decode_text(data: bytes, name: str = "text") -> str:
     return text
 
 
+def encode_text(vocab: str, text: str) -> torch.Tensor:
+    """Characters -> ids [len(text)] int32 under ``vocab`` (id i + 1 is vocab[i]), UNK (0)
+    for characters outside it."""
+    if not text:
+        return torch.zeros(0, dtype=torch.int32)
+    table = {ord(ch): i + 1 for i, ch in enumerate(vocab)}
+    chars, inverse = np.unique(_codepoints(text), return_inverse=True)
+    ids = np.array([table.get(int(c), 0) for c in chars], dtype=np.int32)[inverse]
+    return torch.from_numpy(ids.reshape(-1))
+
+
+def decode_ids(vocab: str, ids: torch.Tensor) -> str:
+    """Ids -> characters under ``vocab``; UNK (0) is U+FFFD."""
+    return "".join("\ufffd" if i == 0 else vocab[i - 1] for i in ids.tolist())
+
+
 def build_vocab(text: str, max_vocab: int) -> str:
     """The max_vocab - 1 most frequent characters of ``text`` in code-point order."""
     chars, counts = np.unique(_codepoints(text), return_counts=True)
@@ -204,15 +220,10 @@ class CharLMTask(Task):
     # -- tokens -------------------------------------------------------------------------
     def encode(self, text: str) -> torch.Tensor:
         """Characters -> ids [len(text)] int32, UNK (0) for characters outside the vocab."""
-        if not text:
-            return torch.zeros(0, dtype=torch.int32)
-        table = {ord(ch): i + 1 for i, ch in enumerate(self.vocab)}
-        chars, inverse = np.unique(_codepoints(text), return_inverse=True)
-        ids = np.array([table.get(int(c), 0) for c in chars], dtype=np.int32)[inverse]
-        return torch.from_numpy(ids.reshape(-1))
+        return encode_text(self.vocab, text)
 
     def decode(self, ids: torch.Tensor) -> str:
-        return "".join("\ufffd" if i == 0 else self.vocab[i - 1] for i in ids.tolist())
+        return decode_ids(self.vocab, ids)
 
     def batch(self, split, batch_size, generator, length=None):
         """Random windows: tokens text[s : s+n], targets text[s+1 : s+n+1]."""

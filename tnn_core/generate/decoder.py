@@ -1,0 +1,80 @@
+"""A causal language model run a token at a time (TNN layers: ``models``).
+
+Everything in a TNN layer but its token mixer acts on each position alone (the GTU's
+projections and gate, the GLU, the RMSNorms), so one new token passes through those as a
+row, and each layer's mixer is replaced by its incremental form (``incremental``). The
+decoder's logits at every position equal ``model(tokens)`` over the whole text of
+``length`` tokens (the tests check it in float64 for every operator kind).
+
+Letters: B batch, t tokens, d model width, D = expand_ratio d, V vocabulary.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from tnn_core.checks import check_int
+from tnn_core.core.toeplitz import check_length
+from tnn_core.generate.incremental import incremental_form
+from tnn_core.models import CausalLM, TNNLayer
+
+__all__ = ["Decoder"]
+
+
+class Decoder:
+    """``prefill(prompt)`` then ``step(token)`` repeatedly, each giving the next logits."""
+
+    def __init__(self, model: CausalLM, length: int, batch: int = 1):
+        if not isinstance(model, CausalLM):
+            raise ValueError(f"model must be a causal language model (task 'lm'); got "
+                             f"{type(model).__name__}")
+        check_length(length, "length")
+        check_int("batch", batch, 1, 4_096)
+        self.model = model
+        self.forms = [incremental_form(op, length, batch) for op in model.operators()]
+        self.length, self.batch = length, batch
+
+    @torch.no_grad()
+    def prefill(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The prompt tokens [B, t >= 1] at once -> the logits after its last token [B, V]."""
+        if tokens.dim() != 2 or tokens.shape[0] != self.batch or tokens.shape[1] < 1:
+            raise ValueError(f"tokens must have shape [{self.batch}, t >= 1]; got "
+                             f"{tuple(tokens.shape)}")
+        x = self.model.embed(self._checked(tokens))  # (B, t, d)
+        for layer, form in zip(self.model.layers, self.forms, strict=True):
+            x = _layer(layer, x, form.prefill)
+        return self._logits(x[:, -1])  # (B, V)
+
+    @torch.no_grad()
+    def step(self, token: torch.Tensor) -> torch.Tensor:
+        """The next token [B] -> the logits after it [B, V]."""
+        if token.shape != (self.batch,):
+            raise ValueError(f"token must have shape [{self.batch}]; got {tuple(token.shape)}")
+        x = self.model.embed(self._checked(token))  # (B, d)
+        for layer, form in zip(self.model.layers, self.forms, strict=True):
+            x = _layer(layer, x, form.step)
+        return self._logits(x)  # (B, V)
+
+    def state_bytes(self) -> int:
+        """Bytes every layer's mixer holds for one sequence now (inputs or modes)."""
+        return sum(form.state_bytes() for form in self.forms)
+
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:  # (B, d) -> (B, V)
+        return self.model.norm(x) @ self.model.embed.weight.T
+
+    def _checked(self, tokens: torch.Tensor) -> torch.Tensor:
+        vocab = self.model.config.vocab_size
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab):
+            raise ValueError(f"tokens must be in [0, {vocab - 1}]; got values in "
+                             f"[{int(tokens.min())}, {int(tokens.max())}]")
+        return tokens
+
+
+def _layer(layer: TNNLayer, x: torch.Tensor, mix) -> torch.Tensor:
+    """One TNN layer with ``mix`` as its token mixer: x [B, d] or [B, t, d], as x."""
+    gtu = layer.gtu
+    a = layer.norm1(x)
+    u, v = F.silu(gtu.u_proj(a)), F.silu(gtu.v_proj(a))  # (..., D)
+    x = x + gtu.out_proj(u * mix(v))
+    return x + layer.glu(layer.norm2(x))

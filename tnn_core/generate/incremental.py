@@ -1,0 +1,137 @@
+"""One causal token mixer applied a token at a time: the Toeplitz form and the recurrent form.
+
+A causal Toeplitz layer computes y_t = Σ_{u<=t} k_(t-u) x_u (TNN §3.2). Generating text
+asks for y_t once x_t is known, and nothing else:
+
+* ``ToeplitzHistory`` keeps every input so far, x_0..x_t, and takes one dot product per
+  channel with the kernel's lags t..0: O(t D) work and memory per token, growing with the
+  context, but no FFT over the prefix.
+* ``ModalState`` (an ``operators.SSM``) keeps the state h [D, s] of the recurrence
+  h_{t+1} = z ⊙ h_t + x_t, y_t = d x_t + Re(c · h_t): O(s D) per token whatever the
+  context (the recurrent form; Qin and Zhong, EMNLP 2023).
+
+Both are built for a context of ``length`` positions and use the kernel the full forward
+uses at that length: FD-TNN's kernel depends on the length (its RPE reads the frequency
+grid of ``fft_size(n)``), so a decoder for ``length`` equals ``model(tokens)`` over the
+whole ``length``-token text at every position; TNO's and the SSM's lags do not depend on
+it. ``prefill`` takes the prompt at once (an FFT product), ``step`` one token.
+
+Letters: B batch, t tokens so far, D channels, s modes, L length.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tnn_core.core.toeplitz import fft_size
+from tnn_core.operators import CHANNEL_KINDS, SSM, TokenMixer
+from tnn_core.operators.fast.fft_product import circulant_product
+from tnn_core.operators.ssm import mode_powers
+
+__all__ = ["ToeplitzHistory", "ModalState", "incremental_form"]
+
+_CHUNK_ELEMENTS = 1 << 22  # B * D * s * tokens at once when a prompt is folded into h
+
+
+class _Context:
+    """Counts the tokens taken, at most ``length``."""
+
+    def __init__(self, length: int):
+        self.length, self.count = length, 0
+
+    def _make_room(self, tokens: int) -> None:
+        if self.count + tokens > self.length:
+            raise ValueError(f"tokens must fit the decoder's length {self.length}; got "
+                             f"{self.count} + {tokens}")
+
+
+class ToeplitzHistory(_Context):
+    """The Toeplitz form of a causal operator: its inputs so far and its kernel's lags."""
+
+    def __init__(self, op: TokenMixer, length: int, batch: int):
+        super().__init__(length)
+        D = op.dim
+        with torch.no_grad():
+            column = op.kernel(length)[:, length - 1:]  # (D, L) lags 0..L-1
+        self.reversed = column.flip(-1).contiguous()  # (D, L): lag L-1 first, lag 0 last
+        self.inputs = column.new_zeros(batch, D, length)  # (B, D, L) x_0..x_(L-1)
+
+    def prefill(self, x: torch.Tensor) -> torch.Tensor:
+        """The first t inputs at once: x [B, t, D] -> y [B, t, D]."""
+        t = x.shape[1]
+        self._make_room(t)
+        self.inputs[:, :, :t] = x.transpose(1, 2)
+        column = self.reversed[:, self.length - t:].flip(-1)  # (D, t) lags 0..t-1
+        y = circulant_product(self.inputs[:, :, :t], column, fft_size(t))  # (B, D, t)
+        self.count = t
+        return y.transpose(1, 2)  # (B, t, D)
+
+    def step(self, x: torch.Tensor) -> torch.Tensor:
+        """The next input x_t [B, D] -> y_t = Σ_{u<=t} k_(t-u) x_u, [B, D]."""
+        t = self.count
+        self._make_room(1)
+        self.inputs[:, :, t] = x
+        lags = self.reversed[:, self.length - 1 - t:]  # (D, t+1): k_t .. k_0
+        self.count = t + 1
+        return torch.einsum("bdu,du->bd", self.inputs[:, :, : t + 1], lags)  # (B, D)
+
+    def state_bytes(self) -> int:
+        """Bytes held for one sequence at the current context: its inputs so far."""
+        return self.count * self.inputs.shape[1] * self.inputs.element_size()
+
+
+class ModalState(_Context):
+    """The recurrent form of an ``SSM``: the state h [B, D, s] of its modes."""
+
+    def __init__(self, op: SSM, length: int, batch: int):
+        super().__init__(length)
+        with torch.no_grad():
+            self.op = op
+            self.poles = op.complex_poles().clone()  # (D, s)
+            self.residues = op.complex_residues().clone()  # (D, s)
+            self.direct = op.direct.detach().clone()  # (D,)
+        self.state = self.poles.new_zeros(batch, *self.poles.shape)  # (B, D, s)
+
+    def prefill(self, x: torch.Tensor) -> torch.Tensor:
+        """The first t inputs at once: x [B, t, D] -> y [B, t, D]; h becomes
+        Σ_{u<t} z^(t-1-u) x_u, summed over chunks of bounded memory."""
+        t = x.shape[1]
+        self._make_room(t)
+        y = self.op(x)  # (B, t, D) the FFT form of the same kernel
+        B, D, s = self.state.shape
+        chunk = max(1, _CHUNK_ELEMENTS // max(1, B * D * s))
+        for start in range(0, t, chunk):
+            stop = min(t, start + chunk)
+            exponent = torch.arange(t - 1 - start, t - 1 - stop, -1, device=x.device,
+                                    dtype=x.dtype)  # (C,) t-1-u
+            powers = mode_powers(self.poles, exponent)  # (D, s, C)
+            self.state += torch.einsum("bud,dsu->bds", x[:, start:stop].to(powers.dtype),
+                                       powers)
+        self.count = t
+        return y
+
+    def step(self, x: torch.Tensor) -> torch.Tensor:
+        """The next input x_t [B, D] -> y_t = d x_t + Re(c · h_t) [B, D]; then h_{t+1}."""
+        self._make_room(1)
+        y = self.direct * x + (self.residues * self.state).real.sum(dim=-1)  # (B, D)
+        self.state = self.poles * self.state + x[..., None]  # (B, D, s)
+        self.count += 1
+        return y
+
+    def state_bytes(self) -> int:
+        """Bytes held for one sequence: its state, the same at every context."""
+        return self.state[0].numel() * self.state.element_size()
+
+
+def incremental_form(op: TokenMixer, length: int, batch: int) -> ToeplitzHistory | ModalState:
+    """The token-at-a-time form of one causal operator for a context of ``length``."""
+    kind = op.config.kind
+    if not op.config.causal:
+        raise ValueError("the operator must be causal to run a token at a time; got a "
+                         "bidirectional one")
+    if kind not in CHANNEL_KINDS:
+        raise ValueError(f"operator kind must be one of {CHANNEL_KINDS} to run a token at a "
+                         f"time (one Toeplitz kernel per channel); got {kind!r}")
+    if isinstance(op, SSM):
+        return ModalState(op, length, batch)
+    return ToeplitzHistory(op, length, batch)
