@@ -1,12 +1,15 @@
 """Command-line cases run in processes forked from one that has imported torch and tnn_core.
 
-A fresh ``python -m`` per case paid torch's and tnn_core's imports again (about 2 s of CPU
+A fresh ``python`` per case paid torch's and tnn_core's imports again (about 2 s of CPU
 each). ``CaseServer`` starts one process that imports them and then forks a child per case,
 before it has run a single torch operation (so no thread pool is copied). Each child is as a
 fresh process after those imports: its own stdout and stderr files, stdin from /dev/null, an
 audit hook (``sys.addaudithook``) that logs every ``open``, ``runpy.run_module`` as
-``python -m`` runs it, and its memory counted from its own start (VmHWM, which a fork resets
-to the resident size it starts with; ``ru_maxrss`` would keep the parent's peak).
+``python -m`` runs it (or the code as ``python -c`` does), and its memory counted from its
+own start: VmHWM, which a fork resets to the resident size the child starts with
+(``ru_maxrss`` would keep the parent's peak). A child's peak growth reads 6-14 MB above a
+fresh process's for the same work (measured 2026-11-25 on tests/test_budget.py's passes): the
+pages of torch's libraries that the parent had touched fault into the child again.
 """
 
 from __future__ import annotations
@@ -43,11 +46,14 @@ def case(request):
     status = open("/proc/self/status", "rb", buffering=0)  # opened before the hook
     base = peak_mb(status)
     sys.addaudithook(hook)
-    module = request["argv"][0]
-    sys.argv = list(request["argv"])
     code = 0
     try:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        if request["code"] is None:  # python -m argv[0] argv[1:]
+            sys.argv = list(request["argv"])
+            runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+        else:  # python -c code argv
+            sys.argv = ["-c", *request["argv"]]
+            exec(compile(request["code"], "<string>", "exec"), {"__name__": "__main__"})
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else 1
     peak = peak_mb(status)
@@ -93,14 +99,17 @@ class CaseServer:
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=self._log, text=True)
 
-    def run(self, folder: Path, argv: list[str], seconds: float) -> tuple[dict, str, str]:
-        """``python -m argv[0] argv[1:]`` in a child, ended after ``seconds``: its report
-        (exit code, MB its peak grew, paths opened), stdout and stderr. A child that raised
-        or ran out of time fails the case with its stderr."""
+    def run(self, folder: Path, argv: list[str], seconds: float, code: str | None = None
+            ) -> tuple[dict, str, str]:
+        """``python -m argv[0] argv[1:]`` (or, given ``code``, ``python -c code argv``) in a
+        child, ended after ``seconds``: its report (exit code, MB its peak grew, paths
+        opened), stdout and stderr, the files of each in ``folder``. A child that raised or
+        ran out of time fails the case with its stderr."""
         files = {name: folder / f"case.{name}" for name in ("report", "stdout", "stderr")}
         files["report"].unlink(missing_ok=True)
         request = {name: str(path) for name, path in files.items()}
-        self._proc.stdin.write(json.dumps({**request, "argv": argv, "seconds": seconds}) + "\n")
+        request.update(argv=argv, code=code, seconds=seconds)
+        self._proc.stdin.write(json.dumps(request) + "\n")
         self._proc.stdin.flush()
         answer = self._proc.stdout.readline()
         if not answer:

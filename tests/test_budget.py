@@ -1,12 +1,12 @@
 """tnn_core.training.budget: the memory and time model every path asks before it allocates.
 
-The estimate must bound what a pass really takes (measured as the peak RSS of a fresh
-process, every allocation of 64 KB or more a fresh mapping so nothing freed earlier hides
-part of the pass) and not be far above it, or it would refuse models the lab can run."""
+The estimate must bound what a pass really takes (measured as the peak RSS of a process
+forked after its imports, ``forked_cases``, every allocation of 64 KB or more a fresh mapping
+so nothing freed earlier hides part of the pass) and not be far above it, or it would refuse
+models the lab can run."""
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,6 +25,8 @@ from tnn_core.training.budget import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from forked_cases import CaseServer  # noqa: E402
 
 OPERATORS = {
     "tno": {"kind": "tno"},
@@ -51,6 +53,16 @@ def test_parameter_count_is_the_built_models(name, task, rpe_layers):
         **{**base.operator.__dict__, "rpe_layers": rpe_layers})})
     built = sum(p.numel() for p in build_model(config).parameters())
     assert parameter_count(config) == built
+
+
+@pytest.fixture(scope="module")
+def cases():
+    """The process the measured passes are forked from, every allocation of 64 KB or more a
+    fresh mapping (``MALLOC_MMAP_THRESHOLD_``); nothing else of this environment inherited."""
+    server = CaseServer({"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT),
+                         "MALLOC_MMAP_THRESHOLD_": "65536"})
+    yield server
+    server.close()
 
 
 PASS = """
@@ -94,14 +106,13 @@ CASES = [  # (operator, task, causal, batch, n, grad)
 
 @pytest.mark.parametrize(("name", "task", "causal", "batch", "n", "grad"), CASES)
 @pytest.mark.slow  # a process per case, to measure its peak memory
-def test_the_estimate_bounds_the_measured_peak_of_a_pass(name, task, causal, batch, n, grad):
+def test_the_estimate_bounds_the_measured_peak_of_a_pass(cases, tmp_path, name, task, causal,
+                                                         batch, n, grad):
     config = _config(name, task, causal)
-    result = subprocess.run(
-        [sys.executable, "-c", PASS, json.dumps(config.to_dict()), str(batch), str(n),
-         "1" if grad else "0"], cwd=ROOT, capture_output=True, text=True, timeout=300,
-        check=True, env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT),
-                         "MALLOC_MMAP_THRESHOLD_": "65536"})  # nothing else inherited
-    measured = int(result.stdout.strip().splitlines()[-1])
+    report, stdout, _ = cases.run(tmp_path, [json.dumps(config.to_dict()), str(batch), str(n),
+                                             "1" if grad else "0"], 300, code=PASS)
+    assert report["code"] == 0
+    measured = int(stdout.strip().splitlines()[-1])
     estimate = pass_cost(config, batch, n, grad=grad).bytes
     assert measured <= estimate <= 6 * measured + 64 * 2**20, (measured, estimate)
 
@@ -177,19 +188,17 @@ print(int((peak_rss_mb() - base) * 2**20))
 @pytest.mark.parametrize(("causal", "method"), [(False, "fit"), (True, "fit"),
                                                 (False, "sample")])
 @pytest.mark.slow  # a process per case, to measure its peak memory
-def test_the_conversion_estimate_bounds_its_measured_peak(causal, method):
+def test_the_conversion_estimate_bounds_its_measured_peak(cases, tmp_path, causal, method):
     from tnn_core.compress import CompressionPlan
     from tnn_core.compress.guard import conversion_cost
 
     config = ModelConfig(task="lm" if causal else "classify", vocab_size=17, num_classes=10,
                          dim=16, layers=1, operator=OperatorConfig(causal=causal))
     n0, band, rank = 1024, 9, 512
-    result = subprocess.run(
-        [sys.executable, "-c", CONVERT, json.dumps(config.to_dict()), str(n0), str(band),
-         str(rank), method], cwd=ROOT, capture_output=True, text=True, timeout=600, check=True,
-        env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT),
-             "MALLOC_MMAP_THRESHOLD_": "65536"})
-    measured = int(result.stdout.strip().splitlines()[-1])
+    report, stdout, _ = cases.run(tmp_path, [json.dumps(config.to_dict()), str(n0), str(band),
+                                             str(rank), method], 600, code=CONVERT)
+    assert report["code"] == 0
+    measured = int(stdout.strip().splitlines()[-1])
     estimate = conversion_cost(config, CompressionPlan.uniform(1, band, rank, method), n0).bytes
     assert measured <= estimate <= 6 * measured + 64 * 2**20, (measured, estimate)
 
