@@ -15,13 +15,16 @@ from tnn_core.models import ModelConfig, build_model
 from tnn_core.operators import OperatorConfig
 
 V = 11
-CAUSAL_KINDS = ["tno", "fd", "ski", "ssm"]
+CAUSAL_KINDS = ["tno", "fd", "ski", "ssm", "togeipi", "togeipi-gelu"]
 LENGTHS = [1, 2, 7, 13]
 
 
 def causal_lm(kind: str, seed: int = 0):
     torch.manual_seed(seed)
-    operator = OperatorConfig(kind=kind, causal=True, rank=4, band=3, state=3, rpe_dim=8)
+    activation = "gelu" if kind == "togeipi-gelu" else "none"
+    operator = OperatorConfig(kind=kind.removesuffix("-gelu"), causal=True, rank=4, band=3,
+                              state=3, rpe_dim=8, heads=2, max_length=16,
+                              psf_activation=activation)
     return build_model(ModelConfig(task="lm", vocab_size=V, dim=8, layers=2,
                                    operator=operator)).double().eval()
 

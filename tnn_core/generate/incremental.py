@@ -9,6 +9,8 @@ asks for y_t once x_t is known, and nothing else:
 * ``ModalState`` (an ``operators.SSM``) keeps the state h [D, s] of the recurrence
   h_{t+1} = z ⊙ h_t + x_t, y_t = d x_t + Re(c · h_t): O(s D) per token whatever the
   context (the recurrent form; Qin and Zhong, EMNLP 2023).
+* ``TogeipiHistory`` (the course project's mixer) keeps its projected inputs and applies
+  one row of its Toeplitz-plus-sparse matrix per token.
 
 Both are built for a context of ``length`` positions and use the kernel the full forward
 uses at that length: FD-TNN's kernel depends on the length (its RPE reads the frequency
@@ -22,13 +24,14 @@ Letters: B batch, t tokens so far, D channels, s modes, L length.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 from tnn_core.core.toeplitz import fft_size
-from tnn_core.operators import CHANNEL_KINDS, SSM, TokenMixer
+from tnn_core.operators import CHANNEL_KINDS, SSM, Togeipi, TokenMixer
 from tnn_core.operators.fast.fft_product import circulant_product
 from tnn_core.operators.ssm import mode_powers
 
-__all__ = ["ToeplitzHistory", "ModalState", "incremental_form"]
+__all__ = ["ToeplitzHistory", "ModalState", "TogeipiHistory", "incremental_form"]
 
 _CHUNK_ELEMENTS = 1 << 22  # B * D * s * tokens at once when a prompt is folded into h
 
@@ -123,15 +126,67 @@ class ModalState(_Context):
         return self.state[0].numel() * self.state.element_size()
 
 
-def incremental_form(op: TokenMixer, length: int, batch: int) -> ToeplitzHistory | ModalState:
+class TogeipiHistory(_Context):
+    """The Togeipi mixer a token at a time: its pre-projected inputs u so far, the heads'
+    PSF lags and the sparse matrix at ``length`` (whose kept entries depend on it)."""
+
+    def __init__(self, op: Togeipi, length: int, batch: int):
+        super().__init__(op.check_length(length))
+        self.op = op
+        with torch.no_grad():
+            L = op.config.max_length
+            self.reversed = op.psf[:, L - 1 : L - 1 + length].flip(-1).clone()  # (H, L)
+            self.sparse = op.sparse_matrix(length).clone()  # (L, L) lower triangular
+        self.inputs = self.sparse.new_zeros(batch, length, op.dim)  # (B, L, D) u_0..u_(L-1)
+
+    def prefill(self, x: torch.Tensor) -> torch.Tensor:
+        """The first t inputs at once: x [B, t, D] -> y [B, t, D]."""
+        B, t, D = x.shape
+        self._make_room(t)
+        u = self.op.in_proj(x)  # (B, t, D)
+        self.inputs[:, :t] = u
+        H = self.reversed.shape[0]
+        column = self.reversed[:, self.length - t:].flip(-1)[:, None, :]  # (H, 1, t)
+        uh = u.view(B, t, H, D // H).permute(0, 2, 3, 1)  # (B, H, d, t)
+        conv = circulant_product(uh, column, fft_size(t))  # (B, H, d, t)
+        self.count = t
+        return self._output(self.sparse[:t, :t] @ u, conv.reshape(B, D, t).transpose(1, 2))
+
+    def step(self, x: torch.Tensor) -> torch.Tensor:
+        """The next input x_t [B, D] -> y_t [B, D]."""
+        t = self.count
+        self._make_room(1)
+        self.inputs[:, t] = self.op.in_proj(x)
+        self.count = t + 1
+        u = self.inputs[:, : t + 1]  # (B, t+1, D)
+        B, _, D = u.shape
+        H = self.reversed.shape[0]
+        lags = self.reversed[:, self.length - 1 - t:]  # (H, t+1): lags t..0
+        conv = torch.einsum("bjhe,hj->bhe", u.view(B, t + 1, H, D // H), lags)  # (B, H, d)
+        return self._output(torch.einsum("j,bjd->bd", self.sparse[t, : t + 1], u),
+                            conv.reshape(B, D))
+
+    def _output(self, sparse: torch.Tensor, conv: torch.Tensor) -> torch.Tensor:
+        if self.op.config.psf_activation == "gelu":
+            conv = F.gelu(conv)
+        return self.op.out_proj(sparse + conv)
+
+    def state_bytes(self) -> int:
+        """Bytes held for one sequence at the current context: its projected inputs so far."""
+        return self.count * self.inputs.shape[-1] * self.inputs.element_size()
+
+
+def incremental_form(op: TokenMixer, length: int, batch: int
+                     ) -> ToeplitzHistory | ModalState | TogeipiHistory:
     """The token-at-a-time form of one causal operator for a context of ``length``."""
-    kind = op.config.kind
     if not op.config.causal:
         raise ValueError("the operator must be causal to run a token at a time; got a "
                          "bidirectional one")
-    if kind not in CHANNEL_KINDS:
-        raise ValueError(f"operator kind must be one of {CHANNEL_KINDS} to run a token at a "
-                         f"time (one Toeplitz kernel per channel); got {kind!r}")
     if isinstance(op, SSM):
         return ModalState(op, length, batch)
+    if isinstance(op, Togeipi):
+        return TogeipiHistory(op, length, batch)
+    if op.config.kind not in CHANNEL_KINDS:
+        raise ValueError(f"operator kind must be one of {CHANNEL_KINDS + ('togeipi',)} to run "
+                         f"a token at a time; got {op.config.kind!r}")
     return ToeplitzHistory(op, length, batch)
