@@ -19,7 +19,7 @@ from tnn_core.compress.cli import main
 from tnn_core.generate import Decoder
 from tnn_core.models import ModelConfig, build_model
 from tnn_core.operators import SSM, OperatorConfig
-from tnn_core.training.checkpoint import load, save
+from tnn_core.training.checkpoint import CheckpointError, load, save
 
 N0 = 32
 
@@ -100,6 +100,17 @@ def test_a_converted_file_loads_validated_and_generates(tmp_path):
                                                           for t in (2, 3, 4)], dim=1)
     with torch.no_grad():
         assert torch.allclose(got, loaded(tokens)[:, 1:], atol=1e-5)
+
+
+def test_a_file_with_a_growing_pole_is_refused(tmp_path):
+    converted, _ = convert(causal_lm("tno").float(), CompressionPlan.recurrent(2, 3), N0)
+    task = {"name": "charlm", "settings": {"seq_len": N0}, "vocab": "abcdefghij"}
+    with torch.no_grad():
+        converted.layers[1].gtu.op.poles[2, 1] = torch.tensor([0.0, 1.5])  # |z| = 1.5
+    path = save(tmp_path / "growing.safetensors", converted, task)
+    with pytest.raises(CheckpointError, match=r"layers.1.gtu.op.poles: every SSM pole must "
+                                              r"have \|z\| <= 1 .*got a pole with \|z\| = 1.5"):
+        load(path)
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -94,6 +94,7 @@ MAX_PARAMETERS = 50_000_000  # 200 MB of float32, as large as MAX_BYTES allows
 STALE_TEMP_SECONDS = 600  # a temp file this old is stale even if its pid is alive (reused)
 SHIPPED_DIR = Path(__file__).resolve().parents[2] / "checkpoints"
 _WIDENED = {"F16", "BF16"}  # loaded as float32
+_POLE_SLACK = 1e-5  # an SSM pole on the unit circle, rounded to float16/32, may read above 1
 _REQUIRED = ("format", "model_config", "task")
 _TEMP = re.compile(r"^\..+\.(?P<pid>\d+)\.[A-Za-z0-9_]+\.tmp$")  # save's temp file names
 # the model fields a 0.1.0 TrainConfig repeated beside the optimisation ones
@@ -342,6 +343,13 @@ def load_bytes(data: bytes, source: str = "<bytes>") -> tuple[nn.Module, Checkpo
     for name, tensor in tensors.items():
         if not torch.isfinite(tensor).all():
             raise CheckpointError(f"{source}: tensor {name} has NaN or Inf values")
+        if name.endswith(".gtu.op.poles"):  # an SSM's (re, im) pairs [D, s, 2]
+            radius = float(torch.linalg.vector_norm(tensor.double(), dim=-1).max()) \
+                if tensor.numel() else 0.0
+            if radius > 1 + _POLE_SLACK:
+                raise CheckpointError(f"{source}: tensor {name}: every SSM pole must have "
+                                      f"|z| <= 1 (a recurrence that never grows); got a "
+                                      f"pole with |z| = {radius:.6g}")
     stored = next(iter(entries.values())).dtype if entries else "F32"
     dtype = torch.float32 if stored in _WIDENED else DTYPES[stored][0]
     model = build_model(info.model_config).to(dtype)
