@@ -31,21 +31,75 @@ SLOW_CASES = {
 }
 
 
+# The test files that use the Streamlit server (conftest's streamlit_server), in the order
+# they run. pytest_xdist_make_scheduler hands them to one worker as one unit, so the run
+# starts one server: each server's warm-up prepares the ten shipped checkpoints, about a
+# minute of one core, and a second one repeated it. test_browser.py leads: its first test
+# is the server's first view.
+SERVER_FILES = (
+    "tests/test_browser.py",  # 100 (wall seconds in the whole suite; docs/benchmarks.md)
+    "tests/test_lessons_browser.py",  # 130
+    "tests/test_figure_fd.py",  # 50
+    "tests/test_figure_toeplitz.py",  # 40
+    "tests/test_url_values.py",  # 25
+    "tests/test_figure_decomposition_app.py",  # 12
+    "tests/test_compare_browser.py",  # 9
+)
+# The other files that take longest, about longest first. pyproject's --no-loadscope-reorder
+# makes pytest-xdist hand out files in the order collected, so the server's unit and these
+# start first and the short files fill in around them. By default it hands out the files
+# with most tests first, and a long file of few tests (the lesson walk) ran alone at the end.
+LONG_FILES = SERVER_FILES + (
+    "tests/test_budget.py",  # 75
+    "tests/test_figure_decomposition.py",  # 70
+    "tests/test_lessons.py",  # 40
+    "tests/test_compress.py",  # 40
+    "tests/test_ddp.py",  # 35
+    "tests/test_hostile_corpus.py",  # 30
+)
+
+
+def _file(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
 def pytest_collection_modifyitems(items):
     """Every browser test is in the slow tier too (``make quick``: ``-m "not slow"``): they
-    start a Streamlit server and Chromium. So are SLOW_CASES."""
+    start a Streamlit server and Chromium. So are SLOW_CASES. LONG_FILES run first, each
+    file's tests in their own order. A file that uses the server is in SERVER_FILES."""
     for item in items:
         if item.get_closest_marker("browser") is not None or item.nodeid in SLOW_CASES:
             item.add_marker(pytest.mark.slow)
+    unlisted = {_file(item.nodeid) for item in items if "streamlit_server" in
+                getattr(item, "fixturenames", ())} - set(SERVER_FILES)
+    if unlisted:
+        raise pytest.UsageError(f"{sorted(unlisted)} use streamlit_server: add them to "
+                                "conftest's SERVER_FILES, so that the run starts one server")
+    rank = {path: place for place, path in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(_file(item.nodeid), len(LONG_FILES)))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's --dist=loadfile (a file's tests on one worker, so its module fixtures
+    are set up once), with SERVER_FILES one unit: one worker, one server."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class ServerFilesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = _file(nodeid)
+            return "the Streamlit server's files" if path in SERVER_FILES else path
+
+    return ServerFilesTogether(config, log)
 
 
 @pytest.fixture(scope="session")
 def streamlit_server():
     """``streamlit run app.py`` on a free port, one per test process (``test_browser.server``
-    hands it to each browser module): its URL. Its first visit starts the app's warm-up,
-    about a minute of one core for the ten shipped checkpoints; a server per module paid
-    that again for each. Train's saves go to a temporary folder. At the end it gets 3 s to
-    exit, then SIGKILL: its exit waits for a warm-up step under way, up to a minute."""
+    hands it to each browser module; SERVER_FILES all run in one process): its URL. Its
+    first visit starts the app's warm-up, about a minute of one core for the ten shipped
+    checkpoints; a server per module paid that again for each. Train's saves go to a
+    temporary folder. At the end it gets 3 s to exit, then SIGKILL: its exit waits for a
+    warm-up step under way, up to a minute."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
