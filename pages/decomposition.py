@@ -16,7 +16,7 @@ from pages import figures
 from pages._ui import cell_picker, checkpoints, controls, frame, kernels, numbers, timing
 from pages._ui.memo import memo
 from pages.figures import decomposition as figure
-from pages.figures import decomposition_notes, decomposition_speed
+from pages.figures import decomposition_notes, decomposition_speed, recurrent_fit
 from pages.figures.decomposition import KernelSource
 from tnn_core.lab import decomposition as lab
 
@@ -152,6 +152,7 @@ def decomposition(source: KernelSource, n: int, causal: bool, method: str) -> No
     with curve_column:
         figure.show_curve(drawn, causal, "error_curve_figure")
     words.markdown(WHAT_TO_NOTICE)
+    recurrent_fit.section(drawn.coeffs, drawn.band, causal, "recurrent_fit_figure")
     st.markdown(INTRODUCTION)
     st.latex(r"T \;\approx\; T_{\mathrm{sparse}} + W A W^\top, \qquad "
              r"W \in \mathbb{R}^{n\times r}\ \text{(2 nonzeros per row)},\quad "

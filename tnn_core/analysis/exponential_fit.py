@@ -38,7 +38,8 @@ import numpy as np
 
 from tnn_core.checks import check_int
 
-__all__ = ["ExponentialFit", "fit_exponentials", "exponential_kernel", "MAX_MODES"]
+__all__ = ["ExponentialFit", "fit_exponentials", "fit_exponentials_ladder",
+           "exponential_kernel", "MAX_MODES"]
 
 MAX_MODES = 4_096  # s at most: far above what a kernel of the lab's lengths can use
 # the pencil orders tried: every one up to 16, then steps of a quarter of the power of two
@@ -74,41 +75,52 @@ def exponential_kernel(poles: np.ndarray, residues: np.ndarray, direct: np.ndarr
 def fit_exponentials(column: np.ndarray, modes: int) -> ExponentialFit:
     """Fit lags 0..n-1 of each channel's causal kernel, column [D, n], with ``modes`` = s
     complex modes (module docstring)."""
+    return fit_exponentials_ladder(column, (modes,))[0]
+
+
+def fit_exponentials_ladder(column: np.ndarray, ladder) -> list[ExponentialFit]:
+    """``[fit_exponentials(column, s) for s in ladder]``, equal to it bit for bit, with one
+    Hankel SVD and one fit per pencil order for the whole ladder (the candidates of every s
+    are among those of the largest)."""
     column = np.asarray(column, dtype=np.float64)
     if column.ndim != 2 or column.shape[1] < 1:
         raise ValueError(f"column must be [D, n >= 1] (lags 0..n-1); got {column.shape}")
     if not np.isfinite(column).all():
         raise ValueError("column must be finite; got NaN or Inf")
-    s = check_int("modes", modes, 1, MAX_MODES)
+    ladder = [check_int("modes", s, 1, MAX_MODES) for s in ladder]
+    if not ladder:
+        raise ValueError("ladder must hold at least one number of modes; got none")
     D, n = column.shape
-    poles = np.zeros((D, s), dtype=np.complex128)
-    residues = np.zeros((D, s), dtype=np.complex128)
+    poles = [np.zeros((D, s), dtype=np.complex128) for s in ladder]
+    residues = [np.zeros((D, s), dtype=np.complex128) for s in ladder]
     weight = np.sqrt(n - np.arange(1, n, dtype=np.float64))  # (n-1,): lag l fills n-l entries
     for channel in range(D):
-        found, found_residues = _fit_channel(column[channel, 1:], s, weight)
-        poles[channel, : found.size] = found
-        residues[channel, : found.size] = found_residues
-    return ExponentialFit(poles, residues, column[:, 0].copy())
+        candidates = _candidates(column[channel, 1:], max(ladder), weight)
+        for i, s in enumerate(ladder):
+            found, found_residues = _best(candidates, s)
+            poles[i][channel, : found.size] = found
+            residues[i][channel, : found.size] = found_residues
+    return [ExponentialFit(p, c, column[:, 0].copy()) for p, c in zip(poles, residues,
+                                                                        strict=True)]
 
 
-def _fit_channel(samples: np.ndarray, s: int, weight: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Poles and residues of at most s modes for one channel's samples y_0..y_(N-1): of the
-    pencil orders M <= 2s (of ``_ORDERS``) whose modes number at most s, the one with the
-    smallest weighted error. (A high order can give nearly equal poles whose residues
-    cancel at 1e10, worse than a lower order: the order is chosen by the error, which then
-    never grows with s.)"""
+_EMPTY = np.zeros(0, dtype=np.complex128)
+
+
+def _candidates(samples: np.ndarray, s: int, weight: np.ndarray
+                ) -> list[tuple[int, float, np.ndarray, np.ndarray]]:
+    """For one channel's samples y_0..y_(N-1), every pencil order M <= 2s (of ``_ORDERS``)
+    whose modes number at most s: (M, weighted error, poles, residues), M ascending."""
     N = samples.size
-    empty = np.zeros(0, dtype=np.complex128)
     if N == 0 or not samples.any():
-        return empty, empty
-    if N == 1:
-        return np.zeros(1, dtype=np.complex128), samples.astype(np.complex128)  # z = 0
+        return [(0, 0.0, _EMPTY, _EMPTY)]
+    if N == 1:  # z = 0
+        return [(0, 0.0, np.zeros(1, dtype=np.complex128), samples.astype(np.complex128))]
     L = N // 2  # pencil parameter: the Hankel matrix is [N - L, L + 1]
     hankel = samples[np.arange(N - L)[:, None] + np.arange(L + 1)[None, :]]  # (N-L, L+1)
     _, sigma, vh = np.linalg.svd(hankel, full_matrices=False)
     rank = int((sigma > sigma[0] * 1e-13).sum())  # beyond it, the pencil sees round-off
-    best = (np.inf, empty, empty)
+    found = []
     for order in _ORDERS[_ORDERS <= min(2 * s, L, N - L, rank)]:
         v = vh[:order].T  # (L+1, M) leading right singular vectors
         z = np.linalg.eigvals(np.linalg.pinv(v[:-1]) @ v[1:])  # (M,) in conjugate pairs
@@ -118,7 +130,18 @@ def _fit_channel(samples: np.ndarray, s: int, weight: np.ndarray
         radius = np.abs(z)
         z = np.where(radius > 1, z / np.maximum(radius, 1e-300), z)  # never growing
         c, error = _residues(samples, z, weight)
-        if error < best[0]:
+        found.append((int(order), error, z, c))
+    return found
+
+
+def _best(candidates: list, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """Poles and residues of at most s modes: of the candidates of order M <= 2s with at
+    most s modes, the one with the smallest weighted error (the first of equals). (A high
+    order can give nearly equal poles whose residues cancel at 1e10, worse than a lower
+    order: the order is chosen by the error, which then never grows with s.)"""
+    best = (np.inf, _EMPTY, _EMPTY)
+    for order, error, z, c in candidates:
+        if order <= 2 * s and z.size <= s and error < best[0]:
             best = (error, z, c)
     return best[1], best[2]
 

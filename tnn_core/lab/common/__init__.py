@@ -11,6 +11,7 @@ exposes to its page what it uses from here (tests/test_layout.py holds the rule)
     browser_data         numbers as the browser's figures get them
     decomposition_figures  the band + W A Wᵀ figure's data, its settings and view names
     rank_curve           SKI's error against r at one band
+    recurrent_fit        a causal kernel as s damped exponentials (an SSM), for every s
     decay_curve          a kernel's decay on log axes, and where round-off starts
     live                 the quick SKI timings (live_speed, ski_pareto)
     quiet_timing         timings taken off the request path, while the server is quiet

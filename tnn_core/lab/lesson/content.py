@@ -19,7 +19,7 @@ SIDEBAR = ("seed", "device")
 VIEW_PAGES: dict[str, tuple[str, ...]] = {
     "basics": ("preset", "n", "decay", "causal", "channel", "coefficients", "cell_i", "cell_j"),
     "decomposition": ("source", "channel", "coefficients", "checkpoint", "layer", "n", "decay",
-                      "causal", "band", "rank", "method", "cell_i", "cell_j"),
+                      "causal", "band", "rank", "method", "cell_i", "cell_j", "modes"),
     "frequency": ("activation", "width", "depth", "n", "causal", "smooth"),
     "speed": (),
     "train": (),

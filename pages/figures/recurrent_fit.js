@@ -1,0 +1,180 @@
+// Figure "recurrent_fit": a causal kernel as a recurrence (an SSM). The learned kernel
+// k_0..k_{n-1} with its fit by s damped complex exponentials drawn over it, the fit's poles
+// on the unit disc, and the relative Frobenius error ‖T − T̂‖_F / ‖T‖_F against s beside
+// band + W A Wᵀ's against r, on one count axis. Dragging s redraws here, with no server.
+//
+// Data, from pages/figures/recurrent_fit.py (once per kernel; lab.recurrent_fit):
+//   id, n      the kernel's name (kernel_id) and length
+//   column     packed float64 [n]: k_0..k_{n-1}, the kernel fitted
+//   direct     d = k_0 (every fit has it exactly)
+//   modes      [q] the ladder of s; poles, residues [q] packed float64 [2s] each:
+//              z_j and c_j as re, im pairs (a mode not used is 0)
+//   errors     [q] each fit's relative Frobenius error (null: below floor, not drawn)
+//   floor      that floor (the band + W A Wᵀ curve's); exact: the s below it
+//   band, ranks, ski, optimal   the band + W A Wᵀ curve at band m: [p] r, its error with A
+//              fitted (least squares) and the rank-r optimum (SVD), null below the floor
+// Per frame, here: k̂_l = Re Σ_j c_j z_j^(l−1) (l ≥ 1), k̂_0 = d, the error of the drawn s,
+// the three pictures.
+
+const FIT_LAYOUT = `
+<style>
+  .panels { display: grid; grid-template-columns: 5fr 2fr 5fr; gap: 1rem; align-items: start; }
+  .panels canvas { width: 100%; height: 260px; display: block; }
+  .panels canvas.disc { height: auto; aspect-ratio: 1; max-width: 260px; }
+  .legend span { margin-right: 1rem; font-size: 0.8rem; }
+</style>
+<div class="controls"></div>
+<div class="panels">
+  <div><div class="caption">Kernel against lag l (log axis from l = 1)</div>
+    <canvas class="kernel"></canvas>
+    <div class="legend"><span style="color: #1f77b4">━ kernel k_l</span>
+      <span style="color: #d62728">┅ fit by s modes</span></div></div>
+  <div><div class="caption">Poles z on the unit disc</div><canvas class="disc"></canvas>
+    <div class="legend"><span>● z_j  ○ its conjugate</span></div></div>
+  <div><div class="caption">Relative Frobenius error against the count</div>
+    <canvas class="errors"></canvas>
+    <div class="legend"><span style="color: #9467bd">━ SSM: s modes</span>
+      <span style="color: #ff7f0e">━ band + W A Wᵀ: r points (A fitted)</span>
+      <span style="color: #2ca02c">┅ band + best rank r (SVD)</span></div></div>
+</div>
+<div class="caption readout"></div>`;
+
+// k̂_0 = d, k̂_l = Re Σ_j c_j z_j^(l−1): lags 0..n−1 (Float64Array [n]) of a fit whose poles
+// and residues are re, im pairs. Powers by repeated multiplication, so 0^0 = 1.
+function exponentialKernel(poles, residues, direct, n) {
+  const out = new Float64Array(n);
+  if (n > 0) out[0] = direct;
+  for (let j = 0; 2 * j < poles.length; j++) {
+    const zr = poles[2 * j], zi = poles[2 * j + 1];
+    let pr = residues[2 * j], pi = residues[2 * j + 1];  // c z^(l−1), from l = 1
+    for (let l = 1; l < n; l++) {
+      out[l] += pr;
+      const next = pr * zr - pi * zi;
+      pi = pr * zi + pi * zr;
+      pr = next;
+    }
+  }
+  return out;
+}
+
+// ‖T − T̂‖_F / ‖T‖_F of the causal Toeplitz matrices of lags column and fitted: lag l fills
+// n − l entries (NaN when T = 0).
+function relativeError(column, fitted) {
+  const n = column.length;
+  let top = 0, bottom = 0;
+  for (let l = 0; l < n; l++) {
+    const e = column[l] - fitted[l];
+    top += (n - l) * e * e; bottom += (n - l) * column[l] * column[l];
+  }
+  return bottom > 0 ? Math.sqrt(top / bottom) : NaN;
+}
+
+function drawDisc(canvas, poles) {
+  const side = canvas.clientWidth || 200;
+  canvas.width = side; canvas.height = side;
+  const ctx = canvas.getContext('2d');
+  const c = side / 2, R = side / 2 - 22;
+  const at = (re, im) => [c + re * R, c - im * R];
+  ctx.clearRect(0, 0, side, side);
+  ctx.strokeStyle = '#bbb'; ctx.beginPath(); ctx.moveTo(4, c); ctx.lineTo(side - 4, c);
+  ctx.moveTo(c, 4); ctx.lineTo(c, side - 4); ctx.stroke();
+  ctx.strokeStyle = '#555'; ctx.beginPath(); ctx.arc(c, c, R, 0, 2 * Math.PI); ctx.stroke();
+  ctx.fillStyle = '#444'; ctx.font = '11px sans-serif';
+  ctx.fillText('1', c + R + 2, c + 12); ctx.fillText('−1', c - R - 14, c + 12);
+  ctx.fillText('i', c + 4, c - R - 4); ctx.fillText('Re z', side - 30, c - 4);
+  ctx.fillText('Im z', c + 4, 12);
+  for (let j = 0; 2 * j < poles.length; j++) {
+    const [re, im] = [poles[2 * j], poles[2 * j + 1]];
+    ctx.strokeStyle = ctx.fillStyle = '#d62728';
+    const [x, y] = at(re, im);
+    ctx.beginPath(); ctx.arc(x, y, 4, 0, 2 * Math.PI); ctx.fill();
+    if (im !== 0) {
+      const [xc, yc] = at(re, -im);
+      ctx.beginPath(); ctx.arc(xc, yc, 4, 0, 2 * Math.PI); ctx.stroke();
+    }
+  }
+}
+
+function drawFit(root, state) {
+  const { data } = state;
+  const i = Math.max(0, data.modes.indexOf(state.modes));
+  const s = data.modes[i];
+  const poles = state.poles[i], residues = state.residues[i];
+  const fitted = exponentialKernel(poles, residues, data.direct, data.n);
+  const error = relativeError(state.column, fitted);
+  const lags = Array.from({ length: data.n }, (_, l) => l);
+  const size = (canvas, height) => {
+    canvas.width = canvas.clientWidth || 480; canvas.height = canvas.clientHeight || height;
+  };
+  const kernel = root.querySelector('canvas.kernel');
+  size(kernel, 260);
+  drawLines(kernel, [{ x: lags, y: Array.from(state.column), colour: '#1f77b4' },
+    { x: lags, y: Array.from(fitted), colour: '#d62728', dash: [5, 4] }],
+  { logX: true, xLabel: 'lag l', yLabel: 'k_l' });
+  drawDisc(root.querySelector('canvas.disc'), poles);
+  const errors = root.querySelector('canvas.errors');
+  size(errors, 260);
+  const asNumbers = (values) => values.map((v) => (v === null ? NaN : v));
+  drawLines(errors, [
+    { x: data.modes, y: asNumbers(data.errors), colour: '#9467bd' },
+    { x: data.ranks, y: asNumbers(data.ski), colour: '#ff7f0e' },
+    { x: data.ranks, y: asNumbers(data.optimal), colour: '#2ca02c', dash: [5, 4] }],
+  { logX: true, logY: true, xLabel: 's modes (SSM) or r inducing points (SKI)',
+    yLabel: '‖T − T̂‖_F / ‖T‖_F', marks: [{ x: s, label: `s = ${s}` }] });
+  root.querySelector('.readout').textContent = readout(data, s, error, poles);
+  markDrawn(root, [['n', data.n], ['modes', s]]);
+}
+
+function readout(data, s, error, poles) {
+  const used = poles.length / 2 - countUnused(poles);
+  const reach = data.ranks.find((r, k) => data.ski[k] !== null && data.ski[k] <= error);
+  const words = Number.isFinite(error) && error >= data.floor ? error.toExponential(2)
+    : `below ${data.floor} (exact up to round-off)`;
+  return `s = ${s} (${used} used; the order is chosen by the error): ‖T − T̂‖_F / ‖T‖_F = ` +
+    `${words}, the lags weighted by the n − l entries each fills, as for band + W A Wᵀ. ` +
+    `k₀ = d = ${Number(data.direct.toPrecision(4))} is exact (lag 0 is off the log axis). ` +
+    (reach !== undefined ? `Band + W A Wᵀ with m = ${data.band} first reaches that error at ` +
+      `r = ${reach} on its curve.` : `Band + W A Wᵀ with m = ${data.band} does not reach ` +
+      `that error for any r on its curve (up to ${data.ranks[data.ranks.length - 1]}).`) +
+    (data.exact.length ? ` Errors below ${data.floor} are not drawn (s = ` +
+      `${data.exact.join(', ')}).` : '');
+}
+
+function countUnused(poles) {
+  let unused = 0;
+  for (let j = 0; 2 * j < poles.length; j++) {
+    if (poles[2 * j] === 0 && poles[2 * j + 1] === 0) unused += 1;
+  }
+  return unused;
+}
+
+export default function (component) {
+  const { data, parentElement, setStateValue } = component;
+  const [root, created] = figureRoot(parentElement, 'recurrent_fit', FIT_LAYOUT);
+  if (created) root.state = { sent: undefined, applied: undefined };
+  const state = root.state;
+  if (!state.data || state.data.id !== data.id) {  // a new kernel: unpacked once
+    Object.assign(state, {
+      column: decodeArray(data.column, 'float64'),
+      poles: data.poles.map((p) => decodeArray(p, 'float64')),
+      residues: data.residues.map((c) => decodeArray(c, 'float64')) });
+  }
+  state.data = data;
+  const spec = data.controls[0];
+  const box = root.querySelector('.controls');
+  if (!state.input) {
+    state.input = slider(box, spec, (value) => { state.modes = value; drawFit(root, state); },
+      (value) => { state.sent = value; setStateValue(spec.name, value); });
+    state.input.setAttribute('aria-label', spec.label);
+  }
+  state.input.disabled = (data.locked || []).includes(spec.name);
+  // The server's value moves the slider, unless a rerun for an earlier move is behind it.
+  if (state.applied !== spec.value && (state.sent === undefined || state.sent === spec.value)) {
+    state.sent = undefined;
+    state.modes = spec.value;
+    state.input.value = String(spec.value);
+    state.input.parentElement.querySelector('output').textContent = state.input.value;
+  }
+  state.applied = spec.value;
+  drawFit(root, state);
+}

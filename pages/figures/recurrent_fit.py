@@ -1,0 +1,86 @@
+"""The recurrent fit of a causal kernel (recurrent_fit.js): the kernel as a sum of s damped
+complex exponentials, i.e. an SSM, for every s of a ladder, beside band + W A Wᵀ's error
+against r. Mounted by the Decomposition page (a section for causal kernels) and by lesson
+steps."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import streamlit as st
+
+from pages import figures
+from pages._ui import kernels
+from pages._ui.memo import memo
+from tnn_core.lab import decomposition as lab
+
+__all__ = ["MODES", "show", "section", "payload", "cached_recurrent_fit"]
+
+MODES = figures.Control("modes", "Modes s", lab.RECURRENT_LADDER[0], lab.RECURRENT_LADDER[-1],
+                        1, 4, "Complex modes of the recurrence h_{t+1} = z ⊙ h_t + x_t, "
+                        "y_t = d x_t + Re(c · h_t): its kernel is k_l = Re Σ c z^(l−1). A "
+                        "conjugate pair of poles is one mode. Every s is fitted once per "
+                        "kernel; the browser redraws as you drag.")
+
+CAPTION = (
+    "An SSM with s complex modes applies the lower-triangular Toeplitz matrix of "
+    "k₀ = d, k_l = Re Σⱼ cⱼ zⱼ^(l−1) (TNN §4: an SSM is a TNN whose kernel is C Aᵗ B). The "
+    "poles z come from the matrix pencil of the kernel's Hankel matrix (Hua and Sarkar "
+    "1990), the residues c from least squares weighted by the n − l entries lag l fills. "
+    "Right: ‖T − T̂‖_F / ‖T‖_F of the n × n matrices, the same number as the band + W A Wᵀ "
+    "curve above, against s for the SSM and against r for band + W A Wᵀ at this band m. The "
+    "counts are not costs: a mode keeps one complex state (2 real numbers) and holds 4 real "
+    "parameters (z and c); r inducing points give A 2r − 1 numbers beside the band's m taps.")
+ABSENT = (
+    "**Why no recurrent fit here:** this kernel has nonzero negative lags, so T has entries "
+    "above the diagonal: output t reads inputs after t. A recurrence runs forward, one token "
+    "at a time, and its matrix is lower triangular; a bidirectional kernel would need a "
+    "second SSM run backwards. Switch *Causal* on to see the kernel as a recurrence.")
+
+
+@memo(max_entries=16, spinner="Fitting s exponentials for every s…")
+def cached_recurrent_fit(coeffs: np.ndarray) -> lab.RecurrentFit:
+    return lab.recurrent_fit(coeffs)
+
+
+def payload(fit: lab.RecurrentFit, curve: lab.RankCurve, band: int) -> dict:
+    """The figure's data (its contract: pages/figures/recurrent_fit.js)."""
+    def pairs(values: np.ndarray) -> str:  # complex [s] -> packed re, im pairs [2s]
+        return lab.packed(np.stack([values.real, values.imag], axis=1).ravel())
+    floored = np.where(fit.errors >= lab.CURVE_FLOOR, fit.errors, np.nan)
+    return {"id": lab.kernel_id(fit.column), "n": fit.n, "column": lab.packed(fit.column),
+            "direct": fit.direct, "modes": fit.modes.tolist(),
+            "poles": [pairs(z) for z in fit.poles], "residues": [pairs(c) for c in fit.residues],
+            "errors": lab.json_floats(floored), "floor": lab.CURVE_FLOOR,
+            "exact": fit.modes[fit.errors < lab.CURVE_FLOOR].tolist(),
+            "band": band, "ranks": curve.ranks.tolist(), "ski": lab.json_floats(curve.fit),
+            "optimal": lab.json_floats(curve.optimal)}
+
+
+def show(coeffs: np.ndarray, band: int, causal: bool, key: str, link: bool = True,
+         settings: dict | None = None, locked: tuple[str, ...] = ()) -> int | None:
+    """The figure for causal kernel coeffs [2n-1] beside band + W A Wᵀ's curve at ``band``
+    (its band causal or not, as the page's curve above); returns the drawn s (None, with a
+    sentence, when it cannot be fitted)."""
+    control = replace(MODES, default=(settings or {}).get("modes", MODES.default))
+    try:
+        fit = cached_recurrent_fit(coeffs)
+    except ValueError as err:
+        st.info(f"No recurrent fit: {err}.", icon=":material/info:")
+        return None
+    curve = kernels.rank_curve(coeffs, band, causal)
+    chosen = figures.show("recurrent_fit", {**payload(fit, curve, band),
+                                            "locked": list(locked)}, (control,), key=key,
+                          link=link)
+    return chosen["modes"]
+
+
+def section(coeffs: np.ndarray, band: int, causal: bool, key: str) -> None:
+    """The Decomposition page's section: the figure for a causal kernel, else why not."""
+    st.subheader("The same kernel as a recurrence (an SSM)")
+    if not lab.is_causal(coeffs):
+        st.markdown(ABSENT)
+        return
+    if show(coeffs, band, causal, key) is not None:
+        st.caption(CAPTION)
