@@ -27,7 +27,7 @@ ALLOWED = {
     "training": {"checks", "files", "core", "operators", "models", "allocator"},
     "bench": {"checks", "core", "operators", "models", "analysis", "allocator"},
     "compress": {"checks", "files", "core", "operators", "models", "analysis", "training",
-                 "bench", "allocator"},
+                 "bench", "generate", "allocator"},
     "report": {"checks", "files", "core", "operators", "models", "analysis", "training"},
     "generate": {"checks", "core", "operators", "models", "training"},
     "lab": {"checks", "files", "core", "operators", "models", "analysis", "training", "bench",
