@@ -93,3 +93,31 @@ def test_a_link_opens_the_figure_and_keyboard_moves_redraw_it_in_the_browser(chr
         test_browser.assert_clean(page, "decomposition-figure-fit-link")
     finally:
         page.close()
+
+
+RECURRENT = "[data-testid='figure'][data-figure='recurrent_fit']"
+
+
+def test_the_recurrent_fit_follows_keys_in_the_browser(chromium, server):  # noqa: F811
+    """A causal kernel's recurrent fit: keys move s, the browser redraws (data-drawn) and
+    the settled s goes into the address; a screenshot of the figure for a person to read."""
+    page = chromium.new_page(viewport={"width": 1400, "height": 2400})
+    try:
+        page.goto(f"{server}/decomposition?source=Fresh+TNN+operator+%28tno%29&causal=true"
+                  "&n=512&modes=3")
+        test_browser.wait_idle(page)
+        attribute_becomes(page, RECURRENT, "data-drawn", "n=512&modes=3")
+        slider = page.locator(f"{RECURRENT} input[name='modes']")
+        for key, want in (("ArrowRight", "n=512&modes=4"), ("ArrowLeft", "n=512&modes=3"),
+                          ("ArrowLeft", "n=512&modes=2")):
+            slider.focus()
+            page.keyboard.press(key)
+            attribute_becomes(page, RECURRENT, "data-drawn", want, timeout=10_000)
+            test_browser.wait_idle(page)
+        assert re.search(r"[?&]modes=2(&|$)", page.url), page.url
+        page.locator(RECURRENT).scroll_into_view_if_needed()
+        page.locator(RECURRENT).screenshot(path=str(test_browser.SHOTS /
+                                                    "decomposition-recurrent-fit.png"))
+        test_browser.assert_clean(page, "decomposition-recurrent-fit-page")
+    finally:
+        page.close()

@@ -18,10 +18,10 @@
 
 const FIT_LAYOUT = `
 <style>
-  .panels { display: grid; grid-template-columns: 5fr 2fr 5fr; gap: 1rem; align-items: start; }
+  .panels { display: grid; grid-template-columns: minmax(0, 5fr) minmax(0, 2fr) minmax(0, 5fr); gap: 1rem; align-items: start; }
   .panels canvas { width: 100%; height: 260px; display: block; }
   .panels canvas.disc { height: auto; aspect-ratio: 1; max-width: 260px; }
-  .legend span { margin-right: 1rem; font-size: 0.8rem; }
+  .legend span { margin-right: 1rem; font-size: 0.8rem; white-space: nowrap; }
 </style>
 <div class="controls"></div>
 <div class="panels">
@@ -81,8 +81,8 @@ function drawDisc(canvas, poles) {
   ctx.strokeStyle = '#555'; ctx.beginPath(); ctx.arc(c, c, R, 0, 2 * Math.PI); ctx.stroke();
   ctx.fillStyle = '#444'; ctx.font = '11px sans-serif';
   ctx.fillText('1', c + R + 2, c + 12); ctx.fillText('−1', c - R - 14, c + 12);
-  ctx.fillText('i', c + 4, c - R - 4); ctx.fillText('Re z', side - 30, c - 4);
-  ctx.fillText('Im z', c + 4, 12);
+  ctx.fillText('i', c + 4, c - R - 4); ctx.fillText('−i', c + 4, c + R + 12);
+  ctx.fillText('Re z', side - 30, c + 26); ctx.fillText('Im z', c - 30, 12);
   for (let j = 0; 2 * j < poles.length; j++) {
     const [re, im] = [poles[2 * j], poles[2 * j + 1]];
     ctx.strokeStyle = ctx.fillStyle = '#d62728';
@@ -119,7 +119,7 @@ function drawFit(root, state) {
     { x: data.modes, y: asNumbers(data.errors), colour: '#9467bd' },
     { x: data.ranks, y: asNumbers(data.ski), colour: '#ff7f0e' },
     { x: data.ranks, y: asNumbers(data.optimal), colour: '#2ca02c', dash: [5, 4] }],
-  { logX: true, logY: true, xLabel: 's modes (SSM) or r inducing points (SKI)',
+  { logX: true, logY: true, xLabel: 's modes or r inducing points',
     yLabel: '‖T − T̂‖_F / ‖T‖_F', marks: [{ x: s, label: `s = ${s}` }] });
   root.querySelector('.readout').textContent = readout(data, s, error, poles);
   markDrawn(root, [['n', data.n], ['modes', s]]);
