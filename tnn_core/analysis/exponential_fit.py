@@ -25,7 +25,8 @@ The fit (``fit_exponentials``), per channel, on the lags 1..n-1 of a kernel at l
    grows with s.
 
 When the samples are a sum of at most s exponentials, the fit is exact up to round-off;
-n - 1 samples allow M <= (n - 1) // 2 poles.
+n - 1 samples allow M <= (n - 1) // 2 poles. Every channel is fitted at once, each pencil
+order one batched SVD, eigenvalue and least-squares call on torch's threads.
 
 Letters: D channels, n fitted length, s modes, M pencil order.
 """
@@ -35,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from tnn_core.checks import check_int
 
@@ -90,72 +92,97 @@ def fit_exponentials_ladder(column: np.ndarray, ladder) -> list[ExponentialFit]:
     ladder = [check_int("modes", s, 1, MAX_MODES) for s in ladder]
     if not ladder:
         raise ValueError("ladder must hold at least one number of modes; got none")
-    D, n = column.shape
-    poles = [np.zeros((D, s), dtype=np.complex128) for s in ladder]
-    residues = [np.zeros((D, s), dtype=np.complex128) for s in ladder]
-    weight = np.sqrt(n - np.arange(1, n, dtype=np.float64))  # (n-1,): lag l fills n-l entries
-    for channel in range(D):
-        candidates = _candidates(column[channel, 1:], max(ladder), weight)
-        for i, s in enumerate(ladder):
-            found, found_residues = _best(candidates, s)
-            poles[i][channel, : found.size] = found
-            residues[i][channel, : found.size] = found_residues
-    return [ExponentialFit(p, c, column[:, 0].copy()) for p, c in zip(poles, residues,
-                                                                        strict=True)]
+    candidates = _candidates(torch.tensor(column[:, 1:]), max(ladder),
+                             torch.sqrt(column.shape[1] - torch.arange(1, column.shape[1],
+                                                                       dtype=torch.float64)))
+    fits = []
+    for s in ladder:
+        poles, residues = _best(candidates, s, column.shape[0])
+        fits.append(ExponentialFit(poles, residues, column[:, 0].copy()))
+    return fits
 
 
-_EMPTY = np.zeros(0, dtype=np.complex128)
+@dataclass(frozen=True)
+class _Candidate:
+    """Every channel's fit at one pencil order M: poles and residues [D, M] (modes first,
+    zero after), modes per channel [D], weighted error [D] (inf where the order is not
+    valid for the channel: beyond its Hankel rank)."""
+
+    order: int
+    poles: np.ndarray
+    residues: np.ndarray
+    modes: np.ndarray
+    error: np.ndarray
 
 
-def _candidates(samples: np.ndarray, s: int, weight: np.ndarray
-                ) -> list[tuple[int, float, np.ndarray, np.ndarray]]:
-    """For one channel's samples y_0..y_(N-1), every pencil order M <= 2s (of ``_ORDERS``)
-    whose modes number at most s: (M, weighted error, poles, residues), M ascending."""
-    N = samples.size
-    if N == 0 or not samples.any():
-        return [(0, 0.0, _EMPTY, _EMPTY)]
-    if N == 1:  # z = 0
-        return [(0, 0.0, np.zeros(1, dtype=np.complex128), samples.astype(np.complex128))]
+def _candidates(samples: torch.Tensor, s: int, weight: torch.Tensor) -> list[_Candidate]:
+    """For each channel's samples y_0..y_(N-1) [D, N], every pencil order M <= 2s of
+    ``_ORDERS``, all channels at once (torch's batched SVD, eigenvalues and least squares,
+    on torch's threads)."""
+    D, N = samples.shape
+    if N == 0:
+        return []
+    if N == 1:  # z = 0 carries k_1 alone
+        zeros = np.zeros((D, 1), dtype=np.complex128)
+        residues = samples.numpy().astype(np.complex128)
+        return [_Candidate(1, zeros, residues, np.ones(D, dtype=np.int64), np.zeros(D))]
     L = N // 2  # pencil parameter: the Hankel matrix is [N - L, L + 1]
-    hankel = samples[np.arange(N - L)[:, None] + np.arange(L + 1)[None, :]]  # (N-L, L+1)
-    _, sigma, vh = np.linalg.svd(hankel, full_matrices=False)
-    rank = int((sigma > sigma[0] * 1e-13).sum())  # beyond it, the pencil sees round-off
+    hankel = samples.unfold(1, L + 1, 1)  # (D, N-L, L+1)
+    _, sigma, vh = torch.linalg.svd(hankel, full_matrices=False)  # (D, K), (D, K, L+1)
+    rank = (sigma > sigma[:, :1] * 1e-13).sum(dim=1)  # (D,) beyond it the pencil sees round-off
+    target = samples * weight  # (D, N)
     found = []
-    for order in _ORDERS[_ORDERS <= min(2 * s, L, N - L, rank)]:
-        v = vh[:order].T  # (L+1, M) leading right singular vectors
-        z = np.linalg.eigvals(np.linalg.pinv(v[:-1]) @ v[1:])  # (M,) in conjugate pairs
-        z = z[z.imag >= 0]  # one mode per pair, and the real poles
-        if z.size > s:
-            continue
-        radius = np.abs(z)
-        z = np.where(radius > 1, z / np.maximum(radius, 1e-300), z)  # never growing
-        c, error = _residues(samples, z, weight)
-        found.append((int(order), error, z, c))
+    for order in _ORDERS[_ORDERS <= min(2 * s, L, N - L)]:
+        v = vh[:, :order].mT  # (D, L+1, M) leading right singular vectors
+        z = torch.linalg.eigvals(torch.linalg.pinv(v[:, :-1]) @ v[:, 1:])  # (D, M) conj pairs
+        kept = z.imag >= 0  # one mode per pair, and the real poles
+        first = torch.argsort((~kept).to(torch.int8), dim=1, stable=True)  # kept modes first
+        z, kept = z.gather(1, first), kept.gather(1, first)
+        radius = z.abs()
+        z = torch.where(radius > 1, z / radius.clamp_min(1e-300), z) * kept  # never growing
+        c, error = _residues(z, kept, target, weight)
+        error = torch.where(rank >= order, error, torch.inf)
+        found.append(_Candidate(int(order), z.numpy(), c.numpy(), kept.sum(1).numpy(),
+                                error.numpy()))
     return found
 
 
-def _best(candidates: list, s: int) -> tuple[np.ndarray, np.ndarray]:
-    """Poles and residues of at most s modes: of the candidates of order M <= 2s with at
-    most s modes, the one with the smallest weighted error (the first of equals). (A high
-    order can give nearly equal poles whose residues cancel at 1e10, worse than a lower
-    order: the order is chosen by the error, which then never grows with s.)"""
-    best = (np.inf, _EMPTY, _EMPTY)
-    for order, error, z, c in candidates:
-        if order <= 2 * s and z.size <= s and error < best[0]:
-            best = (error, z, c)
-    return best[1], best[2]
+def _best(candidates: list[_Candidate], s: int, D: int) -> tuple[np.ndarray, np.ndarray]:
+    """Poles and residues of at most s modes [D, s]: per channel, of the candidates of
+    order M <= 2s with at most s modes, the one with the smallest weighted error (the
+    first of equals). (A high order can give nearly equal poles whose residues cancel at
+    1e10, worse than a lower order: the order is chosen by the error, which then never
+    grows with s.)"""
+    poles = np.zeros((D, s), dtype=np.complex128)
+    residues = np.zeros((D, s), dtype=np.complex128)
+    best = np.full(D, np.inf)
+    for candidate in candidates:
+        if candidate.order > 2 * s:
+            continue
+        better = (candidate.modes <= s) & (candidate.error < best)  # (D,)
+        width = min(s, candidate.order)
+        poles[better, :width] = candidate.poles[better, :width]
+        residues[better, :width] = candidate.residues[better, :width]
+        poles[better, width:] = residues[better, width:] = 0
+        best = np.where(better, candidate.error, best)
+    return poles, residues
 
 
-def _residues(samples: np.ndarray, poles: np.ndarray, weight: np.ndarray
-              ) -> tuple[np.ndarray, float]:
-    """c minimising Σ_i w_i² (y_i - Re Σ_j c_j z_j^i)², a real least-squares problem in
-    (Re c, Im c), and that minimum's square root."""
-    powers = _powers(poles[None], samples.size)[0].T  # (N, P): z_j^i
-    basis = np.concatenate([powers.real, -powers.imag], axis=1) * weight[:, None]  # (N, 2P)
-    target = samples * weight  # (N,)
-    solution = np.linalg.lstsq(basis, target, rcond=None)[0]  # (2P,)
-    P = poles.size
-    return solution[:P] + 1j * solution[P:], float(np.linalg.norm(basis @ solution - target))
+def _residues(poles: torch.Tensor, kept: torch.Tensor, target: torch.Tensor,
+              weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per channel, c minimising Σ_i w_i² (y_i - Re Σ_j c_j z_j^i)² over the kept modes, a
+    real least-squares problem in (Re c, Im c), and that minimum's square root: poles and
+    kept [D, M], target w y and weight [N] -> residues [D, M], error [D]."""
+    N = target.shape[1]
+    exponent = torch.arange(N, dtype=torch.float64)  # (N,)
+    powers = torch.polar(torch.pow(poles.abs()[..., None], exponent),
+                         poles.angle()[..., None] * exponent)  # (D, M, N): z^i, 0^0 = 1
+    powers = powers * kept[..., None]  # (D, M, N) the unused modes' columns are zero
+    basis = torch.cat([powers.real, -powers.imag], dim=1).mT * weight[:, None]  # (D, N, 2M)
+    solution = torch.linalg.lstsq(basis, target[..., None], driver="gelsd").solution  # (D, 2M, 1)
+    error = torch.linalg.vector_norm(basis @ solution - target[..., None], dim=(1, 2))  # (D,)
+    M = poles.shape[1]
+    return torch.complex(solution[:, :M, 0], solution[:, M:, 0]) * kept, error  # unused: 0
 
 
 def _powers(poles: np.ndarray, count: int) -> np.ndarray:
