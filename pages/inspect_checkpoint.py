@@ -14,6 +14,7 @@ from pages.figures import (
     extrapolation,
     kernel_atlas,
     run_comparison,
+    text_writing,
 )
 from pages.figures.inspected import Inspected
 from tnn_core.lab import inspect as inspect_lab
@@ -89,9 +90,10 @@ if st.session_state.get("_inspect_opened") != key or "atlas_n" not in st.session
     st.session_state["atlas_n"], st.session_state["atlas_band"] = inspect_lab.opening_atlas(
         model.config, inspected.about.train_n)
 
-# -- the header, another run beside it, the kernels during training ---------------------------
+# -- the header, another run beside it, writing text, the kernels during training -------------
 checkpoint_header.show(inspected, model, info)
 run_comparison.show(key)
+text_writing.show(inspected, model, info)
 kernels_during_training(info)
 
 # -- kernel atlas ---------------------------------------------------------------------------

@@ -38,11 +38,12 @@ def measurement(kind: str, setting: tuple, run) -> Measurement:
     return found
 
 
-def poll_until(ready, waiting) -> None:
-    """``waiting()`` in a fragment that looks again every POLL_S seconds and reruns the page
-    once ``ready()`` (which also stops the looking): for work done off the request path."""
+def poll_until(ready, waiting, every: float = POLL_S) -> None:
+    """``waiting()`` in a fragment that looks again every ``every`` seconds and reruns the
+    page once ``ready()`` (which also stops the looking): for work done off the request
+    path."""
 
-    @st.fragment(run_every=POLL_S)
+    @st.fragment(run_every=every)
     def poll():
         if ready():
             st.rerun()

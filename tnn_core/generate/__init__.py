@@ -8,7 +8,7 @@ text. ``cli``: ``python -m tnn_core.generate``.
 
 from tnn_core.generate.decoder import Decoder
 from tnn_core.generate.incremental import ModalState, ToeplitzHistory, incremental_form
-from tnn_core.generate.writer import Sampling, next_token, vocab_of, write
+from tnn_core.generate.writer import Sampling, next_token, vocab_of, write, writing
 
 __all__ = ["Decoder", "ToeplitzHistory", "ModalState", "incremental_form", "Sampling",
-           "next_token", "vocab_of", "write"]
+           "next_token", "vocab_of", "write", "writing"]

@@ -1,10 +1,11 @@
 """Writing text with a character language model: sample the next character, feed it back.
 
 ``write(model, vocab, prompt, tokens, sampling)`` yields the new characters one at a time
-(for a screen or a terminal to show as they come). The prompt goes through the model at
-once (``Decoder.prefill``), then each sampled character a token at a time
-(``Decoder.step``). The decoder is built for the whole text, prompt plus ``tokens``, so
-every logit it gives equals ``model(text)`` at that position (``decoder``).
+(for a screen or a terminal to show as they come); ``writing`` gives the same characters
+with the decoder that writes them (the Inspect page reads the state it holds). The prompt
+goes through the model at once (``Decoder.prefill``), then each sampled character a token
+at a time (``Decoder.step``). The decoder is built for the whole text, prompt plus
+``tokens``, so every logit it gives equals ``model(text)`` at that position (``decoder``).
 
 Sampling (``next_token``): logits / temperature, then the ``top_k`` most likely tokens
 kept (0: all), then one draw from the softmax with the run's own generator; temperature 0
@@ -25,7 +26,8 @@ from tnn_core.generate.decoder import Decoder
 from tnn_core.models import CausalLM
 from tnn_core.training.tasks.charlm import decode_ids, encode_text
 
-__all__ = ["Sampling", "next_token", "write", "vocab_of", "MAX_CONTEXT", "MAX_TEMPERATURE"]
+__all__ = ["Sampling", "next_token", "write", "writing", "vocab_of", "MAX_CONTEXT",
+           "MAX_TEMPERATURE"]
 
 MAX_CONTEXT = 65_536  # prompt + tokens at most: the Toeplitz form keeps every input
 MAX_TEMPERATURE = 100.0
@@ -71,7 +73,17 @@ def vocab_of(task_info: dict) -> str:
 
 def write(model: CausalLM, vocab: str, prompt: str, tokens: int,
           sampling: Sampling = Sampling()) -> Iterator[str]:
-    """The ``tokens`` characters that follow ``prompt``, one at a time."""
+    """The ``tokens`` characters that follow ``prompt``, one at a time (inputs checked on
+    the first ``next``)."""
+    _, characters = writing(model, vocab, prompt, tokens, sampling)
+    yield from characters
+
+
+def writing(model: CausalLM, vocab: str, prompt: str, tokens: int,
+            sampling: Sampling = Sampling()) -> tuple[Decoder, Iterator[str]]:
+    """``write``'s decoder (to read its ``state_bytes`` as it goes) and its characters;
+    the inputs are checked now. The first ``next`` passes the prompt (``prefill``), each
+    later one a character (``step``)."""
     if not isinstance(prompt, str) or not prompt:
         raise ValueError(f"prompt must hold at least one character; got {prompt!r}")
     if len(prompt) > MAX_CONTEXT - 1:
@@ -84,6 +96,11 @@ def write(model: CausalLM, vocab: str, prompt: str, tokens: int,
         raise ValueError(f"the vocabulary ({len(vocab) + 1} ids) must fit the model's "
                          f"vocab_size {model.config.vocab_size}")
     decoder = Decoder(model, ids.shape[1] + tokens)
+    return decoder, _characters(decoder, vocab, ids, tokens, sampling)
+
+
+def _characters(decoder: Decoder, vocab: str, ids: torch.Tensor, tokens: int,
+                sampling: Sampling) -> Iterator[str]:
     generator = torch.Generator().manual_seed(sampling.seed)
     logits = decoder.prefill(ids)  # (1, V)
     for i in range(tokens):

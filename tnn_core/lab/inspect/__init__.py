@@ -10,10 +10,11 @@ band + W A Wᵀ, which is not Toeplitz, so the atlas measures its nearest Toepli
 (the diagonal means, ``analysis.channel_kernel``) and ``kernel(n)`` is only its target.
 
 This unit's own views: one channel's applied matrix (``channel``), the model's report and
-lineage (``report``), the model beyond its training length (``lengths``), and two runs side
-by side (``run_comparison``). What it shares with other pages (the header's summary, the
-atlas, the band ablation, TNN's Table 10 pair, the score on the evaluation set) lives in
-``common``; this interface exposes all of it to the page.
+lineage (``report``), the model beyond its training length (``lengths``), two runs side
+by side (``run_comparison``), and a language model writing text (``writing``). What it
+shares with other pages (the header's summary, the atlas, the band ablation, TNN's Table
+10 pair, the score on the evaluation set) lives in ``common``; this interface exposes all
+of it to the page.
 """
 
 from tnn_core.analysis.dense import display_line
@@ -80,6 +81,19 @@ from tnn_core.lab.inspect.run_comparison import (
     evaluation_change,
     final_metric,
 )
+from tnn_core.lab.inspect.writing import (
+    MAX_CHARACTERS,
+    MAX_PROMPT,
+    TextWriting,
+    WriterAbout,
+    WritingSettings,
+    WritingView,
+    is_language_model,
+    state_text,
+    vocab_of,
+    writer_about,
+    writing_refusal,
+)
 
 __all__ = [
     # checkpoints: listing, opening, uploading, saving
@@ -102,4 +116,7 @@ __all__ = [
     # another run beside this one
     "ConfigRow", "config_diff", "RunCurves", "curves", "FinalMetric", "final_metric",
     "evaluation_change",
+    # a language model writing text
+    "MAX_CHARACTERS", "MAX_PROMPT", "WritingSettings", "WriterAbout", "WritingView", "TextWriting",
+    "is_language_model", "writing_refusal", "writer_about", "state_text", "vocab_of",
 ]
