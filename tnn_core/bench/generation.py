@@ -177,19 +177,23 @@ def _row(c: int, t: dict, r: dict) -> str:
 
 
 def latency_markdown(records: list[dict], toeplitz: str, recurrent: str) -> str:
-    """Step time and memory per context, the two forms side by side (and each form's
-    contexts interleaved, where measured)."""
-    lines = []
-    for mode in (SIDE_BY_SIDE, CONTEXTS_INTERLEAVED):
-        by = {(r["op"], r["n"]): r for r in records if r["mode"] == mode}
-        contexts = sorted({n for op, n in by if op == toeplitz and (recurrent, n) in by})
-        if not contexts:
-            continue
-        lines += [f"\n{mode}\n", "| context | Toeplitz ms (p25–p75) | recurrent ms "
-                  "(p25–p75) | Toeplitz / recurrent | faster (spreads) | state KiB T / R | "
-                  "held KiB T / R | step peak alloc KiB T / R |",
-                  "|---|---|---|---|---|---|---|---|"]
-        lines += [_row(c, by[(toeplitz, c)], by[(recurrent, c)]) for c in contexts]
+    """Step time and memory per context, the two forms side by side; then each form's
+    contexts interleaved, where measured (two runs: no ratio between them)."""
+    by = {(r["op"], r["mode"], r["n"]): r for r in records}
+    contexts = sorted({n for op, mode, n in by if mode == SIDE_BY_SIDE})
+    lines = ["| context | Toeplitz ms (p25–p75) | recurrent ms (p25–p75) | "
+             "Toeplitz / recurrent | faster (spreads) | state KiB T / R | "
+             "held KiB T / R | step peak alloc KiB T / R |", "|---|---|---|---|---|---|---|---|"]
+    lines += [_row(c, by[(toeplitz, SIDE_BY_SIDE, c)], by[(recurrent, SIDE_BY_SIDE, c)])
+              for c in contexts]
+    alone = sorted({n for op, mode, n in by if mode == CONTEXTS_INTERLEAVED})
+    if alone:
+        lines += [f"\n{CONTEXTS_INTERLEAVED} (each form in its own run)\n",
+                  "| context | Toeplitz ms (p25–p75) | recurrent ms (p25–p75) |", "|---|---|---|"]
+        lines += [f"| {c} | " + " | ".join(_ms(by[(op, CONTEXTS_INTERLEAVED, c)])
+                                          if (op, CONTEXTS_INTERLEAVED, c) in by else "–"
+                                          for op in (toeplitz, recurrent)) + " |"
+                  for c in alone]
     summary = latency_summary(records, toeplitz, recurrent)
     for key, s in summary["slopes"].items():
         se = "" if s["slope_se"] is None else f" ± {s['slope_se']:.2f}"
