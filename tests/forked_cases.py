@@ -7,9 +7,10 @@ fresh process after those imports: its own stdout and stderr files, stdin from /
 audit hook (``sys.addaudithook``) that logs every ``open``, ``runpy.run_module`` as
 ``python -m`` runs it (or the code as ``python -c`` does), and its memory counted from its
 own start: VmHWM, which a fork resets to the resident size the child starts with
-(``ru_maxrss`` would keep the parent's peak). A child's peak growth reads 6-14 MB above a
-fresh process's for the same work (measured 2026-11-25 on tests/test_budget.py's passes): the
-pages of torch's libraries that the parent had touched fault into the child again.
+(``ru_maxrss`` would keep the parent's peak). A child's peak growth reads above a fresh
+process's for the same work: the pages of the libraries that the parent had touched fault
+into the child again (2026-11-25: 6-14 MB for test_budget.py's model passes, 30 MB for a
+conversion, which therefore runs in a fresh process).
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
 """tnn_core.training.budget: the memory and time model every path asks before it allocates.
 
 The estimate must bound what a pass really takes (measured as the peak RSS of a process
-forked after its imports, ``forked_cases``, every allocation of 64 KB or more a fresh mapping
-so nothing freed earlier hides part of the pass) and not be far above it, or it would refuse
-models the lab can run."""
+forked after its imports, ``forked_cases``, or of a fresh one for a conversion; every
+allocation of 64 KB or more a fresh mapping so nothing freed earlier hides part of the pass)
+and not be far above it, or it would refuse models the lab can run."""
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -188,17 +189,22 @@ print(int((peak_rss_mb() - base) * 2**20))
 @pytest.mark.parametrize(("causal", "method"), [(False, "fit"), (True, "fit"),
                                                 (False, "sample")])
 @pytest.mark.slow  # a process per case, to measure its peak memory
-def test_the_conversion_estimate_bounds_its_measured_peak(cases, tmp_path, causal, method):
+def test_the_conversion_estimate_bounds_its_measured_peak(causal, method):
     from tnn_core.compress import CompressionPlan
     from tnn_core.compress.guard import conversion_cost
 
     config = ModelConfig(task="lm" if causal else "classify", vocab_size=17, num_classes=10,
                          dim=16, layers=1, operator=OperatorConfig(causal=causal))
     n0, band, rank = 1024, 9, 512
-    report, stdout, _ = cases.run(tmp_path, [json.dumps(config.to_dict()), str(n0), str(band),
-                                             str(rank), method], 600, code=CONVERT)
-    assert report["code"] == 0
-    measured = int(stdout.strip().splitlines()[-1])
+    # A fresh process, not a fork (forked_cases): a forked child re-faults the pages of
+    # scipy's and torch's libraries, and read 106 MiB here against a fresh 76 MiB and an
+    # estimate of 98 MiB (causal=False, fit; 2026-11-25).
+    result = subprocess.run(
+        [sys.executable, "-c", CONVERT, json.dumps(config.to_dict()), str(n0), str(band),
+         str(rank), method], cwd=ROOT, capture_output=True, text=True, timeout=600, check=True,
+        env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT),
+             "MALLOC_MMAP_THRESHOLD_": "65536"})
+    measured = int(result.stdout.strip().splitlines()[-1])
     estimate = conversion_cost(config, CompressionPlan.uniform(1, band, rank, method), n0).bytes
     assert measured <= estimate <= 6 * measured + 64 * 2**20, (measured, estimate)
 
