@@ -17,6 +17,69 @@ ERROR_MEANING = ("**Relative error** of a layer: ‖T − T̂‖_F / ‖T − ba
                  "the band).")
 
 
+BAND_LOW_RANK, RECURRENT = "band + low rank", "recurrent (SSM), s modes"
+RECURRENT_HELP = (
+    "recurrent: each channel's kernel at the training length fitted by s damped complex "
+    "exponentials (a matrix pencil), so the layer becomes a diagonal state-space model "
+    "h ← z ⊙ h + x, y = d x + Re(c · h): it writes text keeping s numbers per channel "
+    "instead of every input so far (Inspect's Write text shows both). Causal models only: a "
+    "recurrence runs forward in time.")
+
+
+def keep_within(key: str, high: int) -> None:
+    """A number input's kept value brought within [1, high] (a source trained shorter)."""
+    if key in st.session_state and not 1 <= st.session_state[key] <= high:
+        st.session_state[key] = max(1, min(int(st.session_state[key]), high))
+
+
+def recurrent_choice(causal: bool, per_layer: bool) -> tuple[bool, int]:
+    """The form of every layer (band + low rank, or for a causal source a recurrence) and
+    its s; (whether recurrent, s)."""
+    f1, f2 = st.columns([2, 1])
+    if not causal and st.session_state.get("compress_form") == RECURRENT:
+        st.session_state["compress_form"] = BAND_LOW_RANK
+    st.session_state.setdefault("compress_state", min(16, n0))
+    keep_within("compress_state", n0)
+    form = f1.radio("Convert every layer to", [BAND_LOW_RANK, RECURRENT], key="compress_form",
+                    horizontal=True, disabled=per_layer or not causal,
+                    help=f"{BAND_LOW_RANK}: SKI's short band of m taps plus r inducing points. "
+                         f"{RECURRENT_HELP}")
+    if not causal:
+        f1.caption("Recurrent (SSM) is offered for causal models only: this one reads both "
+                   "directions, and a recurrence runs forward in time.")
+    state = int(f2.number_input(
+        "Modes s", 1, n0, key="compress_state",
+        disabled=per_layer or not causal or form != RECURRENT,
+        help=f"Damped complex exponentials per channel, 1 to n0 = {n0}. Each holds one "
+             "complex number of state while writing. Fitting takes a while: every channel's "
+             "kernel, several pencil orders."))
+    return causal and form == RECURRENT, state
+
+
+def layer_row(i: int, default: tuple, per_layer: bool) -> tuple[int, int, str, int]:
+    """Layer i's (m, r, method, s) in the per-layer table."""
+    for name, value in zip(("band", "rank", "method", "state"), default, strict=True):
+        st.session_state.setdefault(f"layer_{name}_{i}", value)
+    if st.session_state[f"layer_method_{i}"] not in lab.methods(operator.causal):
+        st.session_state[f"layer_method_{i}"] = "fit"  # a recurrence, from a causal source
+    keep_within(f"layer_state_{i}", n0)
+    r1, r2, r3, r4 = st.columns(4)
+    band = int(r1.number_input(f"Layer {i}: band m", 1, lab.MAX_SIZE, key=f"layer_band_{i}",
+                               disabled=not per_layer))
+    rank = int(r2.number_input(f"Layer {i}: inducing points r", 2, lab.MAX_SIZE,
+                               key=f"layer_rank_{i}", disabled=not per_layer))
+    method = r3.selectbox(f"Layer {i}: method", lab.methods(operator.causal),
+                          key=f"layer_method_{i}", disabled=not per_layer,
+                          help=f"{config.layer_operator(i).kind} layer. sample, fit: band + "
+                               f"low rank. keep: not converted."
+                               + (f" {RECURRENT_HELP}" if operator.causal else ""))
+    state = int(r4.number_input(f"Layer {i}: modes s", 1, n0, key=f"layer_state_{i}",
+                                disabled=not per_layer or method != "recurrent",
+                                help=f"For 'recurrent': exponentials per channel, 1 to n0 = "
+                                     f"{n0}."))
+    return band, rank, method, state
+
+
 def running(job: lab.BackgroundJob | None) -> bool:
     return job is not None and not job.snapshot()[2]
 
@@ -48,8 +111,10 @@ st.markdown(
     "layer into SKI's **band + low rank** (a short convolution of $m$ taps plus a part "
     "interpolated from $r$ inducing points, fitted to the kernel at the training length "
     "$n_0$), then see what it costs the task, how much faster the whole model runs, and "
-    "whether a short fine-tuning wins back what was lost. Or let the **search** find the "
-    "fastest plan within a budget on the metric.")
+    "whether a short fine-tuning wins back what was lost. A causal model can instead become "
+    "a **recurrence** of $s$ modes per channel, which writes text at the same cost per "
+    "character at any length. Or let the **search** find the fastest plan within a budget "
+    "on the metric.")
 
 # -- the source --------------------------------------------------------------------------------
 key = checkpoints.checkpoint_select(
@@ -61,8 +126,8 @@ try:
     model, info = checkpoints.load_checkpoint(key)
     if not lab.convertible(model.config):
         kind = model.config.operator.kind
-        why = ("its mixer is not one Toeplitz matrix per channel" if kind == "togeipi"
-               else "it already is band + low rank")
+        why = {"togeipi": "its mixer is not one Toeplitz matrix per channel",
+               "ssm": "it already is a recurrence"}.get(kind, "it already is band + low rank")
         raise ValueError(f"{key} is a {kind} model and cannot be converted: {why}. Only tno "
                          "and fd checkpoints can be; choose one of those")
     task = checkpoints.checkpoint_task(key)
@@ -89,48 +154,39 @@ busy = running(convert_job) or running(search_job)
 # -- the plan ----------------------------------------------------------------------------------
 st.subheader("Plan")
 per_layer = st.session_state.get("per_layer", False)
+recurrent, state_s = recurrent_choice(operator.causal, per_layer)
 c1, c2, c3 = st.columns(3)
 band = int(controls.control(c1.number_input, "Band m", 1, lab.MAX_SIZE, 9, key="band",
-                            disabled=per_layer,
+                            disabled=per_layer or recurrent,
                             help=f"Taps of the band: lags |k| ≤ m//2 (causal: 0 ≤ k < m). At "
                                  f"most 2 n0 − 2 = {2 * n0 - 2}."))
 rank = int(controls.control(c2.number_input, "Inducing points r", 2, lab.MAX_SIZE, 32, key="rank",
-                            disabled=per_layer,
+                            disabled=per_layer or recurrent,
                             help=f"Rank of the low-rank part (causal: knots of the tail), from "
                                  f"2 to n0 = {n0}."))
 method = controls.control(c3.radio, "Low-rank A", ["sample", "fit"], index=1, key="method",
-                          horizontal=True, disabled=per_layer,
+                          horizontal=True, disabled=per_layer or recurrent,
                           help="fit: least squares, the smallest Frobenius error. sample: the "
                                "kernel read at the inducing lags, as SKI-TNN does. The search "
                                "uses it too.")
 with st.expander("Per layer", icon=":material/layers:", expanded=per_layer):
     per_layer = st.toggle("Set each layer on its own", key="per_layer",
-                          help="Instead of the same m, r and method everywhere. 'keep' leaves "
-                               "a layer as it is.")
-    rows = []
-    for i in range(config.layers):
-        for name, value in (("band", band), ("rank", rank), ("method", method)):
-            st.session_state.setdefault(f"layer_{name}_{i}", value)
-        r1, r2, r3 = st.columns(3)
-        rows.append((
-            int(r1.number_input(f"Layer {i}: band m", 1, lab.MAX_SIZE, key=f"layer_band_{i}",
-                                disabled=not per_layer)),
-            int(r2.number_input(f"Layer {i}: inducing points r", 2, lab.MAX_SIZE,
-                                key=f"layer_rank_{i}", disabled=not per_layer)),
-            r3.selectbox(f"Layer {i}: method", lab.METHODS, key=f"layer_method_{i}",
-                         disabled=not per_layer,
-                         help=f"{config.layer_operator(i).kind} layer. keep: not converted.")))
+                          help="Instead of the same plan everywhere. 'keep' leaves a layer as "
+                               "it is.")
+    default = (band, rank, "recurrent" if recurrent else method, state_s)
+    rows = [layer_row(i, default, per_layer) for i in range(config.layers)]
 try:
-    plan = lab.make_plan(rows if per_layer else [(band, rank, method)] * config.layers,
-                         config, n0, uniform=not per_layer)
+    uniform = (band, rank, "recurrent", state_s) if recurrent else (band, rank, method)
+    plan = lab.make_plan(rows if per_layer else [uniform] * config.layers, config, n0,
+                         uniform=not per_layer)
 except ValueError as err:
     plan = None
     frame.show_error(err)
 if plan is not None and (added := lab.added_parameters(config, plan, n0)) > 0:
     st.warning(f"This plan adds {added:,} parameters to the source's "
-               f"{sum(p.numel() for p in model.parameters()):,}: its band taps and knots "
-               "outnumber the kernel generators they replace, so it makes the model larger; "
-               "a smaller r or m does not.", icon=":material/warning:")
+               f"{sum(p.numel() for p in model.parameters()):,}: its band taps and knots (or "
+               "modes) outnumber the kernel generators they replace, so it makes the model "
+               "larger; a smaller r, m or s does not.", icon=":material/warning:")
 
 f1, f2, f3 = st.columns(3)
 steps = int(f1.number_input("Fine-tuning steps", 0, 5000, 0, step=10, key="finetune_steps",

@@ -13,6 +13,10 @@ import streamlit as st
 from pages._ui import checkpoints, frame
 from tnn_core.lab import compress as lab
 
+RECURRENT_ERROR = (" A recurrent layer keeps the lag 0 exactly, so its band is the diagonal "
+                   "alone: its error ‖T − T̂‖_F / ‖T − diag(T)‖_F is the part of the kernel "
+                   "beyond the diagonal that the s exponentials miss.")
+
 
 def show(job: lab.BackgroundJob, about: dict, unit: lab.Unit, evaluation_set: str,
          error_meaning: str) -> None:
@@ -39,8 +43,10 @@ def show(job: lab.BackgroundJob, about: dict, unit: lab.Unit, evaluation_set: st
         "layer": [layer for layer, _, _ in view.layers],
         "plan": [plan_text for _, plan_text, _ in view.layers],
         "relative error": [error for _, _, error in view.layers]}), hide_index=True,
-        column_config={"relative error": st.column_config.NumberColumn(format="%.4f")})
-    st.caption(error_meaning + " A kept layer has none.")
+        column_config={"relative error": st.column_config.NumberColumn(
+            format="%.2e" if view.recurrent else "%.4f")})  # a recurrence's errors are tiny
+    st.caption(error_meaning + (RECURRENT_ERROR if view.recurrent else "")
+               + " A kept layer has none.")
     _save_form(job, about["key"])
 
 

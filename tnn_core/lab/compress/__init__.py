@@ -1,4 +1,5 @@
-"""Page "Compress": a trained TNN or FD-TNN made band + low rank, and what it costs the task.
+"""Page "Compress": a trained TNN or FD-TNN made band + low rank (or, causal, a recurrence of
+s modes per channel), and what it costs the task.
 
 The work is ``tnn_core.compress`` (convert, measure, search); this unit builds the plan
 from the page's controls, starts the work on a background thread (``jobs``), and turns its
@@ -16,6 +17,7 @@ from tnn_core.lab.compress.jobs import (
     added_parameters,
     conversion_job,
     make_plan,
+    methods,
     progress_text,
     search_job,
     search_points,
@@ -31,15 +33,15 @@ from tnn_core.lab.compress.results import (
 )
 from tnn_core.lab.compress.search import Candidate, SearchView, search_view
 from tnn_core.lab.compress.units import Unit
-from tnn_core.operators.config import MAX_SIZE
+from tnn_core.operators.config import MAX_SIZE, MAX_STATE
 from tnn_core.training.checkpoint import CheckpointError
 from tnn_core.training.verdicts import amount
 
-__all__ = ["JOB_THREADS", "Unit", "amount", "convertible", "make_plan", "added_parameters",
-           "default_delta", "conversion_job",
+__all__ = ["JOB_THREADS", "Unit", "amount", "convertible", "methods", "make_plan",
+           "added_parameters", "default_delta", "conversion_job",
            "QuickConversion", "quick_conversion", "search_points", "search_job",
            "progress_text", "SpeedRow", "speed_row", "change_sentence", "ResultView",
            "result_view", "Candidate", "SearchView", "search_view", "save_name", "save",
            # the page's choices and limits, the job it watches, and a file refused
            "FINETUNE_PARAMETERS", "METHODS", "GRID_BANDS", "GRID_RANKS", "SPEED_ROUNDS",
-           "MAX_SIZE", "BackgroundJob", "CheckpointError"]
+           "MAX_SIZE", "MAX_STATE", "BackgroundJob", "CheckpointError"]

@@ -13,7 +13,7 @@ from torch import nn
 from tnn_core.compress.convert import check_convertible
 from tnn_core.compress.guard import converted_config
 from tnn_core.compress.pipeline import CompressionResult, compress
-from tnn_core.compress.plan import CompressionPlan, LayerPlan
+from tnn_core.compress.plan import METHODS, CompressionPlan, LayerPlan
 from tnn_core.compress.planner import PlanScore, SearchResult, grid, search
 from tnn_core.lab.common.background import JOB_THREADS, BackgroundJob
 from tnn_core.lab.compress.units import Unit
@@ -21,19 +21,25 @@ from tnn_core.models import ModelConfig
 from tnn_core.training.budget import parameter_count
 from tnn_core.training.tasks import Task
 
-__all__ = ["make_plan", "added_parameters", "conversion_job", "search_points", "search_job",
-           "progress_text"]
+__all__ = ["methods", "make_plan", "added_parameters", "conversion_job", "search_points",
+           "search_job", "progress_text"]
 
 
-def make_plan(rows: list[tuple[int, int, str]], config: ModelConfig, n0: int,
-              uniform: bool) -> CompressionPlan:
-    """The plan of one (m, r, method) row per layer, checked against the model and its
-    training length n0 (ValueError with a sentence naming the layer, value and range)."""
+def methods(causal: bool) -> tuple[str, ...]:
+    """The per-layer methods a source offers: "recurrent" only when it is causal (an SSM
+    runs forward in time)."""
+    return METHODS if causal else tuple(m for m in METHODS if m != "recurrent")
+
+
+def make_plan(rows: list[tuple], config: ModelConfig, n0: int, uniform: bool) -> CompressionPlan:
+    """The plan of one row per layer, (m, r, method) or (m, r, method, s), checked against
+    the model and its training length n0 (ValueError with a sentence naming the layer,
+    value and range)."""
     layers = []
-    for i, (band, rank, method) in enumerate(rows):
+    for i, row in enumerate(rows):
         where = "every layer" if uniform else f"layer {i}"
         try:
-            layer = LayerPlan(band, rank, method)
+            layer = LayerPlan(*row)
             layer.check_length(n0, where)
         except ValueError as err:
             message = str(err)
@@ -42,11 +48,13 @@ def make_plan(rows: list[tuple[int, int, str]], config: ModelConfig, n0: int,
         layers.append(layer)
     plan = CompressionPlan(tuple(layers))
     if all(layer.kept for layer in plan.layers):
-        raise ValueError("every layer is kept: set at least one layer to 'sample' or 'fit'")
+        raise ValueError("every layer is kept: set at least one layer to a method that "
+                         "converts it")
     try:
         check_convertible(config, plan, n0)
     except ValueError as err:
-        raise ValueError(str(err).replace("layers[", "layer ").replace("] is", " is")) from None
+        raise ValueError(str(err).replace("layers[", "layer ").replace("] is", " is")
+                         .replace("] cannot", " cannot")) from None
     return plan
 
 

@@ -67,6 +67,7 @@ class ResultView:
     layers: list[tuple[int, str, float | None]]  # (layer, plan in words, relative error)
     stopped: bool
     requested_steps: int  # the fine-tuning steps asked for
+    recurrent: bool = False  # whether any layer became a recurrence (its error reads so)
 
     @property
     def stop_note(self) -> str | None:
@@ -110,7 +111,8 @@ def result_view(result: CompressionResult, requested_steps: int) -> ResultView:
         parameters=result.parameters,
         layers=[(i, layer.describe(), error) for i, (layer, error)
                 in enumerate(zip(result.plan.layers, result.errors, strict=True))],
-        stopped=result.stopped, requested_steps=requested_steps)
+        stopped=result.stopped, requested_steps=requested_steps,
+        recurrent=any(layer.recurrent for layer in result.plan.layers))
 
 
 def save_name(key: str, stamp: str) -> str:
