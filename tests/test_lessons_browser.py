@@ -28,7 +28,7 @@ pytestmark = pytest.mark.browser
 LESSONS = load_lessons()[0]
 WIDTH, HEIGHT = 1400, 900
 PANELS = {name: f".st-key-lesson-{name}"  # a step's pictures or numbers drawn on the server
-          for name in ("ablation", "conversion", "atlas", "table10")}
+          for name in ("ablation", "conversion", "atlas", "table10", "modes_against_decay")}
 PANELS["circulant"] = ".st-key-circulant-steps"
 # every figure root of this step, inside the components' shadow roots too (those of the
 # step before, remembered in window.previousFigures, left out): [name, top, bottom, left,

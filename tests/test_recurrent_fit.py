@@ -131,3 +131,41 @@ def test_the_section_says_why_it_is_absent_for_a_bidirectional_kernel():
     assert "recurrent_fit" not in decomposition_figures(at)
     said = "".join(m.value for m in at.markdown)
     assert "Why no recurrent fit" in said and "lower triangular" in said
+
+
+def test_lesson_6_step_3_quotes_the_fit():
+    """Step 6.3 has no question; its notice quotes the learned channel's fit and SKI's r."""
+    from lesson_checks_recurrent import SLUG
+    from test_lesson_answers import LESSONS, trained
+
+    step = LESSONS[SLUG].steps[2]
+    view = dict(step.view.params)
+    assert step.figures == ("recurrent_fit",) and view["checkpoint"].startswith("charlm-tno ·")
+    n, band, s = int(view["n"]), int(view["band"]), int(view["modes"])
+    model, _ = trained("charlm-tno")
+    operator = model.operators()[int(view["layer"])]
+    coeffs = operator.kernel(n)[int(view["channel"])].detach().numpy()
+    fit, curve = recurrent_fit(coeffs), rank_curve(coeffs, band, True)
+    error = fit.errors[s - 1]
+    reach = int(curve.ranks[np.flatnonzero(curve.fit <= error)[0]])
+    assert modes_for_error(fit, 0.01) == s
+    says = [f"s = 1 misses {100 * fit.errors[0]:.1f} %", f"s = {s} modes",
+            f"{2 * s} real numbers", f"to {100 * error:.2f} %", f"m = {band} first reaches "
+            f"at r = {reach}"]
+    assert all(text in step.notice for text in says), (says, step.notice)
+
+
+def test_lesson_6_step_2_is_exact_where_band_and_low_rank_is_not():
+    """Step 6.2's notice: one pole at radius 0.9, angle 45°, error below the floor; band +
+    W A Wᵀ does not get there at any r of its curve."""
+    from lesson_checks_recurrent import SLUG
+    from test_lesson_answers import LESSONS
+
+    step = LESSONS[SLUG].steps[1]
+    view = dict(step.view.params)
+    coeffs = synthetic_kernel("oscillating", int(view["n"]), float(view["decay"]), True).numpy()
+    fit, curve = recurrent_fit(coeffs), rank_curve(coeffs, int(view["band"]), True)
+    z = fit.poles[int(view["modes"]) - 1][0]
+    assert abs(abs(z) - 0.9) < 1e-12 and abs(np.angle(z, deg=True) - 45) < 1e-9
+    assert fit.errors[0] < CURVE_FLOOR and np.nanmin(curve.fit) > CURVE_FLOOR
+    assert "radius 0.9 and angle 45°" in step.notice and "does not get there" in step.notice

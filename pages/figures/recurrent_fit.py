@@ -15,7 +15,8 @@ from pages._ui import kernels
 from pages._ui.memo import memo
 from tnn_core.lab import decomposition as lab
 
-__all__ = ["MODES", "show", "section", "payload", "cached_recurrent_fit"]
+__all__ = ["MODES", "show", "section", "payload", "cached_recurrent_fit", "decay_kernels",
+           "decay_table"]
 
 MODES = figures.Control("modes", "Modes s", lab.RECURRENT_LADDER[0], lab.RECURRENT_LADDER[-1],
                         1, 4, "Complex modes of the recurrence h_{t+1} = z ⊙ h_t + x_t, "
@@ -84,3 +85,32 @@ def section(coeffs: np.ndarray, band: int, causal: bool, key: str) -> None:
         return
     if show(coeffs, band, causal, key) is not None:
         st.caption(CAPTION)
+
+
+def decay_kernels(source, n: int, causal: bool) -> dict[float, np.ndarray]:
+    """{λ: the source's kernel [2n-1] at λ} for lesson 6's λ of ``lab.RECURRENT_DECAYS``
+    (``source``: a ``decomposition.KernelSource`` with a decay)."""
+    return {decay: source.kernel(n, decay, causal)[0] for decay in lab.RECURRENT_DECAYS}
+
+
+@memo(max_entries=8, spinner="Fitting the kernel at each λ…")
+def _modes_by_decay(kernels: tuple[np.ndarray, ...]) -> dict:
+    return lab.modes_by_decay(dict(zip(lab.RECURRENT_DECAYS, kernels, strict=True)))
+
+
+def decay_table(source, n: int, causal: bool) -> None:
+    """A step's measurement: the smallest s reaching each error of ``lab.RECURRENT_TARGETS``
+    for the source's kernel at each λ."""
+    kernels = decay_kernels(source, n, causal)
+    found = _modes_by_decay(tuple(kernels.values()))
+    with st.container(key="lesson-modes_against_decay", border=True):
+        st.markdown(f"**The smallest s reaching an error, at each λ** (n = {n}, the same "
+                    "RPE)")
+        st.dataframe({"λ": [f"{decay:g}" for decay in found]} | {
+            f"s for {target:.1%}": ["over 32" if s is None else s for s in (
+                row[i] for row in found.values())]
+            for i, target in enumerate(lab.RECURRENT_TARGETS)}, hide_index=True)
+        st.caption("Error: ‖T − T̂‖_F / ‖T‖_F of the n × n matrices, as in the recurrent "
+                   "fit's figure. λ^l k_l = Re Σ (λc)(λz)^(l−1): the decay moves every pole "
+                   "inward by λ and needs no extra mode; what changes is which lags the "
+                   "error weighs.")

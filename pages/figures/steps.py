@@ -23,7 +23,7 @@ import streamlit as st
 
 from pages._ui import charts, checkpoint_views, checkpoints, frame, kernels, numbers
 from pages._ui.memo import memo
-from pages.figures import circulant, compare, decomposition, fd_kernel, toeplitz
+from pages.figures import circulant, compare, decomposition, fd_kernel, recurrent_fit, toeplitz
 from tnn_core.lab import lesson as lesson_lab
 from tnn_core.lab.lesson import (
     ATLAS_CHANNELS,
@@ -133,8 +133,12 @@ def _frequency(settings: Mapping, locked: tuple[str, ...], wanted: tuple[str, ..
 
 def _decomposition(settings: Mapping, locked: tuple[str, ...], wanted: tuple[str, ...],
                    key: str) -> None:
-    """Decomposition's band + W A Wᵀ figure, with its error curve under it when wanted."""
+    """Decomposition's band + W A Wᵀ figure, with its error curve under it when wanted; or
+    the recurrent fit and the s it needs at three λ, alone."""
     source = _decomposition_source(settings)
+    if not {"decomposition", "factors", "error_curve"} & set(wanted):
+        _recurrent(source, settings, locked, wanted, key)
+        return
     drawn = decomposition.mount(
         source, _whole(settings, "n", 512), _switch(settings, "causal", False),
         settings.get("method", "sample"), f"{key}:decomposition", link=False,
@@ -143,6 +147,18 @@ def _decomposition(settings: Mapping, locked: tuple[str, ...], wanted: tuple[str
     if drawn is not None and "error_curve" in wanted:  # under it, on the same screen
         decomposition.show_curve(drawn, _switch(settings, "causal", False),
                                  f"{key}:error_curve", height=CURVE_HEIGHT)
+
+
+def _recurrent(source: decomposition.KernelSource, settings: Mapping, locked: tuple[str, ...],
+               wanted: tuple[str, ...], key: str) -> None:
+    n, causal = _whole(settings, "n", 512), _switch(settings, "causal", False)
+    if "recurrent_fit" in wanted:
+        coeffs, _ = source.kernel(n, _number(settings, "decay", decomposition.DECAY.default),
+                                  causal)
+        recurrent_fit.show(coeffs, _whole(settings, "band", 9), causal, f"{key}:recurrent_fit",
+                           link=False, settings=_sliders(settings, ("modes",)), locked=locked)
+    if "modes_against_decay" in wanted:
+        recurrent_fit.decay_table(source, n, causal)
 
 
 def _inspect(settings: Mapping, wanted: tuple[str, ...], key: str) -> None:
@@ -354,6 +370,10 @@ def computed_answer(view: View, name: str, choices: tuple[str, ...], seed: int) 
     if name == "band_only" and view.path == "inspect":  # the step's panel's measurement
         return lesson_answers.band_only(
             choices, checkpoint_views.band_ablation(_checkpoint(settings), ABLATION_BAND))
+    if name == "modes_against_decay" and view.path == "decomposition":
+        source = _decomposition_source(settings)
+        return lesson_answers.modes_against_decay(choices, recurrent_fit.decay_kernels(
+            source, _whole(settings, "n", 512), _switch(settings, "causal", False)))
     if name == "conversion_loss" and view.path == "compress":
         return lesson_answers.conversion_loss(choices, _conversion_result(
             _checkpoint(settings), _whole(settings, "band", 9), _whole(settings, "rank", 16),

@@ -62,21 +62,25 @@ from tnn_core.lab.common.decomposition_figures import (
 from tnn_core.lab.common.linked_cell import low_rank_entry
 from tnn_core.lab.common.live import live_speed
 from tnn_core.lab.common.rank_curve import CURVE_FLOOR, RankCurve, rank_curve
+from tnn_core.lab.common.recurrent_fit import DECAYS as RECURRENT_DECAYS
 from tnn_core.lab.common.recurrent_fit import LADDER as RECURRENT_LADDER
 from tnn_core.lab.common.recurrent_fit import (
     RECURRENT_MAX_N,
     RecurrentFit,
     fitted_kernel,
     is_causal,
+    modes_by_decay,
     modes_for_error,
     recurrent_fit,
 )
+from tnn_core.lab.common.recurrent_fit import TARGETS as RECURRENT_TARGETS
 
 __all__ = ["live_speed", "ROUNDOFF_FLOOR", "CURVE_FLOOR", "ratio_text", "speed_text", "Settings",
            "fit_to_length", "SmoothSpectrum", "smooth_spectrum", "Theorem1Panel",
            "theorem1_panel", "DecompositionView", "decomposition_view", "RankCurve",
            "rank_curve", "RECURRENT_LADDER", "RECURRENT_MAX_N", "RecurrentFit", "recurrent_fit",
-           "is_causal", "modes_for_error", "fitted_kernel",
+           "is_causal", "modes_for_error", "fitted_kernel", "RECURRENT_DECAYS",
+           "RECURRENT_TARGETS", "modes_by_decay",
            # what the page and its figures show beside them
            "MAX_TYPED_CHARS", "MAX_TYPED_LENGTH", "OPERATOR_CHANNELS", "SYNTHETIC",
            "display_line", "format_flops", "drawn", "js_number", "json_floats", "kernel_id",

@@ -21,10 +21,13 @@ import numpy as np
 from tnn_core.analysis.exponential_fit import exponential_kernel, fit_exponentials_ladder
 
 __all__ = ["LADDER", "RECURRENT_MAX_N", "RecurrentFit", "is_causal", "recurrent_fit",
-           "relative_error", "modes_for_error", "fitted_kernel"]
+           "relative_error", "modes_for_error", "fitted_kernel", "DECAYS", "TARGETS",
+           "modes_by_decay"]
 
 LADDER = tuple(range(1, 33))  # s = 1..32: every value the figure's slider takes
 RECURRENT_MAX_N = 2048  # above it one Hankel SVD of n/2 x n/2 takes tens of seconds
+DECAYS = (0.9, 0.99, 0.999)  # lesson 6's question: the s needed against λ
+TARGETS = (0.01, 0.001)  # relative Frobenius errors it asks the smallest s for
 
 
 @dataclass(frozen=True)
@@ -87,3 +90,12 @@ def fitted_kernel(fit: RecurrentFit, modes: int) -> np.ndarray:
     i = int(np.flatnonzero(fit.modes == modes)[0])
     return exponential_kernel(fit.poles[i][None], fit.residues[i][None],
                               np.array([fit.direct]), fit.n)[0]
+
+
+def modes_by_decay(kernels: dict[float, np.ndarray], targets: tuple[float, ...] = TARGETS
+                   ) -> dict[float, tuple[int | None, ...]]:
+    """For each λ's causal kernel [2n-1] of ``kernels``, the smallest s of the ladder that
+    reaches each error of ``targets`` (None: none does)."""
+    fits = {decay: recurrent_fit(coeffs) for decay, coeffs in kernels.items()}
+    return {decay: tuple(modes_for_error(fit, target) for target in targets)
+            for decay, fit in fits.items()}

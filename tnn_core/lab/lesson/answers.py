@@ -23,10 +23,12 @@ from tnn_core.core.toeplitz import matvec
 from tnn_core.lab.common.band_ablation import BandAblation
 from tnn_core.lab.common.conversion import QuickConversion
 from tnn_core.lab.common.decay_curve import decay_curve, decay_magnitude
+from tnn_core.lab.common.recurrent_fit import modes_by_decay
 from tnn_core.training.verdicts import quality
 
 __all__ = ["COMPUTED", "OUTCOMES", "first_to_roundoff", "smaller_frobenius",
-           "fft_against_dense", "negative_lags", "band_only", "conversion_loss"]
+           "fft_against_dense", "negative_lags", "band_only", "conversion_loss",
+           "modes_against_decay"]
 
 # what each function concludes, in the order of its question's choices (None: the choices
 # are the data's own names, and it picks one)
@@ -37,6 +39,7 @@ OUTCOMES: dict[str, tuple[str, ...] | None] = {
     "negative_lags": ("zero", "small", "mirror"),
     "band_only": ("holds", "towards chance"),
     "conversion_loss": ("under a point", "about ten points", "chance"),
+    "modes_against_decay": ("more as λ → 1", "about the same", "fewer as λ → 1"),
 }
 COMPUTED = tuple(OUTCOMES)  # the names a question may give
 ROUNDOFF = 1e-12  # relative to the largest value: float64 round-off, and no more
@@ -132,3 +135,23 @@ def conversion_loss(choices: Sequence[str], result: QuickConversion) -> str:
     else:
         raise ValueError(f"the conversion loses {100 * loss:.1f} points: none of the choices")
     return _choice("conversion_loss", outcome, choices)
+
+
+def modes_against_decay(choices: Sequence[str], kernels: dict[float, np.ndarray]) -> str:
+    """How the smallest s reaching 1 % relative Frobenius error (``common.recurrent_fit``)
+    moves as λ grows, over ``kernels`` {λ: causal kernel [2n-1]}: about the same (within
+    one mode of each other), or at least two modes more (fewer) at the largest λ than at
+    the smallest."""
+    needed = {decay: found[0] for decay, found in modes_by_decay(kernels, (0.01,)).items()}
+    if None in needed.values():
+        raise ValueError(f"some λ needs more modes than the ladder holds: {needed}")
+    low, high = needed[min(needed)], needed[max(needed)]
+    if max(needed.values()) - min(needed.values()) <= 1:
+        outcome = "about the same"
+    elif high - low >= 2:
+        outcome = "more as λ → 1"
+    elif low - high >= 2:
+        outcome = "fewer as λ → 1"
+    else:
+        raise ValueError(f"the modes needed go up and down with λ: {needed}")
+    return _choice("modes_against_decay", outcome, choices)

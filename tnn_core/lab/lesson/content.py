@@ -35,7 +35,9 @@ VIEW_PAGES: dict[str, tuple[str, ...]] = {
 # (Inspect's atlas, Compress) opens the page itself, embedded
 VIEW_FIGURES: dict[str, tuple[str, ...]] = {
     "basics": ("toeplitz", "circulant"),  # circulant: the embedding, step by step
-    "decomposition": ("decomposition", "factors", "error_curve"),  # factors: W · A · Wᵀ open
+    "decomposition": ("decomposition", "factors", "error_curve", "recurrent_fit",
+                      "modes_against_decay"),  # factors: W · A · Wᵀ open; recurrent_fit:
+    # the kernel as an SSM; modes_against_decay: the s it needs at three λ
     "frequency": ("fd_kernel", "decay"),
     "compare": ("compare",),
     "inspect": ("channel", "ablation", "atlas", "table10"),  # a layer's channel on the
@@ -43,7 +45,8 @@ VIEW_FIGURES: dict[str, tuple[str, ...]] = {
     # Table 10 with the shipped pair
     "compress": ("conversion",),  # every layer converted, the metric before and after
 }
-MEASUREMENTS = ("ablation", "conversion")  # figures that are a question's answer: shown with it
+# figures that are a question's answer: shown with it
+MEASUREMENTS = ("ablation", "conversion", "modes_against_decay")
 DEFAULT_FIGURES: dict[str, tuple[str, ...]] = {
     "basics": ("toeplitz",), "decomposition": ("decomposition",), "frequency": ("fd_kernel",),
     "compare": ("compare",)}
