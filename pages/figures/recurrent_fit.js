@@ -137,7 +137,19 @@ function readout(data, s, error, poles) {
       `r = ${reach} on its curve.` : `Band + W A Wᵀ with m = ${data.band} does not reach ` +
       `that error for any r on its curve (up to ${data.ranks[data.ranks.length - 1]}).`) +
     (data.exact.length ? ` Errors below ${data.floor} are not drawn (s = ` +
-      `${data.exact.join(', ')}).` : '');
+      `${runs(data.exact)}).` : '');
+}
+
+// Ascending integers as runs: [1, 2, 3, 5, 7, 8] -> "1–3, 5, 7–8".
+function runs(values) {
+  const parts = [];
+  for (let i = 0; i < values.length; i++) {
+    let j = i;
+    while (j + 1 < values.length && values[j + 1] === values[j] + 1) j++;
+    parts.push(j > i ? `${values[i]}–${values[j]}` : `${values[i]}`);
+    i = j;
+  }
+  return parts.join(', ');
 }
 
 function countUnused(poles) {
