@@ -360,3 +360,36 @@ def test_inspect_to_compress_to_inspect_carries_the_checkpoint(browser_page, ser
     assert_clean(page, "compress-save-and-inspect")
     assert "digits-fd-m9r16 (saved by you)" in main.locator(
         "[data-testid='stSelectbox']").first.inner_html()
+
+
+def test_inspect_writes_text_with_its_time_and_state(browser_page, server):
+    """charlm-tno writes 300 characters after "def ": the text, what writes it, the median
+    time per character and the Toeplitz history it holds (4 + 299 characters read × 192
+    channels × 2 layers × 4 bytes); the section's screenshot is inspect-write-text.png."""
+    page = browser_page
+    page.goto(server)  # alone, a deep link as the server's first view finds no page
+    wait_idle(page)
+    page.goto(f"{server}/inspect")
+    wait_idle(page)
+    main = page.locator("[data-testid='stMain']")
+    main.get_by_role("combobox", name="Checkpoint").click()
+    page.locator("[role='option']").filter(has_text="charlm-tno").first.click()
+    wait_idle(page)
+    page.locator(".st-key-write_generate button").first.click()
+    main.get_by_text("Wrote 300 characters.").wait_for(timeout=120_000)
+    wait_idle(page)
+    assert_clean(page, "inspect-write-text-page")
+    text = main.locator("[data-testid='stCode']").first.inner_text()
+    assert text.startswith("def ") and len(text) == 304, text
+    metrics = main.locator("[data-testid='stMetric']")
+    assert re.fullmatch(r"\d+\.\d{3} ms", metrics.filter(has_text="Time per character").locator(
+        "[data-testid='stMetricValue']").inner_text().strip())
+    assert metrics.filter(has_text="State per sequence").locator(
+        "[data-testid='stMetricValue']").inner_text().strip() == "454.5 KiB"
+    heading = main.get_by_role("heading", name="Write text")
+    heading.scroll_into_view_if_needed()
+    top = heading.bounding_box()
+    bottom = main.get_by_text(re.compile(r"held after reading 303 characters;")).bounding_box()
+    page.screenshot(path=str(SHOTS / "inspect-write-text.png"), clip={
+        "x": 0, "y": top["y"] - 10, "width": 1400,
+        "height": bottom["y"] + bottom["height"] - top["y"] + 20})

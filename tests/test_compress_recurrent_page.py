@@ -95,7 +95,7 @@ def test_a_recurrent_plan_converts_to_ssm_layers_saves_and_writes(compress_page,
     assert not at.exception, at.exception
     expected = "".join(write(model.eval(), vocab_of(info.task), "def ", 30, Sampling(0.0)))
     assert at.code[0].value == "def " + expected
-    assert any(m.value.startswith("**user/charlm-ssm8**: recurrence, s = 8 in all 2 layers")
+    assert any(m.value.startswith("**user/charlm-ssm8**: recurrence, s = 8 in both layers")
                for m in at.markdown)
     # 8 complex64 modes × 192 channels × 2 layers, at any context
     assert next(m.value for m in at.metric if m.label == "State per sequence") == "24.0 KiB"

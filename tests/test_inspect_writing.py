@@ -92,7 +92,7 @@ def test_generating_at_temperature_0_writes_what_the_library_writes(inspect_char
     # The Toeplitz history: 192 channels (3 × 64) × 2 layers × 4 bytes per character read.
     assert view.context == 7 + 59
     assert metric(at, "State per sequence") == f"{66 * 192 * 2 * 4 / 1024:.1f} KiB"
-    assert any(m.value.startswith("**charlm-tno**: Toeplitz history in all 2 layers.") and
+    assert any(m.value.startswith("**charlm-tno**: Toeplitz history in both layers.") and
                "greedy" in m.value for m in at.markdown)
 
 

@@ -135,6 +135,6 @@ def _draw(view: inspect_lab.WritingView, running: inspect_lab.TextWriting | None
                          "through every layer and the draw of the next, on one CPU thread "
                          "of this server just now (the prompt's pass is not counted).")
         m[1].metric("State per sequence", inspect_lab.state_text(view.state_bytes),
-                    help=f"{about.state_meaning()}.")
-        st.caption(f"Held after reading {view.context:,} characters. "
-                   f"{about.state_meaning()}.")
+                    help=f"{about.state_meaning()[:1].upper()}{about.state_meaning()[1:]}.")
+        st.caption(f"Time: the median of {len(view.step_ms):,} steps. State: held after "
+                   f"reading {view.context:,} characters; {about.state_meaning()}.")

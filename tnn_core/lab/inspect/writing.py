@@ -82,7 +82,8 @@ class WriterAbout:
     def form_text(self) -> str:
         """Every layer's form: "Toeplitz history in both layers", or per layer."""
         if len(set(self.forms)) == 1:
-            where = "the layer" if len(self.forms) == 1 else f"all {len(self.forms)} layers"
+            where = {1: "the layer", 2: "both layers"}.get(len(self.forms),
+                                                          f"all {len(self.forms)} layers")
             return f"{self.forms[0]} in {where}"
         return "; ".join(f"layer {i}: {form}" for i, form in enumerate(self.forms))
 
@@ -94,7 +95,7 @@ class WriterAbout:
         modes = ("recurrence: s complex numbers per channel per layer, the same at any "
                  "context, and each step reads only those")
         if self.recurrent:
-            return modes.capitalize()
+            return modes
         if not any(form.startswith("recurrence") for form in self.forms):
             return history
         return f"{history}; {modes}"
