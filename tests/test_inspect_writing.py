@@ -174,7 +174,8 @@ def test_state_text_and_the_forms_in_words():
 
     class Info:
         task = {"name": "charlm", "vocab": "abcdefghij"}
-    assert "layer 0 is a togeipi operator, which has no token-at-a-time form" in \
-        inspect_lab.writing_refusal(togeipi, Info)
+    assert inspect_lab.writing_refusal(Info) is None
+    assert inspect_lab.writer_about("t", togeipi).form_text() == \
+        "Toeplitz-plus-sparse history in the layer"
     Info.task = {"name": "listops"}
-    assert "keeps no character vocabulary" in inspect_lab.writing_refusal(mixed, Info)
+    assert "keeps no character vocabulary" in inspect_lab.writing_refusal(Info)

@@ -26,7 +26,7 @@ def show(inspected: Inspected, model, info) -> None:
     """The section for the checkpoint ``inspected`` (opened as ``model`` and ``info``)."""
     if not inspect_lab.is_language_model(model):
         return
-    refusal = inspect_lab.writing_refusal(model, info)
+    refusal = inspect_lab.writing_refusal(info)
     if refusal is not None:
         st.caption(f"This language model cannot write text here: {refusal}.")
         return

@@ -25,7 +25,6 @@ from tnn_core.checks import check_int
 from tnn_core.generate import Sampling, vocab_of, writing
 from tnn_core.lab.common.background import BackgroundThread
 from tnn_core.models import CausalLM
-from tnn_core.operators import CHANNEL_KINDS
 
 __all__ = ["MAX_CHARACTERS", "MAX_PROMPT", "WritingSettings", "WriterAbout", "WritingView",
            "TextWriting", "is_language_model", "writing_refusal", "writer_about", "state_text",
@@ -106,22 +105,20 @@ def is_language_model(model) -> bool:
     return isinstance(model, CausalLM)
 
 
-def writing_refusal(model: CausalLM, info) -> str | None:
-    """Why a language model cannot write text here, in words; None when it can."""
+def writing_refusal(info) -> str | None:
+    """Why a language model cannot write text here, in words; None when it can (every
+    causal operator kind has a token-at-a-time form: generate.incremental)."""
     try:
         vocab_of(info.task)
     except ValueError:
         return ("its task keeps no character vocabulary (only charlm models and language "
                 "models trained on your own text do)")
-    for i, op in enumerate(model.operators()):
-        if not op.config.causal or op.config.kind not in CHANNEL_KINDS:
-            return (f"layer {i} is a {op.config.kind} operator, which has no token-at-a-time "
-                    f"form here (those are {', '.join(CHANNEL_KINDS)}, causal)")
     return None
 
 
 def writer_about(name: str, model: CausalLM) -> WriterAbout:
     forms = tuple(f"recurrence, s = {op.config.state}" if op.config.kind == "ssm"
+                  else "Toeplitz-plus-sparse history" if op.config.kind == "togeipi"
                   else "Toeplitz history" for op in model.operators())
     return WriterAbout(name, forms, model.operators()[0].dim)
 
