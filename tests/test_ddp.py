@@ -163,8 +163,10 @@ def test_a_stopped_rank_ends_the_whole_run_within_the_ddp_timeout(tmp_path):
     assert gone(rank0), "rank 0 did not end"
     assert gone(int((tmp_path / "rank1.pid").read_text())), "the stopped rank 1 was left"
     stopped = float((tmp_path / "stopped").read_text())
-    assert end - stopped < timeout + 3, (f"the run ended {end - stopped:.1f} s after rank 1 "
-                                         f"stopped ({end - start:.1f} s in all)\n{output}")
+    # 10 s of slack for a loaded machine (8.4 s was seen at load 10); torchrun's grace, the
+    # wait this guards against, is 30 s
+    assert end - stopped < timeout + 10, (f"the run ended {end - stopped:.1f} s after rank 1 "
+                                          f"stopped ({end - start:.1f} s in all)\n{output}")
 
 
 # Run by torchrun: both ranks' stop events are set before their fourth step, as SIGTERM
