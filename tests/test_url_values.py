@@ -23,11 +23,15 @@ ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 LONG = "7" * 100_000  # a 100 KB value
 
-# One control of each kind, bound to the URL through the page helper.
+# One control of each kind, bound to the URL through the page helper, on a test page that
+# declares them as the app's pages do (lab.common.url_controls).
 CONTROLS = """
 import streamlit as st
 from pages._ui import controls
+from tnn_core.lab.common import url_controls
 
+url_controls.URL_CONTROLS.setdefault("controls", ("n", "decay", "seed", "scale", "source",
+                                                  "method", "causal", "smooth", "text"))
 controls.link_notice("controls")
 controls.control(st.slider, "n", 1, 4096, 512, key="n")
 controls.control(st.slider, "decay", 0.5, 1.0, 0.99, step=0.005, key="decay")
@@ -168,6 +172,21 @@ def test_every_linked_control_goes_through_the_check():
                     node.func).endswith("from_link"):
                 direct.append(f"{path.name}:{node.lineno}")
     assert direct == []
+
+
+def test_a_control_the_page_has_not_declared_stops_the_page():
+    """A page binding a key its lab declaration (lab.common.url_controls) lacks raises on its
+    first run, so no page's link can drift from what lessons may set."""
+    at = AppTest.from_string("""
+import streamlit as st
+from pages._ui import controls
+controls.link_notice("basics")
+controls.control(st.slider, "n", 1, 64, 8, key="n")
+controls.control(st.slider, "rank", 2, 64, 8, key="rank")
+""", default_timeout=60).run()
+    assert at.slider(key="n").value == 8  # declared for basics
+    assert len(at.exception) == 1 and "the 'basics' page binds 'rank' to its URL, but " \
+        "tnn_core/lab/common/url_controls.py does not declare it" in at.exception[0].message
 
 
 # -- every page, opened from a link -----------------------------------------------------------

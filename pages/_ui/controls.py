@@ -6,7 +6,8 @@ the URL under its key (``bind="query-params"``) and disabled while a lesson's vi
 run; Streamlit drops a value it cannot use without a word, cuts a text to max_chars, and
 crashes on an infinite value for a whole-number input. ``control`` checks the value first
 (``link_values``) and says so, one line per value in one notice at the top of the page, kept
-there until one of the page's linked controls moves.
+there until one of the page's linked controls moves. A key the page has not declared in
+``tnn_core.lab.common.url_controls`` raises (LookupError) before anything is drawn.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import streamlit as st
 
 from pages._ui import streamlit_internals
 from pages._ui.link_values import link_display, link_value_problem, quoted
+from tnn_core.lab.common import url_controls
 
 
 @dataclasses.dataclass
@@ -56,13 +58,14 @@ def control(widget, *args, key: str, **kwargs):
     a lesson locks it. A link value it would drop or change goes into the page's notice; one
     that would crash the page is taken out of the link first, and the page runs again
     without it."""
+    run = st.session_state["_link_run"]
+    url_controls.check_declared(run.page, key)
     kwargs = dict(kwargs, key=key, bind="query-params")
     kwargs["disabled"] = kwargs.get("disabled", False) or locked(key)
     call = inspect.signature(widget).bind(*args, **kwargs)
     call.apply_defaults()
     raw = st.query_params.get_all(key)
     problem = link_value_problem(widget.__name__, call.arguments, raw) if raw else None
-    run = st.session_state["_link_run"]
     notice = st.session_state.get("_link_notice")
     if problem is not None:
         if notice is None:
@@ -90,6 +93,7 @@ def note_link_value(key: str, problem: str | None, used, display: str) -> None:
     slider, ``pages/figures``): ``problem`` (words after the key, from
     ``link_value_problem``) or None, and the value ``used`` (shown as ``display``)."""
     run = st.session_state["_link_run"]
+    url_controls.check_declared(run.page, key)
     notice = st.session_state.get("_link_notice")
     if problem is not None:
         if notice is None:

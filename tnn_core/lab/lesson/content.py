@@ -10,24 +10,15 @@ import reprlib
 import urllib.parse
 from dataclasses import dataclass
 
+from tnn_core.lab.common.url_controls import SIDEBAR, URL_CONTROLS
+
 __all__ = ["VIEW_PAGES", "VIEW_FIGURES", "MEASUREMENTS", "DEFAULT_FIGURES", "SIDEBAR",
            "LessonError", "View", "Question", "Step", "Lesson", "quoted", "file_number"]
 
-# page url_path -> the controls a view may set (the pages' widgets bound to the URL) and the
-# sidebar's, which every page has
-SIDEBAR = ("seed", "device")
-VIEW_PAGES: dict[str, tuple[str, ...]] = {
-    "basics": ("preset", "n", "decay", "causal", "channel", "coefficients", "cell_i", "cell_j"),
-    "decomposition": ("source", "channel", "coefficients", "checkpoint", "layer", "n", "decay",
-                      "causal", "band", "rank", "method", "cell_i", "cell_j", "modes"),
-    "frequency": ("activation", "width", "depth", "n", "causal", "smooth"),
-    "speed": (),
-    "train": (),
-    "inspect": ("checkpoint", "layer", "channel"),
-    "compress": ("checkpoint", "band", "rank", "method"),
-    "compare": ("source", "n", "causal") + tuple(f"{side}_{name}" for side in "ab" for name in
-                                               ("band", "rank", "method", "decay")),
-}
+# page url_path -> the controls a view may set: the pages' URL controls (lab.common), every
+# page's but the Lessons page's own
+VIEW_PAGES: dict[str, tuple[str, ...]] = {page: keys for page, keys in URL_CONTROLS.items()
+                                          if page != "lessons"}
 
 
 # pages whose figures a step draws (pages/figures/steps.py), and which: those of
