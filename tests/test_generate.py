@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from tnn_core.generate import Decoder, Sampling, next_token, vocab_of, write
+from tnn_core.generate import decoder as decoder_module
 from tnn_core.generate.cli import main
 from tnn_core.models import ModelConfig, build_model
 from tnn_core.operators import OperatorConfig
@@ -91,6 +92,20 @@ def test_bad_requests_are_named(prompt, tokens, sampling, message):
     with pytest.raises(ValueError, match=message):
         "".join(write(causal_lm("tno").float(), "abcdefghij", prompt, tokens,
                       Sampling(**sampling)))
+
+
+def test_the_state_is_bounded_before_it_is_allocated(monkeypatch):
+    """A Toeplitz history of L tokens holds D numbers per token per layer; past the bound
+    the decoder is refused with the numbers, before anything of that size exists."""
+    model = causal_lm("tno")  # 2 layers of D = 24 channels (expand 3 x d 8), float64
+    assert decoder_module.state_bytes_needed(model, 100, 1) == 2 * 24 * 100 * 8
+    monkeypatch.setattr(decoder_module, "MAX_STATE_BYTES", 2 * 24 * 100 * 8)
+    Decoder(model, 100)
+    with pytest.raises(ValueError, match=r"length must keep the decoder's state within .* "
+                                         r"got length 101 \(batch 1\)"):
+        Decoder(model, 101)
+    ssm = causal_lm("ssm")  # s = 3 complex modes: the same at any length
+    assert decoder_module.state_bytes_needed(ssm, 10**5, 1) == 2 * 24 * 3 * 2 * 8
 
 
 def test_only_a_causal_language_model_generates():

@@ -19,7 +19,25 @@ from tnn_core.core.toeplitz import check_length
 from tnn_core.generate.incremental import incremental_form
 from tnn_core.models import CausalLM, TNNLayer
 
-__all__ = ["Decoder"]
+__all__ = ["Decoder", "MAX_STATE_BYTES", "state_bytes_needed"]
+
+MAX_STATE_BYTES = 1 << 30  # what every layer's incremental form may hold, at most
+
+
+def state_bytes_needed(model: CausalLM, length: int, batch: int) -> int:
+    """The bytes the layers' incremental forms allocate for ``batch`` sequences of ``length``
+    tokens: a Toeplitz history's inputs [B, D, L], an SSM's modes [B, D, s] (complex), a
+    Togeipi layer's inputs and its sparse matrix [L, L]."""
+    total = 0
+    for op in model.operators():
+        size = next(op.parameters()).element_size()
+        if op.config.kind == "ssm":
+            total += batch * op.dim * op.config.state * 2 * size
+        else:
+            total += batch * op.dim * length * size
+            if op.config.kind == "togeipi":
+                total += length * length * size
+    return total
 
 
 class Decoder:
@@ -31,6 +49,12 @@ class Decoder:
                              f"{type(model).__name__}")
         check_length(length, "length")
         check_int("batch", batch, 1, 4_096)
+        needed = state_bytes_needed(model, length, batch)
+        if needed > MAX_STATE_BYTES:  # checked before anything of that size is allocated
+            raise ValueError(f"length must keep the decoder's state within "
+                             f"{MAX_STATE_BYTES >> 20:,} MiB; got length {length} (batch "
+                             f"{batch}), which needs {needed / 2**20:,.0f} MiB: write fewer "
+                             f"tokens")
         self.model = model
         self.forms = [incremental_form(op, length, batch) for op in model.operators()]
         self.length, self.batch = length, batch
