@@ -29,7 +29,6 @@ import sys
 import time
 
 import torch
-from threadpoolctl import threadpool_limits
 from torch import nn
 
 from tnn_core.allocator import keep_freed_memory
@@ -85,14 +84,11 @@ def state_sweep(model: nn.Module, task: Task, states: tuple[int, ...] = STATES) 
     model.eval()
     source = task_scores(model, task)
     rows = []
-    # the fits are numpy: OpenBLAS's threads only spin against each other on a shared
-    # machine (7x slower measured at load 8 on 2 cores), so one thread
-    with threadpool_limits(1):
-        for s in states:
-            start = time.perf_counter()
-            converted, errors = convert(model, CompressionPlan.recurrent(layers, s), n0)
-            seconds = time.perf_counter() - start
-            rows.append(_row(s, source, task_scores(converted.eval(), task), errors, seconds))
+    for s in states:
+        start = time.perf_counter()
+        converted, errors = convert(model, CompressionPlan.recurrent(layers, s), n0)
+        seconds = time.perf_counter() - start
+        rows.append(_row(s, source, task_scores(converted.eval(), task), errors, seconds))
     summary = source.to_dict()
     return {"source": {"metric": float(summary["metric"]),
                        "ci95": [float(x) for x in summary["ci95"]],
@@ -143,9 +139,8 @@ def generation_latency(model: nn.Module, task: Task, state: int,
     (``bench.generation.step_latency``), then each form's contexts interleaved
     (``context_sweep``)."""
     model.eval()
-    with threadpool_limits(1):
-        converted, _ = convert(model, CompressionPlan.recurrent(model.config.layers, state),
-                               task.seq_len)
+    converted, _ = convert(model, CompressionPlan.recurrent(model.config.layers, state),
+                           task.seq_len)
     models = {"toeplitz": model, "recurrent": converted.eval()}
     prompt = evaluation_text(task, max(contexts) + warmup + steps + 2)
 
