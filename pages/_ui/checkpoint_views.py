@@ -1,8 +1,12 @@
 """Inspect's views of one checkpoint, computed once for the whole server (``memo``), keyed
 by the checkpoint's digest. Compress and the lessons draw some of them too. ``warm_up`` is
-the start-up work (``warmup``) that computes the opening view of every shipped checkpoint."""
+the start-up work (``warmup``) that computes the opening view of the shipped checkpoints
+that ``TOEPLITZ_LAB_WARM_UP`` names (all of them unless it says otherwise)."""
 
 from __future__ import annotations
+
+import logging
+import os
 
 from pages._ui.checkpoints import (
     USER_CHECKPOINTS,
@@ -14,6 +18,9 @@ from pages._ui.checkpoints import (
 from pages._ui.memo import VIEW_THREADS, memo
 from tnn_core.lab import inspect as lab
 from tnn_core.lab.common.checkpoints import checkpoint_path
+
+_LOG = logging.getLogger(__name__)
+WARM_UP_VARIABLE = "TOEPLITZ_LAB_WARM_UP"
 
 
 @memo(max_entries=32, spinner="Measuring every channel…", threads=VIEW_THREADS)
@@ -118,10 +125,32 @@ def decay_pair(keys: tuple[str, str]) -> lab.DecayPair:
                        _models=tuple(f.model for f in found), _task=checkpoint_task(keys[0]))
 
 
+def warm_up_names(setting: str | None) -> tuple[str, ...]:
+    """The shipped checkpoints a warm-up prepares, in ``SHIPPED_ORDER``: every one when
+    ``setting`` is unset or "all", none for "none", else the comma-separated names it
+    lists. ValueError names a name that is not a shipped checkpoint."""
+    shipped = tuple(name for name, _ in lab.SHIPPED_ORDER)
+    if setting is None or setting.strip() == "all":
+        return shipped
+    asked = {name.strip() for name in setting.split(",")} - {"", "none"}
+    unknown = sorted(asked - set(shipped))
+    if unknown:
+        raise ValueError(f"{WARM_UP_VARIABLE}={setting!r} names {', '.join(unknown)}, which "
+                         f"is not a shipped checkpoint; use all, none or names among "
+                         f"{', '.join(shipped)}")
+    return tuple(name for name in shipped if name in asked)
+
+
 def warm_up() -> list:
-    """Inspect's opening view of every shipped checkpoint, for ``warmup.start``: one job
-    per checkpoint in the list's order, one step per view. No Streamlit calls."""
-    return [_opening_view(name) for name, _ in lab.SHIPPED_ORDER]
+    """Inspect's opening view of each shipped checkpoint that ``TOEPLITZ_LAB_WARM_UP``
+    names, for ``warmup.start``: one job per checkpoint in ``SHIPPED_ORDER``, one step per
+    view. No Streamlit calls. A setting it cannot read is logged, and nothing prepared."""
+    try:
+        names = warm_up_names(os.environ.get(WARM_UP_VARIABLE))
+    except ValueError as err:
+        _LOG.error("%s: the start-up prepares no checkpoint", err)
+        return []
+    return [_opening_view(name) for name in names]
 
 
 def _opening_view(name: str):
