@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.compress_fixtures import small_digits_model
 from tnn_core.compress import CompressionPlan
 from tnn_core.compress.measure import Speedup
 from tnn_core.compress.planner import (
@@ -78,10 +79,11 @@ def test_a_plan_is_within_delta_only_when_its_whole_interval_is():
 
 @pytest.mark.slow  # a search that times every candidate twice
 def test_search_retimes_a_lucky_first_timing_and_does_not_pick_it(monkeypatch):
-    """Search end to end, with a planted lucky timing: plan r = 8's first batch of rounds
-    ran lucky (3× in every round), later batches show it as fast as r = 16 (1.3×). The
-    confirming re-timing widens its interval to overlap r = 16's, re-timing the tie does not
-    separate them, so Search names neither."""
+    """Search end to end on a small random digits model (the re-timing does not depend on
+    the model), with a planted lucky timing: plan r = 8's first batch of rounds ran lucky
+    (3× in every round), later batches show it as fast as r = 16 (1.3×). The confirming
+    re-timing widens its interval to overlap r = 16's, re-timing the tie does not separate
+    them, so Search names neither."""
     from tnn_core.compress import planner
 
     calls: dict[int, int] = {}
@@ -96,8 +98,8 @@ def test_search_retimes_a_lucky_first_timing_and_does_not_pick_it(monkeypatch):
                          [1.3 + 0.01 * (k - repeats // 2) for k in range(repeats)]))
 
     monkeypatch.setattr(planner, "speedup", planted)
-    model, _ = load(DIGITS_TNO)
-    found = planner.search(model, get_task("digits"), 0.5, points=[(9, 8), (9, 16)])
+    found = planner.search(small_digits_model(), get_task("digits"), 0.5,
+                           points=[(9, 8), (9, 16)])
     ranks = [s.plan.layers[0].rank for s in found.scores]
     assert found.best is None and sorted(ranks[i] for i in found.tied) == [8, 16]
     assert calls[8] > 2  # re-timed after the lucky first measurement
@@ -145,17 +147,24 @@ def test_search_scores_candidates_and_picks_the_fastest_within_delta():
 
 
 @pytest.mark.slow  # converts and scores every plan of the study
-def test_the_study_keeps_the_first_plan_whose_whole_drop_interval_is_within_tolerance():
+def test_the_study_keeps_the_first_plan_whose_whole_drop_interval_is_within_tolerance(
+        monkeypatch):
     """compress.study on digits-tno (no fine-tuning): rows in order of cost, each scored on
-    the evaluation set with its paired drop; "kept" is the first that keeps the quality."""
-    from tnn_core.compress.study import markdown, study_checkpoint
+    the evaluation set with its paired drop; "kept" is the first that keeps the quality.
+    On 6 of its 20 grid points, listed out of cost order, where the cheapest that keeps it
+    (m = 9, r = 16) comes after plans that do not and before others that do."""
+    from tnn_core.compress import study
 
-    result = study_checkpoint("digits-tno", finetune_steps=0, repeats=1)
+    monkeypatch.setattr(study, "BANDS", (1, 9))
+    monkeypatch.setattr(study, "RANKS", (4, 16, 32))
+    result = study.study_checkpoint("digits-tno", finetune_steps=0, repeats=1)
     rows = result["rows"]
     costs = [layer_cost(64, (row["band"], row["rank"]), False) for row in rows]
     assert costs == sorted(costs) and result["source"]["sequences"] == 360
+    assert len(rows) == 6
     kept = result["kept"]
     assert kept is not None and kept["drop_ci95"][1] <= 0.02 and kept["keeps"]
     assert not any(row["keeps"] for row in rows[: rows.index(kept)])
-    table = markdown([result])
+    assert 0 < rows.index(kept) < len(rows) - 1 and rows[-1]["keeps"]
+    table = study.markdown([result])
     assert f"m = {kept['band']}, r = {kept['rank']}: {100 * kept['metric']:.1f} %" in table

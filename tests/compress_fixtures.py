@@ -1,0 +1,34 @@
+"""Helpers shared by the compress tests: the Compress page's jobs timed in fewer rounds,
+and small random models for the properties that do not depend on a trained model's size."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from tnn_core.compress import pipeline, planner
+from tnn_core.lab.compress import jobs
+from tnn_core.models import ModelConfig, build_model
+from tnn_core.operators import OperatorConfig
+
+TIMING_ROUNDS = 3  # the page's jobs time 15 (a conversion) or 9 (a search) rounds
+
+
+def time_in_few_rounds(monkeypatch) -> None:
+    """The Compress page's conversion and search time forward + backward in TIMING_ROUNDS
+    interleaved rounds: the page shows whatever a timing measured, however many rounds,
+    and the 15 rounds of a conversion at 4 n0 were most of a page test's time."""
+    monkeypatch.setattr(jobs, "compress",
+                        functools.partial(pipeline.compress, repeats=TIMING_ROUNDS))
+    monkeypatch.setattr(jobs, "search", functools.partial(planner.search, repeats=TIMING_ROUNDS))
+
+
+def small_digits_model(seed: int = 0) -> torch.nn.Module:
+    """A random 2-layer bidirectional TNN of digits' vocabulary and classes, 8 channels (the
+    shipped digits-tno has 192): converting it decomposes 24 times fewer kernels."""
+    torch.manual_seed(seed)
+    return build_model(ModelConfig(task="classify", vocab_size=17, num_classes=10, dim=8,
+                                   layers=2, expand_ratio=1,
+                                   operator=OperatorConfig(kind="tno", causal=False,
+                                                           decay=0.9, rpe_dim=8))).eval()
