@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pages._ui import checkpoints
+from tests.compress_fixtures import time_in_few_rounds
 from tnn_core.compress import CompressionPlan
 from tnn_core.generate import Sampling, vocab_of, write
 from tnn_core.lab import compress as lab
@@ -23,6 +24,7 @@ RECURRENT = "recurrent (SSM), s modes"
 @pytest.fixture
 def compress_page(monkeypatch, tmp_path):
     monkeypatch.setattr(checkpoints, "USER_CHECKPOINTS", tmp_path)
+    time_in_few_rounds(monkeypatch)
     at = AppTest.from_file(APP, default_timeout=300)
     at.run()
     at.switch_page("pages/compress.py").run()
