@@ -17,6 +17,10 @@ from streamlit.runtime.pages_manager import PagesManager
 from tnn_core.analysis.norms import single_threaded_blas
 
 ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# CI (.ci/run) sets this: a browser test that cannot run fails instead of skipping
+BROWSER_REQUIRED = (os.environ.get("TOEPLITZ_LAB_REQUIRE_BROWSER") == "1"
+                    or os.environ.get("CI") == "true")
 
 
 # Slow cases marked here, by node id, where a marker in the file cannot go: a file at
@@ -44,22 +48,23 @@ SLOW_CASES = {
 }
 
 
-# The test files that use the Streamlit server (conftest's streamlit_server), in the order
-# they run. pytest_xdist_make_scheduler hands them to one worker as one unit, so the run
-# starts one server: each server's warm-up prepares the ten shipped checkpoints, about a
-# minute of one core, and a second one repeated it. test_browser.py leads: its first test
-# is the server's first view.
-SERVER_FILES = (
-    "tests/test_browser.py",  # 100 (wall seconds in the whole suite; docs/benchmarks.md)
-    "tests/test_lessons_browser.py",  # 130
-    "tests/test_figure_fd.py",  # 50
-    "tests/test_figure_toeplitz.py",  # 40
-    "tests/test_url_values.py",  # 25
-    "tests/test_figure_decomposition_app.py",  # 12
-    "tests/test_compare_browser.py",  # 9
+# The test files that use the Streamlit server (conftest's streamlit_server), in two units
+# of about two minutes each (wall seconds in the whole suite: docs/benchmarks.md), each
+# file's tests in order. pytest_xdist_make_scheduler hands each unit to one worker, which
+# starts one server for it (and pays its start and digits-tno's warm-up once) and mostly
+# waits on it and Chromium. Each unit's first test is its server's first view.
+SERVER_UNITS = (
+    ("tests/test_browser.py",  # 91
+     "tests/test_url_values.py",  # 21
+     "tests/test_figure_decomposition_app.py",  # 12
+     "tests/test_compare_browser.py"),  # 11
+    ("tests/test_lessons_browser.py",  # 75
+     "tests/test_figure_toeplitz.py",  # 32
+     "tests/test_figure_fd.py"),  # 28
 )
+SERVER_FILES = sum(SERVER_UNITS, ())
 # The other files that take longest, about longest first. pyproject's --no-loadscope-reorder
-# makes pytest-xdist hand out files in the order collected, so the server's unit and these
+# makes pytest-xdist hand out files in the order collected, so the server's units and these
 # start first and the short files fill in around them. By default it hands out the files
 # with most tests first, and a long file of few tests (the lesson walk) ran alone at the end.
 LONG_FILES = SERVER_FILES + (
@@ -87,38 +92,47 @@ def pytest_collection_modifyitems(items):
                 getattr(item, "fixturenames", ())} - set(SERVER_FILES)
     if unlisted:
         raise pytest.UsageError(f"{sorted(unlisted)} use streamlit_server: add them to "
-                                "conftest's SERVER_FILES, so that the run starts one server")
+                                "a unit of conftest's SERVER_UNITS, so that it shares a server")
     rank = {path: place for place, path in enumerate(LONG_FILES)}
     items.sort(key=lambda item: rank.get(_file(item.nodeid), len(LONG_FILES)))
 
 
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: a worker per core (at most 4), plus one per server unit: its worker
+    mostly waits for the server and Chromium (about a tenth of a core)."""
+    return min(len(os.sched_getaffinity(0)), 4) + len(SERVER_UNITS)
+
+
 def pytest_xdist_make_scheduler(config, log):
     """pytest-xdist's --dist=loadfile (a file's tests on one worker, so its module fixtures
-    are set up once), with SERVER_FILES one unit: one worker, one server."""
+    are set up once), with each of SERVER_UNITS one unit: one worker, one server."""
     from xdist.scheduler import LoadFileScheduling
 
-    class ServerFilesTogether(LoadFileScheduling):
+    unit_of = {path: f"the Streamlit server's files, unit {number}"
+               for number, unit in enumerate(SERVER_UNITS, start=1) for path in unit}
+
+    class ServerUnitsTogether(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = _file(nodeid)
-            return "the Streamlit server's files" if path in SERVER_FILES else path
+            return unit_of.get(path, path)
 
-    return ServerFilesTogether(config, log)
+    return ServerUnitsTogether(config, log)
 
 
 @pytest.fixture(scope="session")
 def streamlit_server():
     """``streamlit run app.py`` on a free port, one per test process (``test_browser.server``
-    hands it to each browser module; SERVER_FILES all run in one process): its URL. Its
-    first visit starts the app's warm-up, about a minute of one core for the ten shipped
-    checkpoints; a server per module paid that again for each. Train's saves go to a
-    temporary folder. At the end it gets 3 s to exit, then SIGKILL: its exit waits for a
-    warm-up step under way, up to a minute."""
+    hands it to each browser module; a unit of SERVER_UNITS runs in one process): its URL. Its
+    first visit starts the app's warm-up, for digits-tno only (``TOEPLITZ_LAB_WARM_UP``):
+    the opening view of all ten shipped checkpoints is about a minute of one core, and
+    the tests open few of them. Train's saves go to a temporary folder. At the end it gets
+    3 s to exit, then SIGKILL: its exit waits for a warm-up step under way."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     user_dir = tempfile.mkdtemp(prefix="toeplitz-lab-user-")
     env = dict(os.environ, STREAMLIT_SERVER_FILE_WATCHER_TYPE="none",
-               TOEPLITZ_LAB_USER_CHECKPOINTS=user_dir)
+               TOEPLITZ_LAB_USER_CHECKPOINTS=user_dir, TOEPLITZ_LAB_WARM_UP="digits-tno")
     shots = ROOT / "tests" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
     worker = os.environ.get("PYTEST_XDIST_WORKER")  # one log per process under pytest -n
@@ -149,6 +163,36 @@ def streamlit_server():
             proc.wait(timeout=20)
         log.close()
         shutil.rmtree(user_dir, ignore_errors=True)
+
+
+def browser_unavailable(reason: str):
+    """Skip a browser test that cannot run here; fail it where BROWSER_REQUIRED."""
+    if BROWSER_REQUIRED:
+        pytest.fail(f"browser test required here but cannot run: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's Chromium, headless, one per test process for every browser module (each
+    opens its own pages and contexts): a launch costs about a second and a half."""
+    if not Path(CHROMIUM).exists():
+        browser_unavailable(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as err:
+        browser_unavailable(f"playwright is not installed: {err}")
+    with sync_playwright() as playwright:
+        try:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM,
+                args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                      "--disable-background-networking", "--disable-component-update",
+                      "--no-first-run", "--disable-sync"])
+        except Exception as err:  # noqa: BLE001 - any launch failure means no browser
+            browser_unavailable(f"Chromium did not start: {err}")
+        yield browser
+        browser.close()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
-from test_figure_fft import attribute_becomes, chromium, js_page  # noqa: F401 - the fixture
 
 from tnn_core.analysis.decompose import decompose
 from tnn_core.analysis.dense import display_indices

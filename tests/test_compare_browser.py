@@ -11,7 +11,7 @@ from urllib.parse import parse_qsl
 import numpy as np
 import pytest
 import test_browser
-from test_figure_fft import attribute_becomes, chromium, js_page  # noqa: F401 - the fixture
+from test_figure_fft import attribute_becomes, js_page
 
 from pages.figures import script
 from tnn_core.analysis.decompose import decompose
@@ -116,7 +116,7 @@ def check_two_sides(page) -> None:
 
 
 @pytest.mark.browser
-def test_two_sides_draw_and_send_under_their_own_names(chromium):  # noqa: F811
+def test_two_sides_draw_and_send_under_their_own_names(chromium):
     page = js_page(chromium, script("decomposition"))
     try:
         check_two_sides(page)
@@ -136,7 +136,7 @@ PLANTED = [
 
 @pytest.mark.browser
 @pytest.mark.parametrize(("line", "mistake"), PLANTED)
-def test_a_planted_mistake_fails_the_two_sides(chromium, line, mistake):  # noqa: F811
+def test_a_planted_mistake_fails_the_two_sides(chromium, line, mistake):
     source = script("decomposition")
     assert source.count(line) == 1, line
     page = js_page(chromium, source.replace(line, mistake))
@@ -154,7 +154,7 @@ DIFFERENCE_STATE = """() => { const r = document.querySelector('[data-figure="di
 
 
 @pytest.mark.browser
-def test_the_difference_is_stale_while_a_side_shows_another_setting(chromium):  # noqa: F811
+def test_the_difference_is_stale_while_a_side_shows_another_setting(chromium):
     n = 30
     coeffs = preset_kernel("spike_smooth", n, 0.9).numpy()
     a = compare_side(coeffs, 9, 8, False, "sample", 0.9)
@@ -223,8 +223,8 @@ def url_value(page, key: str) -> str | None:
 
 
 @pytest.mark.browser
-def test_keyboard_moves_of_a_r_and_b_m_redraw_only_their_own_figure(chromium, server):  # noqa: F811
-    page = chromium.new_page(viewport={"width": 1400, "height": 900})
+def test_keyboard_moves_of_a_r_and_b_m_redraw_only_their_own_figure(chromium, server):
+    page = test_browser.follow_socket(chromium.new_page(viewport={"width": 1400, "height": 900}))
     try:
         page.goto(f"{server}/compare?a_rank=8&b_rank=64")
         test_browser.wait_idle(page)

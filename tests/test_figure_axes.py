@@ -12,7 +12,7 @@ import math
 import pytest
 
 from pages.figures import script
-from tests.test_figure_fft import chromium, js_page  # noqa: F401 - fixture
+from tests.test_figure_fft import js_page
 
 pytestmark = pytest.mark.browser
 
@@ -21,7 +21,7 @@ RANGES = [(0.0, 1.0), (-0.37, 2.91), (0.0123, 0.0456), (-3e-5, 7e-5), (1.0, 1.00
 
 
 @pytest.fixture(scope="module")
-def page(chromium):  # noqa: F811 - the fixture imported above
+def page(chromium):
     page = js_page(chromium, script("profiles"))
     yield page
     page.close()

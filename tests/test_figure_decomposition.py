@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 import pytest
-from test_figure_fft import attribute_becomes, chromium, js_page  # noqa: F401 - the fixture
+from test_figure_fft import js_page
 
 from pages.figures import FOLDER, script
 from tnn_core.analysis.decompose import decompose
@@ -38,7 +38,7 @@ SOURCE = script("decomposition")
 
 
 @pytest.fixture(scope="module")
-def figure_page(chromium):  # noqa: F811 - the fixture
+def figure_page(chromium):
     page = js_page(chromium, SOURCE)
     yield page
     page.close()
@@ -166,7 +166,7 @@ PLANTED = [
 
 
 @pytest.mark.parametrize(("line", "mistake"), PLANTED)
-def test_a_planted_mistake_fails_the_comparison(chromium, line, mistake):  # noqa: F811
+def test_a_planted_mistake_fails_the_comparison(chromium, line, mistake):
     assert SOURCE.count(line) == 1, line
     page = js_page(chromium, SOURCE.replace(line, mistake))
     try:
@@ -220,7 +220,7 @@ def figure_data(n: int, rank: int, band: int, decay: float, method: str = "sampl
 
 
 @pytest.fixture
-def mounted(chromium):  # noqa: F811 - the fixture
+def mounted(chromium):
     page = js_page(chromium, SOURCE)
     yield page
     page.close()
@@ -331,7 +331,7 @@ def test_js_numbers_are_written_as_javascript_writes_them(mounted):
     assert mounted.evaluate("(vs) => vs.map(String)", values) == [js_number(v) for v in values]
 
 
-def test_the_error_curve_follows_the_decomposition_figures_r(chromium):  # noqa: F811
+def test_the_error_curve_follows_the_decomposition_figures_r(chromium):
     page = js_page(chromium, script("error_curve"))
     try:
         curve = {"id": "c", "n": 100, "band": 9, "rank": 32, "ranks": [2, 4, 8, 16, 32, 64],

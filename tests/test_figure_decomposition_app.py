@@ -9,7 +9,7 @@ import re
 
 import pytest
 import test_browser
-from test_figure_fft import attribute_becomes, chromium, js_page  # noqa: F401 - the fixture
+from test_figure_fft import attribute_becomes
 
 pytestmark = pytest.mark.browser
 
@@ -43,9 +43,9 @@ def record_draws(page) -> None:
            }""", FIGURE)
 
 
-def test_a_link_opens_the_figure_and_keyboard_moves_redraw_it_in_the_browser(chromium,  # noqa: F811
+def test_a_link_opens_the_figure_and_keyboard_moves_redraw_it_in_the_browser(chromium,
                                                                             server):
-    page = chromium.new_page(viewport={"width": 1400, "height": 900})
+    page = test_browser.follow_socket(chromium.new_page(viewport={"width": 1400, "height": 900}))
     try:
         page.goto(f"{server}/decomposition?n=1024&band=9&rank=33")
         test_browser.wait_idle(page)
@@ -98,10 +98,10 @@ def test_a_link_opens_the_figure_and_keyboard_moves_redraw_it_in_the_browser(chr
 RECURRENT = "[data-testid='figure'][data-figure='recurrent_fit']"
 
 
-def test_the_recurrent_fit_follows_keys_in_the_browser(chromium, server):  # noqa: F811
+def test_the_recurrent_fit_follows_keys_in_the_browser(chromium, server):
     """A causal kernel's recurrent fit: keys move s, the browser redraws (data-drawn) and
     the settled s goes into the address; a screenshot of the figure for a person to read."""
-    page = chromium.new_page(viewport={"width": 1400, "height": 2400})
+    page = test_browser.follow_socket(chromium.new_page(viewport={"width": 1400, "height": 2400}))
     try:
         page.goto(f"{server}/decomposition?source=Fresh+TNN+operator+%28tno%29&causal=true"
                   "&n=512&modes=3")

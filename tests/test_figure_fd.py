@@ -20,7 +20,7 @@ from scipy.special import erf as scipy_erf
 
 from pages.figures import script
 from tests.test_browser import server  # noqa: F401 - fixture
-from tests.test_figure_fft import chromium, js_page, relative_error  # noqa: F401 - fixture
+from tests.test_figure_fft import js_page, relative_error
 from tnn_core.analysis.fd_response import THEOREMS, fd_response
 from tnn_core.lab.frequency import WIDTHS, rpe_weights
 
@@ -83,7 +83,7 @@ def test_rpe_weights_refuses_a_bad_width():
 
 
 @pytest.fixture(scope="module")
-def fd_page(chromium):  # noqa: F811 - the fixture imported above
+def fd_page(chromium):
     page = js_page(chromium, script("fd_kernel"))
     yield page
     page.close()
@@ -169,7 +169,7 @@ function codyErf(x) {"""),
 
 
 @pytest.mark.parametrize("mistake", list(PLANTED))
-def test_a_planted_mistake_fails(chromium, mistake):  # noqa: F811
+def test_a_planted_mistake_fails(chromium, mistake):
     right, wrong = PLANTED[mistake]
     source = script("fd_kernel")
     assert source.count(right) == 1, right
@@ -250,17 +250,15 @@ def press(page, control: str, key: str, expect: str) -> tuple[float, float, bool
     return draw, settled, stale
 
 
-def width_latency(page, url: str, n: int) -> tuple[list[float], list[float]]:
-    """12 width moves at n, each a new value (32 -> 1 -> 128: every width, both ways): ms
-    from each key press to the kernel figure's drawing and to the decay figure's (the
-    server's kernels)."""
+def width_latency(page, url: str, n: int, sequence: list[str]) -> tuple[list[float], list[float]]:
+    """Width moves at n by ``sequence``'s keys from 32, each a new value: ms from each key
+    press to the kernel figure's drawing and to the decay figure's (the server's kernels)."""
     from tests.test_browser import wait_idle
 
     page.goto(f"{url}/frequency?n={n}&smooth=true&causal=false&activation=silu")
     wait_idle(page)
     page.wait_for_selector(f"{FIGURE.format('profiles')}[data-drawn*='n={n}&']", timeout=60_000)
     page.evaluate(WATCH)
-    sequence = ["ArrowLeft"] * 5 + ["ArrowRight"] * 7
     width, draws, settles = 32, [], []
     for key in sequence:
         width = WIDTHS[WIDTHS.index(width) + (1 if key == "ArrowRight" else -1)]
@@ -277,9 +275,9 @@ def test_the_frequency_page_redraws_in_the_browser(chromium, server):  # noqa: F
     then holds the value. Prints the key-press-to-drawn latencies (medians, page clock)."""
     import statistics
 
-    from tests.test_browser import SHOTS, assert_clean, wait_idle
+    from tests.test_browser import SHOTS, assert_clean, follow_socket, wait_idle
 
-    page = chromium.new_page(viewport={"width": 1400, "height": 900})  # the first screen
+    page = follow_socket(chromium.new_page(viewport={"width": 1400, "height": 900}))  # 1st screen
     try:
         page.goto(f"{server}/frequency?n=1024")
         wait_idle(page)
@@ -301,8 +299,11 @@ def test_the_frequency_page_redraws_in_the_browser(chromium, server):  # noqa: F
             assert stale, control  # the decay figure said it was waiting for the server
             assert expect.rstrip("&") in page.url, (control, page.url)
         assert_clean(page, "frequency-after-moves")
-        for n in (1024, 4096):
-            draws, settles = width_latency(page, server, n)
+        # n = 1024: every width, both ways (32 -> 1 -> 128); n = 4096: the widest three.
+        # The many-move timings are tests/ui_figures.py's (docs/benchmarks.md).
+        for n, sequence in ((1024, ["ArrowLeft"] * 5 + ["ArrowRight"] * 7),
+                            (4096, ["ArrowRight"] * 2 + ["ArrowLeft"])):
+            draws, settles = width_latency(page, server, n, sequence)
             print(f"\nn = {n}, {len(draws)} width moves: key press -> kernel figure drawn "
                   f"median {statistics.median(draws):.1f} ms (max {max(draws):.1f}); -> decay "
                   f"figure drawn from the server's kernels median "

@@ -11,52 +11,21 @@ Also ``js_page``, the harness the other figure tests import: Chromium with one m
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from pages.figures import FOLDER
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-REQUIRED = os.environ.get("TOEPLITZ_LAB_REQUIRE_BROWSER") == "1" or os.environ.get("CI") == "true"
 SIZES = [1, 2, 3, 5, 7, 8, 30, 97, 100, 1024, 2250, 8192]
 RTOL = 1e-9  # of the largest magnitude of numpy's result
 
 pytestmark = pytest.mark.browser
 
 
-def _unavailable(reason: str):
-    if REQUIRED:
-        pytest.fail(f"browser test required here but cannot run: {reason}")
-    pytest.skip(reason)
-
-
 def harmless(source: str) -> str:
     """A figure's module as a classic script: its functions become globals, and its
     ``export default`` (the mount, which needs Streamlit) a function nobody calls."""
     return source.replace("export default function", "function mountFigure")
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    if not Path(CHROMIUM).exists():
-        _unavailable(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError as err:
-        _unavailable(f"playwright is not installed: {err}")
-    with sync_playwright() as p:
-        try:
-            browser = p.chromium.launch(executable_path=CHROMIUM,
-                                        args=["--no-sandbox", "--disable-dev-shm-usage",
-                                              "--disable-gpu"])
-        except Exception as err:  # noqa: BLE001 - any launch failure means no browser
-            _unavailable(f"Chromium did not start: {err}")
-        yield browser
-        browser.close()
 
 
 def js_page(browser, source: str):

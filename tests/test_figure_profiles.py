@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from pages.figures import script
-from tests.test_figure_fft import chromium, js_page, relative_error  # noqa: F401 - fixture
+from tests.test_figure_fft import js_page, relative_error
 from tnn_core.analysis.presets import synthetic_kernel
 from tnn_core.analysis.profiles import decay_fit, decay_profile, frequency_response
 from tnn_core.core.toeplitz import fft_size
@@ -52,7 +52,7 @@ PROFILE = """([coeffs, causal, end, start, floor]) => {
 
 
 @pytest.fixture(scope="module")
-def profiles_page(chromium):  # noqa: F811 - the fixture imported above
+def profiles_page(chromium):
     page = js_page(chromium, script("profiles"))
     yield page
     page.close()
@@ -167,7 +167,7 @@ PLANTED = {
 
 
 @pytest.mark.parametrize("mistake", list(PLANTED))
-def test_a_planted_mistake_fails(chromium, mistake):  # noqa: F811
+def test_a_planted_mistake_fails(chromium, mistake):
     right, wrong_line = PLANTED[mistake]
     source = script("profiles")
     assert source.count(right) == 1, right

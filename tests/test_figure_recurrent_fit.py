@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_figure_fft import chromium, js_page  # noqa: F401 - the fixture
+from test_figure_fft import js_page
 
 from pages.figures import script
 from tnn_core.analysis.exponential_fit import exponential_kernel
@@ -29,7 +29,7 @@ SOURCE = script("recurrent_fit")
 
 
 @pytest.fixture(scope="module")
-def figure_page(chromium):  # noqa: F811 - the fixture
+def figure_page(chromium):
     page = js_page(chromium, SOURCE)
     yield page
     page.close()
@@ -83,7 +83,7 @@ PLANTED = [  # (the line as written, the mistake)
 
 
 @pytest.mark.parametrize(("line", "mistake"), PLANTED)
-def test_a_planted_mistake_fails_the_comparison(chromium, line, mistake):  # noqa: F811
+def test_a_planted_mistake_fails_the_comparison(chromium, line, mistake):
     assert SOURCE.count(line) == 1, line
     page = js_page(chromium, SOURCE.replace(line, mistake))
     try:

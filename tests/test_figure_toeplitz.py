@@ -22,8 +22,8 @@ from urllib.parse import parse_qsl
 
 import numpy as np
 import pytest
-from test_browser import SHOTS, server, wait_idle  # noqa: F401 - server is a fixture
-from test_figure_fft import chromium, js_page  # noqa: F401 - chromium is a fixture
+from test_browser import SHOTS, follow_socket, server, wait_idle  # noqa: F401 - server is a fixture
+from test_figure_fft import js_page
 
 from pages.figures import script
 from tnn_core.analysis.dense import dense_toeplitz, display_indices
@@ -50,7 +50,7 @@ COMPUTE = """([name, n, decay, causal, cells, followed]) => {
 
 
 @pytest.fixture(scope="module")
-def maths(chromium):  # noqa: F811 - the imported fixture
+def maths(chromium):
     page = js_page(chromium, script("toeplitz"))
     yield page
     page.close()
@@ -115,7 +115,7 @@ FIGURE = "[data-testid='figure'][data-figure='toeplitz']"
 
 @pytest.fixture(scope="module")
 def app_page(chromium, server):  # noqa: F811 - the imported fixtures
-    page = chromium.new_page(viewport={"width": 1400, "height": 900})
+    page = follow_socket(chromium.new_page(viewport={"width": 1400, "height": 900}))
     yield page
     page.close()
 
