@@ -4,6 +4,7 @@ and small random models for the properties that do not depend on a trained model
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import torch
 
@@ -11,6 +12,8 @@ from tnn_core.compress import pipeline, planner
 from tnn_core.lab.compress import jobs
 from tnn_core.models import ModelConfig, build_model
 from tnn_core.operators import OperatorConfig
+from tnn_core.training.checkpoint import save
+from tnn_core.training.tasks import get_task
 
 TIMING_ROUNDS = 3  # the page's jobs time 15 (a conversion) or 9 (a search) rounds
 
@@ -32,3 +35,9 @@ def small_digits_model(seed: int = 0) -> torch.nn.Module:
                                    layers=2, expand_ratio=1,
                                    operator=OperatorConfig(kind="tno", causal=False,
                                                            decay=0.9, rpe_dim=8))).eval()
+
+
+def small_digits_checkpoint(folder: Path) -> Path:
+    """``small_digits_model`` saved as a digits checkpoint in ``folder``, for the command line."""
+    return save(folder / "small-digits.safetensors", small_digits_model(),
+                get_task("digits").info())

@@ -1,7 +1,7 @@
 """tnn_core.compress: plans, conversion to band + low rank, planning by an error budget,
 fine-tuning and the CLI (rankings and search: test_compress_planner.py). The numeric tests
 run in float64 on small random models trained at awkward lengths n0; the end-to-end tests
-use a shipped checkpoint."""
+use a shipped checkpoint, the CLI's searches and error budget a small random one."""
 
 from __future__ import annotations
 
@@ -12,16 +12,12 @@ import numpy as np
 import pytest
 import torch
 
+from tests.compress_fixtures import small_digits_checkpoint
 from tnn_core.analysis.decompose import decompose
 from tnn_core.compress import CompressionPlan, LayerPlan, convert, fit_layer
 from tnn_core.compress.cli import main
 from tnn_core.compress.measure import Speedup, finetune
-from tnn_core.compress.planner import (
-    error_table,
-    grid,
-    layer_cost,
-    plan_for_error,
-)
+from tnn_core.compress.planner import error_table, grid, layer_cost, plan_for_error
 from tnn_core.core.toeplitz import dense
 from tnn_core.models import ModelConfig, build_model
 from tnn_core.operators import OperatorConfig, SKIKnots
@@ -276,11 +272,12 @@ def test_cli_output_round_trips_through_the_saved_checkpoint(tmp_path, capsys):
     assert info.history["steps"] == 2 and len(info.history["train_loss"]) == 2
 
 
-def test_cli_search_prints_what_it_measured(capsys):
-    """Without --out a search prints its candidates, whether one was named or they tied;
-    a named plan's speed-up interval lies above every other plan's within δ."""
-    assert main([str(DIGITS_TNO), "--search", "--delta", "0.05", "--bands", "9",
-                 "--ranks", "16,32,999", "--repeats", "3"]) == 0
+def test_cli_search_prints_what_it_measured(tmp_path, capsys):
+    """Without --out a search (of a small random digits model) prints its candidates,
+    whether one was named or they tied; a named plan's speed-up interval lies above every
+    other plan's within δ."""
+    assert main([str(small_digits_checkpoint(tmp_path)), "--search", "--delta", "0.05",
+                 "--bands", "9", "--ranks", "16,32,999", "--repeats", "3"]) == 0
     found = json.loads(capsys.readouterr().out)["search"]
     assert {json.dumps(s["plan"]) for s in found["scores"]} >= {
         json.dumps(CompressionPlan.uniform(2, 9, r).to_dict()) for r in (16, 32)}
@@ -295,7 +292,8 @@ def test_cli_search_prints_what_it_measured(capsys):
 
 def test_cli_search_saves_the_chosen_plan(tmp_path, capsys, monkeypatch):
     """With timings that separate (r = 16 twice as fast, r = 32 as fast as the source), the
-    search names r = 16 and --out saves it with its lineage."""
+    search (of a small random digits model) names r = 16 and --out saves it with its
+    lineage."""
     from tnn_core.compress import planner
 
     def timed(source, converted, vocab_size, length, repeats=9, seed=0):
@@ -305,8 +303,8 @@ def test_cli_search_saves_the_chosen_plan(tmp_path, capsys, monkeypatch):
 
     monkeypatch.setattr(planner, "speedup", timed)
     out = tmp_path / "searched.safetensors"
-    assert main([str(DIGITS_TNO), "--search", "--delta", "0.05", "--bands", "9",
-                 "--ranks", "16,32", "--repeats", "3", "--out", str(out)]) == 0
+    assert main([str(small_digits_checkpoint(tmp_path)), "--search", "--delta", "0.05",
+                 "--bands", "9", "--ranks", "16,32", "--repeats", "3", "--out", str(out)]) == 0
     printed = json.loads(capsys.readouterr().out)
     found = printed["search"]
     assert printed["plan"] == found["scores"][found["best"]]["plan"] == \
@@ -315,13 +313,15 @@ def test_cli_search_saves_the_chosen_plan(tmp_path, capsys, monkeypatch):
     assert load(out)[1].history["lineage"]["plan"] == printed["plan"]
 
 
-def test_cli_plans_by_an_error_budget(capsys):
-    assert main([str(DIGITS_TNO), "--max-error", "0.1", "--bands", "1,9", "--ranks", "8,16",
+def test_cli_plans_by_an_error_budget(tmp_path, capsys):
+    """On a small random digits model, whose two layers get different plans."""
+    path = small_digits_checkpoint(tmp_path)
+    assert main([str(path), "--max-error", "0.1", "--bands", "1,9", "--ranks", "8,16",
                  "--repeats", "1"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    model, _ = load(DIGITS_TNO)
+    model, _ = load(path)
     expected, errors = plan_for_error(model, 64, 0.1, grid(64, (1, 9), (8, 16)), "fit")
-    assert printed["plan"] == expected.to_dict()
+    assert printed["plan"] == expected.to_dict() and expected.layers[0] != expected.layers[1]
     assert [layer["error"] for layer in printed["layers"]] == pytest.approx(errors, rel=1e-12)
     assert all(e is None or e <= 0.1 for e in errors)
 
