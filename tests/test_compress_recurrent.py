@@ -24,11 +24,11 @@ from tnn_core.training.checkpoint import CheckpointError, load, save
 N0 = 32
 
 
-def causal_lm(kind: str, seed: int = 0):
+def causal_lm(kind: str, seed: int = 0, vocab_size: int = 11):
     torch.manual_seed(seed)
     operator = OperatorConfig(kind=kind, causal=True, rpe_dim=8, decay=0.9)
-    return build_model(ModelConfig(task="lm", vocab_size=11, dim=4, layers=2, expand_ratio=1,
-                                   operator=operator)).double().eval()
+    return build_model(ModelConfig(task="lm", vocab_size=vocab_size, dim=4, layers=2,
+                                   expand_ratio=1, operator=operator)).double().eval()
 
 
 def relative_error(source, converted, n: int) -> float:
@@ -129,10 +129,14 @@ def test_the_command_line_refuses_a_bidirectional_model(capsys):
     assert "cannot become a recurrence" in capsys.readouterr().err
 
 
-@pytest.mark.slow
-def test_the_command_line_converts_a_shipped_model(capsys, tmp_path):
-    out = tmp_path / "charlm-tno-s8.safetensors"
-    assert main(["checkpoints/charlm-tno.safetensors", "--recurrent", "--state", "8",
+def test_the_command_line_converts_a_saved_model(capsys, tmp_path):
+    """A small random causal TNN saved with charlm-tno's task (the conversion does not
+    depend on the model's size; charlm-tno itself: test_compress_recurrent_page.py)."""
+    shipped, info = load("checkpoints/charlm-tno.safetensors")
+    source = save(tmp_path / "small-charlm.safetensors",
+                  causal_lm("tno", vocab_size=shipped.config.vocab_size).float(), info.task)
+    out = tmp_path / "small-charlm-s8.safetensors"
+    assert main([str(source), "--recurrent", "--state", "8",
                  "--repeats", "1", "--threads", "1", "--out", str(out)]) == 0
     result = json.loads(capsys.readouterr().out)
     assert [layer["method"] for layer in result["layers"]] == ["recurrent", "recurrent"]
