@@ -99,14 +99,6 @@ def trained(name: str):
     return model.double(), task_from_info(info.task)
 
 
-@cache
-def costly_conversion():
-    """digits-tno converted at m = 1, r = 2 ("sample"), where converting a layer costs a
-    lot: once for step 5.4's refused case and for test_each_layer_alone."""
-    model, task = trained("digits-tno")
-    return quick_conversion(model, task, 1, 2, "sample")
-
-
 # -- lesson 1 ----------------------------------------------------------------------------
 @check("1-toeplitz-fft:1")
 def _distinct_entries(step, view):
@@ -334,7 +326,7 @@ def _compression_cost(step, view):
     quick = quick_conversion(model, task, band, rank, view["method"])  # what the step shows
     assert conversion_loss(step.question.choices, quick) == "less than a point"
     with pytest.raises(ValueError, match="none of the choices"):  # m = 1, r = 2: 78 → 24 %
-        conversion_loss(step.question.choices, costly_conversion())
+        conversion_loss(step.question.choices, quick_conversion(model, task, 1, 2, "sample"))
     assert (quick.source.metric, quick.converted.metric) == pytest.approx((source, after))
     assert quick.errors == pytest.approx(errors)
     for layer in range(2):  # each layer alone: the other kept
@@ -351,7 +343,7 @@ def test_each_layer_alone_is_that_layer_converted():
     """quick_conversion's per-layer scores, where converting a layer costs a lot (m = 1,
     r = 2): each is the model with that layer converted and the other kept."""
     model, task = trained("digits-tno")
-    quick = costly_conversion()
+    quick = quick_conversion(model, task, 1, 2, "sample")
     for layer in range(2):
         plan = CompressionPlan(tuple(LayerPlan(1, 2, "sample" if i == layer else "keep")
                                      for i in range(2)))
