@@ -14,6 +14,7 @@ import test_browser
 from test_figure_fft import attribute_becomes, js_page
 
 from pages.figures import script
+from tests.app_idle import follow_socket, wait_idle
 from tnn_core.analysis.decompose import decompose
 from tnn_core.analysis.presets import preset_kernel
 from tnn_core.lab.common.decomposition_figures import synthetic_parts
@@ -224,10 +225,10 @@ def url_value(page, key: str) -> str | None:
 
 @pytest.mark.browser
 def test_keyboard_moves_of_a_r_and_b_m_redraw_only_their_own_figure(chromium, server):
-    page = test_browser.follow_socket(chromium.new_page(viewport={"width": 1400, "height": 900}))
+    page = follow_socket(chromium.new_page(viewport={"width": 1400, "height": 900}))
     try:
         page.goto(f"{server}/compare?a_rank=8&b_rank=64")
-        test_browser.wait_idle(page)
+        wait_idle(page)
         a, b = figure_of(page, "a"), figure_of(page, "b")
         want_a = "n=256&a_band=9&a_rank=8&a_decay=0.99&a_method=sample"
         want_b = "n=256&b_band=9&b_rank=64&b_decay=0.99&b_method=fit"
@@ -256,7 +257,7 @@ def test_keyboard_moves_of_a_r_and_b_m_redraw_only_their_own_figure(chromium, se
             assert theirs == {"drawn": before, "stale": "false"}, seen
             assert seen["difference"]["stale"] == "true", seen
             attribute_becomes(page, f"{DIFFERENCE} .body", "data-stale", "false")
-            test_browser.wait_idle(page)
+            wait_idle(page)
             assert figure.get_attribute("data-drawn") == want
             assert other.get_attribute("data-drawn") == before
             assert figure.locator(".server").get_attribute("data-stale") == "false"

@@ -11,6 +11,8 @@ import pytest
 import test_browser
 from test_figure_fft import attribute_becomes
 
+from tests.app_idle import follow_socket, wait_idle
+
 pytestmark = pytest.mark.browser
 
 
@@ -45,10 +47,10 @@ def record_draws(page) -> None:
 
 def test_a_link_opens_the_figure_and_keyboard_moves_redraw_it_in_the_browser(chromium,
                                                                             server):
-    page = test_browser.follow_socket(chromium.new_page(viewport={"width": 1400, "height": 900}))
+    page = follow_socket(chromium.new_page(viewport={"width": 1400, "height": 900}))
     try:
         page.goto(f"{server}/decomposition?n=1024&band=9&rank=33")
-        test_browser.wait_idle(page)
+        wait_idle(page)
         figure = page.locator(FIGURE)
         expected = "n=1024&band=9&rank=33&decay=0.99&method=sample"
         attribute_becomes(page, FIGURE, "data-drawn", expected)
@@ -73,7 +75,7 @@ def test_a_link_opens_the_figure_and_keyboard_moves_redraw_it_in_the_browser(chr
             assert [want, "true"] in draws, draws
             assert draws.index([want, "true"]) < draws.index([want, "false"]), draws
             assert figure.get_attribute("data-drawn") == want
-            test_browser.wait_idle(page)
+            wait_idle(page)
         assert re.search(r"[?&]rank=34(&|$)", page.url) and re.search(r"[?&]band=10(&|$)",
                                                                       page.url)
         assert re.search(r"[?&]decay=0.985(&|$)", page.url), page.url
@@ -84,10 +86,10 @@ def test_a_link_opens_the_figure_and_keyboard_moves_redraw_it_in_the_browser(chr
         attribute_becomes(page, FIGURE, "data-drawn",
                           "n=1024&band=10&rank=34&decay=0.985&method=fit")
         attribute_becomes(page, f"{FIGURE} .live", "data-stale", "false")
-        test_browser.wait_idle(page)
+        wait_idle(page)
         # the shared link opens exactly this view
         page.goto(page.url)
-        test_browser.wait_idle(page)
+        wait_idle(page)
         attribute_becomes(page, FIGURE, "data-drawn",
                           "n=1024&band=10&rank=34&decay=0.985&method=fit")
         test_browser.assert_clean(page, "decomposition-figure-fit-link")
@@ -101,11 +103,11 @@ RECURRENT = "[data-testid='figure'][data-figure='recurrent_fit']"
 def test_the_recurrent_fit_follows_keys_in_the_browser(chromium, server):
     """A causal kernel's recurrent fit: keys move s, the browser redraws (data-drawn) and
     the settled s goes into the address; a screenshot of the figure for a person to read."""
-    page = test_browser.follow_socket(chromium.new_page(viewport={"width": 1400, "height": 2400}))
+    page = follow_socket(chromium.new_page(viewport={"width": 1400, "height": 2400}))
     try:
         page.goto(f"{server}/decomposition?source=Fresh+TNN+operator+%28tno%29&causal=true"
                   "&n=512&modes=3")
-        test_browser.wait_idle(page)
+        wait_idle(page)
         attribute_becomes(page, RECURRENT, "data-drawn", "n=512&modes=3")
         slider = page.locator(f"{RECURRENT} input[name='modes']")
         for key, want in (("ArrowRight", "n=512&modes=4"), ("ArrowLeft", "n=512&modes=3"),
@@ -113,7 +115,7 @@ def test_the_recurrent_fit_follows_keys_in_the_browser(chromium, server):
             slider.focus()
             page.keyboard.press(key)
             attribute_becomes(page, RECURRENT, "data-drawn", want, timeout=10_000)
-            test_browser.wait_idle(page)
+            wait_idle(page)
         assert re.search(r"[?&]modes=2(&|$)", page.url), page.url
         page.locator(RECURRENT).scroll_into_view_if_needed()
         page.locator(RECURRENT).screenshot(path=str(test_browser.SHOTS /

@@ -232,7 +232,7 @@ def press(page, control: str, key: str, expect: str) -> tuple[float, float, bool
     """Focus a control inside the kernel figure and press key: ms until the figure drew
     ``expect`` (in the browser), ms until the decay figure drew the server's kernels for it,
     and whether the decay figure was marked stale in between."""
-    from tests.test_browser import wait_idle
+    from tests.app_idle import wait_idle
 
     page.evaluate("() => { window.__events = []; }")
     page.locator(f"{FIGURE.format('fd_kernel')} [name='{control}']").focus()
@@ -253,7 +253,7 @@ def press(page, control: str, key: str, expect: str) -> tuple[float, float, bool
 def width_latency(page, url: str, n: int, sequence: list[str]) -> tuple[list[float], list[float]]:
     """Width moves at n by ``sequence``'s keys from 32, each a new value: ms from each key
     press to the kernel figure's drawing and to the decay figure's (the server's kernels)."""
-    from tests.test_browser import wait_idle
+    from tests.app_idle import wait_idle
 
     page.goto(f"{url}/frequency?n={n}&smooth=true&causal=false&activation=silu")
     wait_idle(page)
@@ -275,7 +275,8 @@ def test_the_frequency_page_redraws_in_the_browser(chromium, server):  # noqa: F
     then holds the value. Prints the key-press-to-drawn latencies (medians, page clock)."""
     import statistics
 
-    from tests.test_browser import SHOTS, assert_clean, follow_socket, wait_idle
+    from tests.app_idle import follow_socket, wait_idle
+    from tests.test_browser import SHOTS, assert_clean
 
     page = follow_socket(chromium.new_page(viewport={"width": 1400, "height": 900}))  # 1st screen
     try:

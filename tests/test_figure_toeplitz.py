@@ -22,10 +22,11 @@ from urllib.parse import parse_qsl
 
 import numpy as np
 import pytest
-from test_browser import SHOTS, follow_socket, server, wait_idle  # noqa: F401 - server is a fixture
+from test_browser import SHOTS, server  # noqa: F401 - server is a fixture
 from test_figure_fft import js_page
 
 from pages.figures import script
+from tests.app_idle import follow_socket, wait_idle
 from tnn_core.analysis.dense import dense_toeplitz, display_indices
 from tnn_core.analysis.presets import SYNTHETIC, parse_coefficients, synthetic_kernel
 from tnn_core.lab.basics import FIGURE_CELLS, figure_kernel

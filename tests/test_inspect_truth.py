@@ -327,6 +327,11 @@ def test_a_link_opens_the_same_checkpoint_layer_and_channel():
     at.number_input(key="channel").set_value(7)
     at.run()
     assert not at.exception
+    # the header's evaluation comes from a background sweep, "…" until it is done: wait for
+    # it so that both pages show its number
+    from pages._ui import checkpoint_views
+    assert checkpoint_views.length_sweep("digits-ski", 120) is not None
+    at.run()
     box = at.selectbox(key="checkpoint")
     url = {"checkpoint": box.options[box.index], "layer": "1", "channel": "7"}
     fresh = open_inspect(url)

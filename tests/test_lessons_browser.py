@@ -20,7 +20,8 @@ import urllib.parse
 
 import pytest
 
-from tests.test_browser import SHOTS, follow_socket, server, wait_idle  # noqa: F401
+from tests.app_idle import follow_socket, wait_idle
+from tests.test_browser import SHOTS, server  # noqa: F401 - server is a fixture
 from tnn_core.lab.lesson import load_lessons
 
 pytestmark = pytest.mark.browser

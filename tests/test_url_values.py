@@ -17,6 +17,7 @@ import pytest
 import test_browser
 from streamlit.testing.v1 import AppTest
 
+from tests.app_idle import wait_idle
 from tnn_core.analysis.presets import MAX_TYPED_CHARS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -340,7 +341,7 @@ def test_a_deep_link_in_the_browser_says_it_and_a_fragment_move_clears_it(browse
     which must clear the notice drawn outside it without an exception."""
     page = browser_page
     page.goto(f"{server}/decomposition?n=1e12&band=999999&decay=nan")
-    test_browser.wait_idle(page)
+    wait_idle(page)
     alert = page.locator("[data-testid='stAlert']").filter(has_text="The link's")
     assert alert.count() == 1
     text = alert.inner_text()
@@ -353,11 +354,11 @@ def test_a_deep_link_in_the_browser_says_it_and_a_fragment_move_clears_it(browse
     assert page.locator("[data-testid='stException']").count() == 0
     page.locator("h1").first.click()
     page.keyboard.press("r")  # a full rerun, as when the speed readout arrives: it stays
-    test_browser.wait_idle(page)
+    wait_idle(page)
     assert alert.count() == 1
     for _ in range(2):
         page.get_by_role("slider", name="Band m").focus()
         page.keyboard.press("ArrowRight")
-        test_browser.wait_idle(page)
+        wait_idle(page)
         assert page.locator("[data-testid='stException']").count() == 0
         assert alert.count() == 0
