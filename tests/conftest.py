@@ -48,23 +48,23 @@ SLOW_CASES = {
 }
 
 
-# The test files that use the Streamlit server (conftest's streamlit_server), in two units
-# of about two minutes each (wall seconds in the whole suite: docs/benchmarks.md), each
-# file's tests in order. pytest_xdist_make_scheduler hands each unit to one worker, which
-# starts one server for it (and pays its start and digits-tno's warm-up once) and mostly
-# waits on it and Chromium. Each unit's first test is its server's first view.
-SERVER_UNITS = (
-    ("tests/test_browser.py",  # 91
-     "tests/test_url_values.py",  # 21
-     "tests/test_figure_decomposition_app.py",  # 12
-     "tests/test_compare_browser.py"),  # 11
-    ("tests/test_lessons_browser.py",  # 75
-     "tests/test_figure_toeplitz.py",  # 32
-     "tests/test_figure_fd.py"),  # 28
+# The test files that use the Streamlit server (conftest's streamlit_server), in the order
+# they run (wall seconds of each on a quiet machine: docs/benchmarks.md).
+# pytest_xdist_make_scheduler hands them to one worker as one unit, which starts one server
+# (and pays its start and digits-tno's warm-up once), mostly waits on it and Chromium, and
+# stops it after the last of them. test_browser.py leads: its first test is the server's
+# first view.
+SERVER_FILES = (
+    "tests/test_browser.py",  # 67
+    "tests/test_lessons_browser.py",  # 60
+    "tests/test_figure_toeplitz.py",  # 25
+    "tests/test_figure_fd.py",  # 20
+    "tests/test_url_values.py",  # 12
+    "tests/test_figure_decomposition_app.py",  # 7
+    "tests/test_compare_browser.py",  # 4
 )
-SERVER_FILES = sum(SERVER_UNITS, ())
 # The other files that take longest, about longest first. pyproject's --no-loadscope-reorder
-# makes pytest-xdist hand out files in the order collected, so the server's units and these
+# makes pytest-xdist hand out files in the order collected, so the server's unit and these
 # start first and the short files fill in around them. By default it hands out the files
 # with most tests first, and a long file of few tests (the lesson walk) ran alone at the end.
 LONG_FILES = SERVER_FILES + (
@@ -92,41 +92,60 @@ def pytest_collection_modifyitems(items):
                 getattr(item, "fixturenames", ())} - set(SERVER_FILES)
     if unlisted:
         raise pytest.UsageError(f"{sorted(unlisted)} use streamlit_server: add them to "
-                                "a unit of conftest's SERVER_UNITS, so that it shares a server")
+                                "conftest's SERVER_FILES, so that the run starts one server")
     rank = {path: place for place, path in enumerate(LONG_FILES)}
     items.sort(key=lambda item: rank.get(_file(item.nodeid), len(LONG_FILES)))
 
 
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto``: a worker per core (at most 4), plus one per server unit: its worker
-    mostly waits for the server and Chromium (about a tenth of a core)."""
-    return min(len(os.sched_getaffinity(0)), 4) + len(SERVER_UNITS)
+    """``-n auto``: a worker per core (at most 4), plus one for the server's files: their
+    worker mostly waits for the server and Chromium."""
+    return min(len(os.sched_getaffinity(0)), 4) + 1
 
 
 def pytest_xdist_make_scheduler(config, log):
     """pytest-xdist's --dist=loadfile (a file's tests on one worker, so its module fixtures
-    are set up once), with each of SERVER_UNITS one unit: one worker, one server."""
+    are set up once), with SERVER_FILES one unit: one worker, one server."""
     from xdist.scheduler import LoadFileScheduling
 
-    unit_of = {path: f"the Streamlit server's files, unit {number}"
-               for number, unit in enumerate(SERVER_UNITS, start=1) for path in unit}
-
-    class ServerUnitsTogether(LoadFileScheduling):
+    class ServerFilesTogether(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = _file(nodeid)
-            return unit_of.get(path, path)
+            return "the Streamlit server's files" if path in SERVER_FILES else path
 
-    return ServerUnitsTogether(config, log)
+    return ServerFilesTogether(config, log)
+
+
+_SERVERS: list[subprocess.Popen] = []  # the server streamlit_server started, while it runs
+
+
+def _stop(server: subprocess.Popen) -> None:
+    """3 s to exit, then SIGKILL: its exit waits for a warm-up step under way."""
+    server.terminate()
+    try:
+        server.wait(timeout=3)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait(timeout=20)
+
+
+def pytest_runtest_teardown(item, nextitem):
+    """After the last test of SERVER_FILES (they run one after another: collection sorts
+    them first), the server stops: left to the process's end it kept a tenth of a core
+    busy while the worker ran other files."""
+    if _SERVERS and _file(item.nodeid) in SERVER_FILES and (
+            nextitem is None or _file(nextitem.nodeid) not in SERVER_FILES):
+        _stop(_SERVERS.pop())
 
 
 @pytest.fixture(scope="session")
 def streamlit_server():
     """``streamlit run app.py`` on a free port, one per test process (``test_browser.server``
-    hands it to each browser module; a unit of SERVER_UNITS runs in one process): its URL. Its
+    hands it to each browser module; SERVER_FILES all run in one process): its URL. Its
     first visit starts the app's warm-up, for digits-tno only (``TOEPLITZ_LAB_WARM_UP``):
     the opening view of all ten shipped checkpoints is about a minute of one core, and
-    the tests open few of them. Train's saves go to a temporary folder. At the end it gets
-    3 s to exit, then SIGKILL: its exit waits for a warm-up step under way."""
+    the tests open few of them. Train's saves go to a temporary folder. It stops after the
+    last of SERVER_FILES (pytest_runtest_teardown)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -144,6 +163,7 @@ def streamlit_server():
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
+    _SERVERS.append(proc)
     try:
         for _ in range(240):
             try:
@@ -155,12 +175,9 @@ def streamlit_server():
             pytest.fail("streamlit server did not answer /_stcore/health within 60 s")
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=3)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
+        if proc in _SERVERS:  # not stopped after the last of SERVER_FILES
+            _SERVERS.remove(proc)
+            _stop(proc)
         log.close()
         shutil.rmtree(user_dir, ignore_errors=True)
 

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def server(streamlit_server):
-    """The app's URL: the server of this file's unit (conftest's SERVER_UNITS)."""
+    """The app's URL: conftest's one server for SERVER_FILES."""
     return streamlit_server
 
 
