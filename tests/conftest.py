@@ -99,8 +99,10 @@ def pytest_collection_modifyitems(items):
 
 def pytest_xdist_auto_num_workers(config):
     """``-n auto``: a worker per core (at most 4), plus one for the server's files: their
-    worker mostly waits for the server and Chromium."""
-    return min(len(os.sched_getaffinity(0)), 4) + 1
+    worker mostly waits for the server and Chromium. Not for ``-m "not slow"`` (make
+    quick), which leaves them out: the browser tests are all in the slow tier."""
+    cores = min(len(os.sched_getaffinity(0)), 4)
+    return cores if "not slow" in (config.getoption("markexpr") or "") else cores + 1
 
 
 def pytest_xdist_make_scheduler(config, log):
