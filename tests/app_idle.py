@@ -14,7 +14,7 @@ IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 # request: a widget's value, a fragment's poll) and last received one, per page that
 # follow_socket was given.
 _FRAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-SENT_QUIET_S = 0.3  # wait_idle: nothing sent for this long, counted from its call too
+SENT_QUIET_S = 0.5  # wait_idle: nothing sent for this long, counted from its call too
 RECEIVED_QUIET_S = 0.1  # ... and nothing received for this long
 UNANSWERED_S = 5.0  # a frame the server never answers stops holding wait_idle after this
 
