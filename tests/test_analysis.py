@@ -343,3 +343,33 @@ def test_all_zero_kernel_gives_nan_relative_errors(n, spectral):
     curve = error_curve(np.zeros(2 * n - 1), 5, [2, 3])
     assert np.isnan(np.concatenate([curve.fit, curve.sample, curve.optimal])).all()
     assert "all-zero" in curve.note
+
+
+@pytest.mark.parametrize("n,band,rank", [(2, 1, 2), (3, 2, 3), (7, 3, 4), (13, 5, 13),
+                                         (31, 9, 8)])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("method", ["sample", "fit"])
+def test_decompose_channels_is_decompose_of_each_channel(n, band, rank, causal, method):
+    """One layout built once for a layer's channels gives each channel's decomposition to the
+    bit: its A, band taps, projection and Frobenius error."""
+    from tnn_core.analysis.decompose import decompose, decompose_channels
+
+    kernels = np.random.default_rng(n).standard_normal((4, 2 * n - 1))  # (D, 2n-1) float64
+    if causal:
+        kernels[:, : n - 1] = 0
+    together = list(decompose_channels(kernels, band, rank, causal, method))
+    assert len(together) == 4
+    for t, d in zip(kernels, together, strict=True):
+        alone = decompose(t, band, rank, causal, method)
+        np.testing.assert_array_equal(d.A_coeffs, alone.A_coeffs)
+        np.testing.assert_array_equal(d.band_coeffs, alone.band_coeffs)
+        np.testing.assert_array_equal(d.projection, alone.projection)
+        assert d.errors.relative_frobenius == alone.errors.relative_frobenius
+
+
+def test_decompose_channels_refuses_kernels_of_two_lengths():
+    from tnn_core.analysis.decompose import decompose_channels
+
+    with pytest.raises(ValueError, match="kernels must share one length: 5 coefficients "
+                                         "after 7"):
+        list(decompose_channels([np.ones(7), np.ones(5)], 1, 2))

@@ -29,6 +29,7 @@ Letters: n length, r rank (inducing points), m band lags, N FFT size.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cached_property
 from typing import Literal
 
@@ -40,8 +41,8 @@ from tnn_core.analysis.errors import DecompositionErrors, decomposition_errors
 from tnn_core.analysis.gram import (
     SkiGram,
     band_lags,
-    fit_inducing_coeffs,
     inducing_projection,
+    inducing_solver,
     ski_gram,
 )
 from tnn_core.analysis.low_rank import interpolation_weights, low_rank_matrix, residual_matrix
@@ -52,7 +53,8 @@ from tnn_core.core.interpolation import inducing_points, interpolation
 from tnn_core.core.toeplitz import fft_size
 
 __all__ = ["METHODS", "SPECTRAL_ROUTES", "LANCZOS_FROM_N", "Decomposition", "decompose",
-           "as_kernel", "check_decomposition", "smooth_continuation", "sample_inducing_coeffs"]
+           "decompose_channels", "as_kernel", "check_decomposition", "smooth_continuation",
+           "sample_inducing_coeffs"]
 
 Method = Literal["sample", "fit"]
 SpectralRoute = Literal["auto", "dense", "lanczos"]
@@ -231,18 +233,43 @@ def decompose(coeffs, band: int, rank: int, causal: bool = False, method: Method
     (the route of the spectral norms in ``errors``). Cheap: errors and singular values
     are computed when first read.
     """
-    t = as_kernel(coeffs)
+    return next(decompose_channels([coeffs], band, rank, causal, method, spectral))
+
+
+def decompose_channels(kernels, band: int, rank: int, causal: bool = False,
+                       method: Method = "sample", spectral: SpectralRoute = "auto"
+                       ) -> Iterator[Decomposition]:
+    """``decompose`` of each kernel [2n-1] of ``kernels`` (a layer's channels, one length),
+    in turn: W, the SKI Gram and, for "fit", the normal equations' eigendecomposition
+    depend on (n, band, rank, causal) alone and are built once. One decomposition is
+    alive at a time, as in a loop over ``decompose``, and each is the one it returns."""
+    gram = solve = None
+    for coeffs in kernels:
+        t = as_kernel(coeffs)
+        if gram is None:
+            n = (t.shape[0] + 1) // 2
+            check_decomposition(n, band, rank, causal, method, spectral)
+            band, rank = int(band), int(rank)
+            gram = ski_gram(interpolation(n, rank), band_lags(n, band, causal))
+            if method == "fit":
+                with single_threaded_blas():
+                    solve = inducing_solver(gram)
+        elif t.shape[0] != 2 * n - 1:
+            raise ValueError(f"kernels must share one length: {t.shape[0]} coefficients "
+                             f"after {2 * n - 1}")
+        yield _decomposition(t, band, rank, causal, method, spectral, gram, solve)
+
+
+def _decomposition(t: np.ndarray, band: int, rank: int, causal: bool, method: str,
+                   spectral: str, gram: SkiGram, solve) -> Decomposition:
+    """One kernel on a layout's ``gram`` (and its "fit" solver, None for "sample")."""
     n = (t.shape[0] + 1) // 2
-    check_decomposition(n, band, rank, causal, method, spectral)
-    band, rank = int(band), int(rank)
-    interp = interpolation(n, rank)
-    gram = ski_gram(interp, band_lags(n, band, causal))
     projection = None
-    if method == "sample":
+    if solve is None:
         a = sample_inducing_coeffs(smooth_continuation(t, gram.lags), rank)
     else:
         N = fft_size(n)
         with single_threaded_blas():
-            projection = inducing_projection(kernel_rfft(t, N), interp, N)
-            a = fit_inducing_coeffs(gram, projection, t[n - 1 + gram.lags])
+            projection = inducing_projection(kernel_rfft(t, N), gram.interp, N)
+            a = solve(projection, t[n - 1 + gram.lags])
     return Decomposition(t, band, rank, causal, method, spectral, a, gram, projection)

@@ -23,6 +23,7 @@ Letters: n length, r inducing points, m band lags, N FFT size, F = N//2 + 1.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +41,7 @@ __all__ = [
     "inducing_projection",
     "diagonal_sums",
     "fit_inducing_coeffs",
+    "inducing_solver",
     "residual_frobenius_sq",
 ]
 
@@ -189,12 +191,25 @@ def fit_inducing_coeffs(gram: SkiGram, projection: np.ndarray, t_band: np.ndarra
     W = I); its pseudo-inverse (eigenvalues below rcond · max cut) gives the
     minimum-norm solution, as a dense least-squares solver would.
     """
+    return inducing_solver(gram, rcond)(projection, t_band)
+
+
+def inducing_solver(gram: SkiGram, rcond: float = 1e-13
+                    ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """``fit_inducing_coeffs`` for many kernels of one layout (n, r, band lags): the normal
+    matrix depends on the layout alone, so its eigendecomposition is taken once, and the
+    returned (projection [2r-1], t_band [m]) -> a [2r-1] only solves."""
     s, c = gram.diagonal, gram.counts
     Q = gram.gram - s.T @ (s / c[:, None])  # (2r-1, 2r-1)
-    rhs = projection - s.T @ t_band  # (2r-1,)
     eig, vec = np.linalg.eigh(0.5 * (Q + Q.T))
     keep = eig > rcond * max(eig[-1], np.finfo(np.float64).tiny)  # the pseudo-inverse's cut
-    return vec[:, keep] @ ((vec[:, keep].T @ rhs) / eig[keep])
+    kept_vec, kept_eig = vec[:, keep], eig[keep]
+
+    def solve(projection: np.ndarray, t_band: np.ndarray) -> np.ndarray:
+        rhs = projection - s.T @ t_band  # (2r-1,)
+        return kept_vec @ ((kept_vec.T @ rhs) / kept_eig)
+
+    return solve
 
 
 def residual_frobenius_sq(gram: SkiGram, a: np.ndarray, projection: np.ndarray,

@@ -37,7 +37,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from tnn_core.analysis.decompose import decompose, sample_inducing_coeffs, smooth_continuation
+from tnn_core.analysis.decompose import (
+    decompose_channels,
+    sample_inducing_coeffs,
+    smooth_continuation,
+)
 from tnn_core.analysis.dense import frobenius_sq
 from tnn_core.analysis.gram import band_lags, residual_frobenius_sq
 from tnn_core.compress.plan import CompressionPlan, LayerPlan
@@ -90,11 +94,12 @@ def _off_band_sq(t: np.ndarray, lags: np.ndarray) -> float:
 
 
 def _bidirectional(kernels: np.ndarray, plan: LayerPlan) -> tuple[np.ndarray, np.ndarray, float]:
-    """Per channel ``decompose``: SKI taps [D, 2h+1], A's lags [D, 2r-1], error²."""
+    """Each channel's decomposition (one layout for the layer: ``decompose_channels``): SKI
+    taps [D, 2h+1], A's lags [D, 2r-1], error²."""
     n = (kernels.shape[1] + 1) // 2
     taps, knots, error_sq = [], [], 0.0
-    for t in kernels:  # (L,)
-        d = decompose(t, plan.band, plan.rank, causal=False, method=plan.method)
+    for t, d in zip(kernels, decompose_channels(kernels, plan.band, plan.rank, causal=False,
+                                                method=plan.method), strict=True):  # (L,)
         taps.append(d.band_coeffs[n - 1 + d.band_lags][::-1])  # lags +h .. -h
         knots.append(d.A_coeffs)
         error_sq += residual_frobenius_sq(d.gram, d.A_coeffs, d.projection,
