@@ -49,19 +49,19 @@ SLOW_CASES = {
 
 
 # The test files that use the Streamlit server (conftest's streamlit_server), in the order
-# they run (wall seconds of each on a quiet machine: docs/benchmarks.md).
+# they run (wall seconds of each in the whole suite, 13bf2f2: docs/benchmarks.md).
 # pytest_xdist_make_scheduler hands them to one worker as one unit, which starts one server
 # (and pays its start and digits-tno's warm-up once), mostly waits on it and Chromium, and
 # stops it after the last of them. test_browser.py leads: its first test is the server's
 # first view.
 SERVER_FILES = (
-    "tests/test_browser.py",  # 67
-    "tests/test_lessons_browser.py",  # 60
-    "tests/test_figure_toeplitz.py",  # 25
-    "tests/test_figure_fd.py",  # 20
-    "tests/test_url_values.py",  # 12
-    "tests/test_figure_decomposition_app.py",  # 7
-    "tests/test_compare_browser.py",  # 4
+    "tests/test_browser.py",  # 106
+    "tests/test_lessons_browser.py",  # 83
+    "tests/test_figure_toeplitz.py",  # 31
+    "tests/test_figure_fd.py",  # 30
+    "tests/test_url_values.py",  # 24
+    "tests/test_figure_decomposition_app.py",  # 11
+    "tests/test_compare_browser.py",  # 10
 )
 # The other files that take longest, about longest first. pyproject's --no-loadscope-reorder
 # makes pytest-xdist hand out files in the order collected, so the server's unit and these
