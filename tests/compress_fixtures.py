@@ -1,5 +1,6 @@
-"""Helpers shared by the compress tests: the Compress page's jobs timed in fewer rounds,
-and small random models for the properties that do not depend on a trained model's size."""
+"""Helpers shared by the compress tests (conftest's ``compress_page`` uses them): the
+Compress page's jobs timed in fewer rounds, and small random models for the properties
+that do not depend on a trained model's size."""
 
 from __future__ import annotations
 
@@ -15,7 +16,11 @@ from tnn_core.operators import OperatorConfig
 from tnn_core.training.checkpoint import save
 from tnn_core.training.tasks import get_task
 
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+JOB_TIMEOUT_S = 600  # a busy 2-core machine slows the timings down many times
 TIMING_ROUNDS = 3  # the page's jobs time 15 (a conversion) or 9 (a search) rounds
+# the background jobs a Compress test may leave: one job, or Inspect's writings by key
+JOBS = ("compress_job", "compress_search", "inspect_writings")
 
 
 def time_in_few_rounds(monkeypatch) -> None:

@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 import torch
 from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
 
+from pages._ui import checkpoints as ui_checkpoints
+from tests import compress_fixtures
 from tnn_core.analysis.norms import single_threaded_blas
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -212,6 +215,26 @@ def chromium():
             browser_unavailable(f"Chromium did not start: {err}")
         yield browser
         browser.close()
+
+
+@pytest.fixture
+def compress_page(monkeypatch, tmp_path):
+    """The Compress page in AppTest, saving to ``tmp_path``, its jobs timed in
+    ``compress_fixtures.TIMING_ROUNDS``; afterwards every job it left is stopped and
+    joined."""
+    monkeypatch.setattr(ui_checkpoints, "USER_CHECKPOINTS", tmp_path)
+    compress_fixtures.time_in_few_rounds(monkeypatch)
+    at = AppTest.from_file(compress_fixtures.APP, default_timeout=300)
+    at.run()
+    at.switch_page("pages/compress.py").run()
+    assert not at.exception, at.exception
+    yield at
+    for name in compress_fixtures.JOBS:
+        found = at.session_state[name] if name in at.session_state else None
+        for job in (found.values() if isinstance(found, dict) else [found]):
+            if job is not None:
+                job.stop()
+                job.join(timeout=compress_fixtures.JOB_TIMEOUT_S)
 
 
 @pytest.fixture(scope="session", autouse=True)

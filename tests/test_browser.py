@@ -37,6 +37,17 @@ def browser_page(server, chromium):
     page.close()
 
 
+def inspect_checkpoint(page, server: str, name: str):
+    """Inspect with checkpoint ``name`` picked in its select box; the page's main area."""
+    page.goto(f"{server}/inspect")
+    wait_idle(page)
+    main = page.locator("[data-testid='stMain']")
+    main.get_by_role("combobox", name="Checkpoint").click()
+    page.locator("[role='option']").filter(has_text=name).first.click()
+    wait_idle(page)
+    return main
+
+
 def assert_clean(page, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
     exceptions = page.locator("[data-testid='stException']")
@@ -300,12 +311,7 @@ def test_inspect_to_compress_to_inspect_carries_the_checkpoint(browser_page, ser
     """Inspect a checkpoint other than the first, open it on Compress, convert it and save it:
     each switch carries its checkpoint although the page left has values in its address."""
     page = browser_page
-    page.goto(f"{server}/inspect")
-    wait_idle(page)
-    main = page.locator("[data-testid='stMain']")
-    main.get_by_role("combobox", name="Checkpoint").click()
-    page.locator("[role='option']").filter(has_text="digits-fd").first.click()
-    wait_idle(page)
+    main = inspect_checkpoint(page, server, "digits-fd")
     main.get_by_role("button", name="Compress this model").click()
     page.wait_for_function("() => location.pathname.endsWith('/compress')", timeout=60_000)
     wait_idle(page)
@@ -335,12 +341,7 @@ def test_inspect_writes_text_with_its_time_and_state(browser_page, server):
     page = browser_page
     page.goto(server)  # alone, a deep link as the server's first view finds no page
     wait_idle(page)
-    page.goto(f"{server}/inspect")
-    wait_idle(page)
-    main = page.locator("[data-testid='stMain']")
-    main.get_by_role("combobox", name="Checkpoint").click()
-    page.locator("[role='option']").filter(has_text="charlm-tno").first.click()
-    wait_idle(page)
+    main = inspect_checkpoint(page, server, "charlm-tno")
     page.locator(".st-key-write_generate button").first.click()
     main.get_by_text("Wrote 300 characters.").wait_for(timeout=120_000)
     wait_idle(page)

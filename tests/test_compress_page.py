@@ -5,38 +5,17 @@ are refused with a sentence; Inspect and Decomposition open it with their settin
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pages._ui import checkpoints
-from tests.compress_fixtures import time_in_few_rounds
+from tests.compress_fixtures import APP, JOB_TIMEOUT_S
 from tnn_core.compress import CompressionPlan, convert
 from tnn_core.compress.measure import Speedup
 from tnn_core.lab import compress as lab
 from tnn_core.training import checkpoint
 from tnn_core.training.evaluate import score
 from tnn_core.training.tasks import task_from_info
-
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
-JOB_TIMEOUT_S = 600  # a busy 2-core machine slows the timings down many times
-
-
-@pytest.fixture
-def compress_page(monkeypatch, tmp_path):
-    monkeypatch.setattr(checkpoints, "USER_CHECKPOINTS", tmp_path)
-    time_in_few_rounds(monkeypatch)
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.run()
-    at.switch_page("pages/compress.py").run()
-    assert not at.exception, at.exception
-    yield at
-    for name in ("compress_job", "compress_search"):
-        job = at.session_state[name] if name in at.session_state else None
-        if job is not None:
-            job.stop()
-            job.join(timeout=JOB_TIMEOUT_S)
 
 
 def finish(at: AppTest, name: str):

@@ -4,38 +4,15 @@ SSM layers, shows s and its errors, saves, and writes text on Inspect."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from pages._ui import checkpoints
-from tests.compress_fixtures import time_in_few_rounds
+from tests.compress_fixtures import JOB_TIMEOUT_S
 from tnn_core.compress import CompressionPlan
 from tnn_core.generate import Sampling, vocab_of, write
 from tnn_core.lab import compress as lab
 from tnn_core.training import checkpoint
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
-JOB_TIMEOUT_S = 600  # a busy 2-core machine slows the timings down many times
 RECURRENT = "recurrent (SSM), s modes"
-
-
-@pytest.fixture
-def compress_page(monkeypatch, tmp_path):
-    monkeypatch.setattr(checkpoints, "USER_CHECKPOINTS", tmp_path)
-    time_in_few_rounds(monkeypatch)
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.run()
-    at.switch_page("pages/compress.py").run()
-    assert not at.exception, at.exception
-    yield at
-    for name in ("compress_job", "inspect_writings"):
-        found = at.session_state[name] if name in at.session_state else None
-        for job in (found.values() if isinstance(found, dict) else [found]):
-            if job is not None:
-                job.stop()
-                job.join(timeout=JOB_TIMEOUT_S)
 
 
 def test_a_bidirectional_source_says_why_it_has_no_recurrent_form(compress_page):
