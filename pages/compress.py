@@ -88,7 +88,8 @@ def start_conversion(source: str, model, task, plan, steps: int, lr: float,
                      parameters: str) -> None:
     """The Convert button: the conversion starts before the page is drawn, so the page shows
     it running (and the buttons disabled) at once."""
-    job = lab.conversion_job(model, task, plan, steps, lr, parameters, frame.device())
+    job = lab.conversion_job(model, task, plan, steps, lr, parameters, frame.device(),
+                             checkpoint_views.evaluation(source))
     job.stop_when_collected(frame.session_token())
     job.start()
     st.session_state["compress_job"] = job
@@ -98,7 +99,8 @@ def start_conversion(source: str, model, task, plan, steps: int, lr: float,
 def start_search(source: str, model, task, delta: float, method: str,
                  points: list[tuple[int, int]]) -> None:
     """The Search button (see ``start_conversion``)."""
-    job = lab.search_job(model, task, delta, method, points, frame.device())
+    job = lab.search_job(model, task, delta, method, points, frame.device(),
+                         checkpoint_views.evaluation(source))
     job.stop_when_collected(frame.session_token())
     job.start()
     st.session_state["compress_search"] = job

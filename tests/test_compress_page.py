@@ -9,6 +9,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from pages._ui import checkpoint_views
 from tests.compress_fixtures import APP, JOB_TIMEOUT_S
 from tnn_core.compress import CompressionPlan, convert
 from tnn_core.compress.measure import Speedup
@@ -53,6 +54,7 @@ def test_converting_digits_tno_shows_the_metrics_and_saves(compress_page, tmp_pa
     result = job.result
     assert job.snapshot()[3] is None and not result.stopped
     assert result.plan == CompressionPlan.uniform(2, 9, 16, "fit")
+    assert result.source is checkpoint_views.evaluation("digits-tno")  # the caption's, not redone
     unit = lab.Unit("accuracy", True)
     assert metric(at, "Source accuracy") == unit.show(result.source.metric)
     assert metric(at, "Converted accuracy") == unit.show(result.converted.metric)
@@ -162,6 +164,7 @@ def test_a_small_search_draws_sensitivity_and_pareto_and_loads_the_best(compress
     job = finish(at, "compress_search")
     result = job.result
     assert job.snapshot()[3] is None and len(result.scores) >= 2
+    assert result.source is checkpoint_views.evaluation("digits-tno")
     charts = {json.loads(c.proto.spec)["layout"]["title"]["text"].split(":")[0]: json.loads(
         c.proto.spec) for c in at.get("plotly_chart")}
     sensitivity = charts["Sensitivity"]

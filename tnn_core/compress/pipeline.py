@@ -90,8 +90,12 @@ class CompressionResult:
 def compress(model: nn.Module, task: Task, plan: CompressionPlan, finetune_steps: int = 0,
              finetune_lr: float = 3e-4, finetune_parameters: str = "all",
              factors=SPEED_FACTORS, repeats: int = 15, on_progress: Progress | None = None,
-             stop_event: threading.Event | None = None) -> CompressionResult:
+             stop_event: threading.Event | None = None,
+             source_scores: Scores | None = None) -> CompressionResult:
     """Convert ``model`` with ``plan`` at the task's training length and measure it.
+
+    ``source_scores``: the source's ``task_scores`` when the caller has them already (the
+    app scores every checkpoint it opens); None: scored here.
 
     Refused before anything runs (ValueError): a source with weights no trained model has,
     and a compression whose passes do not fit the budget (``guard``).
@@ -115,7 +119,8 @@ def compress(model: nn.Module, task: Task, plan: CompressionPlan, finetune_steps
     converted, errors = convert(model, plan, task.seq_len)
     check_converted(converted)
     report(0.1, ("converted", errors))
-    source, converted_scores = task_scores(model, task), task_scores(converted, task)
+    source = task_scores(model, task) if source_scores is None else source_scores
+    converted_scores = task_scores(converted, task)
     report(0.3, ("metric", source, converted_scores))
     result = CompressionResult(plan, task.name, task.metric_name, task.higher_is_better,
                                task.chance, source, converted_scores, errors, {},

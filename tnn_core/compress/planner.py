@@ -284,9 +284,10 @@ class SearchResult:
 def search(model: nn.Module, task: Task, delta: float | None = None, method: str = "fit",
            points: list[Point] | None = None, repeats: int = 9,
            on_progress: Progress | None = None,
-           stop_event: threading.Event | None = None) -> SearchResult:
+           stop_event: threading.Event | None = None,
+           source_scores: Scores | None = None) -> SearchResult:
     """Sensitivity, candidate plans, their scores, ranking and Pareto front (module
-    docstring).
+    docstring). ``source_scores``: the source's ``task_scores``, if the caller has them.
 
     delta: the allowed drop of the metric (accuracy as a fraction, or bits per
     character); None: ``default_delta``. Progress goes 0..0.5 over the sensitivity and
@@ -302,7 +303,7 @@ def search(model: nn.Module, task: Task, delta: float | None = None, method: str
                                       method)  # the costliest candidate to run
     check_compression(model.config, largest, n0, SPEED_FACTORS, 0, evaluation_size(task),
                       next(model.parameters()).element_size())
-    source = task_scores(model, task)
+    source = task_scores(model, task) if source_scores is None else source_scores
     delta = default_delta(source) if delta is None else delta
 
     def half(offset: float) -> Progress | None:

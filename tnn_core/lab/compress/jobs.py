@@ -19,6 +19,7 @@ from tnn_core.lab.common.background import JOB_THREADS, BackgroundJob
 from tnn_core.lab.compress.units import Unit
 from tnn_core.models import ModelConfig
 from tnn_core.training.budget import parameter_count
+from tnn_core.training.scores import Scores
 from tnn_core.training.tasks import Task
 
 __all__ = ["methods", "make_plan", "added_parameters", "conversion_job", "search_points",
@@ -70,15 +71,24 @@ def _private(model: nn.Module, device: str) -> nn.Module:
     return copy.deepcopy(model).to(device).eval()
 
 
+def _known_scores(scores: Scores | None, device: str) -> Scores | None:
+    """The page's scores of the source (taken on the CPU) for a job on the CPU, so that it
+    does not score the source again and reports the number the page shows; None on a GPU,
+    where the source is scored beside its conversion, on the same device."""
+    return scores if device == "cpu" else None
+
+
 def conversion_job(model: nn.Module, task: Task, plan: CompressionPlan, finetune_steps: int,
-                   finetune_lr: float, finetune_parameters: str, device: str) -> BackgroundJob:
-    """``pipeline.compress`` on a copy of ``model``, on a background thread (not started)."""
-    source = _private(model, device)
+                   finetune_lr: float, finetune_parameters: str, device: str,
+                   source_scores: Scores | None = None) -> BackgroundJob:
+    """``pipeline.compress`` on a copy of ``model``, on a background thread (not started);
+    ``source_scores``: the model's ``evaluation``, if the caller has it."""
+    source, known = _private(model, device), _known_scores(source_scores, device)
 
     def run(on_progress, stop_event: threading.Event) -> CompressionResult:
         torch.set_num_threads(JOB_THREADS)  # this thread's, not the server's
         return compress(source, task, plan, finetune_steps, finetune_lr, finetune_parameters,
-                        on_progress=on_progress, stop_event=stop_event)
+                        on_progress=on_progress, stop_event=stop_event, source_scores=known)
     return BackgroundJob(run)
 
 
@@ -94,14 +104,16 @@ def search_points(n0: int, bands: list[int], ranks: list[int]) -> list[tuple[int
 
 
 def search_job(model: nn.Module, task: Task, delta: float | None, method: str,
-               points: list[tuple[int, int]], device: str) -> BackgroundJob:
-    """``planner.search`` over ``points`` on a copy of ``model`` (not started)."""
-    source = _private(model, device)
+               points: list[tuple[int, int]], device: str,
+               source_scores: Scores | None = None) -> BackgroundJob:
+    """``planner.search`` over ``points`` on a copy of ``model`` (not started; see
+    ``conversion_job``)."""
+    source, known = _private(model, device), _known_scores(source_scores, device)
 
     def run(on_progress, stop_event: threading.Event) -> SearchResult:
         torch.set_num_threads(JOB_THREADS)  # this thread's, not the server's
         return search(source, task, delta, method, points, on_progress=on_progress,
-                      stop_event=stop_event)
+                      stop_event=stop_event, source_scores=known)
     return BackgroundJob(run)
 
 
