@@ -12,7 +12,8 @@ if torchrun_ranks()[1] > 1:
     # are closed on disk and the process group is gone, but gloo's threads can still abort
     # a finished rank while the interpreter tears down ("terminate called without an
     # active exception", seen in about one whole-suite run in ten), and torchrun would then
-    # report a completed run as failed.
+    # report a completed run as failed. torchrun runs Python unbuffered (-u) unless it is
+    # given --no-python, so the flushes matter only then.
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)
