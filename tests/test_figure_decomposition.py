@@ -52,11 +52,22 @@ def random_kernel(n: int, causal: bool) -> np.ndarray:
 
 
 # Everything the figure computes at one setting, as plain arrays (drawn rows: shownIndices).
+# A picture's entries come back as base64 of their float64 bytes, row after row: the same
+# numbers as a JSON list of lists, which took Playwright and Python about 1 s per picture
+# set at n = 1024 (the maths itself, 0.03 s).
 COMPUTE = """([t, band, rank, causal, fitted, cells]) => {
   const d = decompose(Float64Array.from(t), band, rank, causal,
                       fitted ? Float64Array.from(fitted) : null);
   const idx = shownIndices(d.n, cells);
-  const grid = (entry) => idx.map((i) => idx.map((j) => entry(i, j)));
+  const grid = (entry) => {
+    const values = new Float64Array(idx.length * idx.length);
+    idx.forEach((i, row) => idx.forEach((j, k) => { values[row * idx.length + k] = entry(i, j); }));
+    const bytes = new Uint8Array(values.buffer);
+    let text = '';
+    for (let at = 0; at < bytes.length; at += 0x8000)
+      text += String.fromCharCode.apply(null, bytes.subarray(at, at + 0x8000));
+    return btoa(text);
+  };
   return {band: d.band, rank: d.rank, a: Array.from(d.a), bandCoeffs: Array.from(d.bandCoeffs),
           index: Array.from(d.W.index), w0: Array.from(d.W.w0), w1: Array.from(d.W.w1),
           idx, T: grid(d.T), B: grid(d.B), L: grid(d.L), R: grid(d.R),
@@ -65,9 +76,13 @@ COMPUTE = """([t, band, rank, causal, fitted, cells]) => {
 
 
 def compute(page, t, band, rank, causal, fitted=None):
-    return page.evaluate(COMPUTE, [np.asarray(t).tolist(), band, rank, causal,
-                                   None if fitted is None else np.asarray(fitted).tolist(),
-                                   PICTURE_CELLS])
+    got = page.evaluate(COMPUTE, [np.asarray(t).tolist(), band, rank, causal,
+                                  None if fitted is None else np.asarray(fitted).tolist(),
+                                  PICTURE_CELLS])
+    side = len(got["idx"])
+    for picture in ("T", "B", "L", "R"):  # [side, side]
+        got[picture] = np.frombuffer(base64.b64decode(got[picture]), "<f8").reshape(side, side)
+    return got
 
 
 def mismatches(got: dict, t: np.ndarray, band: int, rank: int, causal: bool, method: str
@@ -91,10 +106,10 @@ def mismatches(got: dict, t: np.ndarray, band: int, rank: int, causal: bool, met
         "W index": float(np.any(np.array(got["index"]) != dec.interp.index.numpy())),
         "W weights": np.abs(np.stack([got["w0"], got["w1"]], 1)
                             - dec.interp.weight.numpy()).max(),
-        "T": np.abs(np.array(got["T"]) - dense_toeplitz(t, idx)).max() / scale,
-        "band": np.abs(np.array(got["B"]) - dec.band_matrix(idx)).max() / scale,
-        "W A Wᵀ": np.abs(np.array(got["L"]) - dec.low_rank_matrix(idx)).max() / scale,
-        "residual": np.abs(np.array(got["R"]) - residual[np.ix_(idx, idx)]).max()
+        "T": np.abs(got["T"] - dense_toeplitz(t, idx)).max() / scale,
+        "band": np.abs(got["B"] - dec.band_matrix(idx)).max() / scale,
+        "W A Wᵀ": np.abs(got["L"] - dec.low_rank_matrix(idx)).max() / scale,
+        "residual": np.abs(got["R"] - residual[np.ix_(idx, idx)]).max()
         / residual_scale,
         "max |residual|": abs(got["largest"] - np.abs(residual).max()) / residual_scale,
         "Frobenius": abs(got["frobenius"] - exact) / max(exact, CURVE_FLOOR),
