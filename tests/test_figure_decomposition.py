@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 import pytest
-from test_figure_fft import js_page
+from test_figure_fft import js_page, unpack_float64
 
 from pages.figures import FOLDER, script
 from tnn_core.analysis.decompose import decompose
@@ -51,23 +51,14 @@ def random_kernel(n: int, causal: bool) -> np.ndarray:
     return t
 
 
-# Everything the figure computes at one setting, as plain arrays (drawn rows: shownIndices).
-# A picture's entries come back as base64 of their float64 bytes, row after row: the same
-# numbers as a JSON list of lists, which took Playwright and Python about 1 s per picture
-# set at n = 1024 (the maths itself, 0.03 s).
+# Everything the figure computes at one setting, as plain arrays (drawn rows: shownIndices);
+# a picture's entries packed row after row (packFloat64: JSON lists of lists took about 1 s
+# per setting at n = 1024, the maths 0.03 s).
 COMPUTE = """([t, band, rank, causal, fitted, cells]) => {
   const d = decompose(Float64Array.from(t), band, rank, causal,
                       fitted ? Float64Array.from(fitted) : null);
   const idx = shownIndices(d.n, cells);
-  const grid = (entry) => {
-    const values = new Float64Array(idx.length * idx.length);
-    idx.forEach((i, row) => idx.forEach((j, k) => { values[row * idx.length + k] = entry(i, j); }));
-    const bytes = new Uint8Array(values.buffer);
-    let text = '';
-    for (let at = 0; at < bytes.length; at += 0x8000)
-      text += String.fromCharCode.apply(null, bytes.subarray(at, at + 0x8000));
-    return btoa(text);
-  };
+  const grid = (entry) => packFloat64(idx.flatMap((i) => idx.map((j) => entry(i, j))));
   return {band: d.band, rank: d.rank, a: Array.from(d.a), bandCoeffs: Array.from(d.bandCoeffs),
           index: Array.from(d.W.index), w0: Array.from(d.W.w0), w1: Array.from(d.W.w1),
           idx, T: grid(d.T), B: grid(d.B), L: grid(d.L), R: grid(d.R),
@@ -80,8 +71,8 @@ def compute(page, t, band, rank, causal, fitted=None):
                                   None if fitted is None else np.asarray(fitted).tolist(),
                                   PICTURE_CELLS])
     side = len(got["idx"])
-    for picture in ("T", "B", "L", "R"):  # [side, side]
-        got[picture] = np.frombuffer(base64.b64decode(got[picture]), "<f8").reshape(side, side)
+    for picture in ("T", "B", "L", "R"):
+        got[picture] = unpack_float64(got[picture], (side, side))
     return got
 
 

@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl
 import numpy as np
 import pytest
 from test_browser import SHOTS, server  # noqa: F401 - server is a fixture
-from test_figure_fft import js_page
+from test_figure_fft import js_page, unpack_float64
 
 from pages.figures import script
 from tests.app_idle import follow_socket, wait_idle
@@ -44,7 +44,7 @@ CELLS = [(48, 16), (5, 300), (0, 1023)]  # below, above and at the corner of the
 COMPUTE = """([name, n, decay, causal, cells, followed]) => {
   const t = presetKernel(name, n, decay, causal);
   const idx = shownIndices(n, cells);
-  const entries = idx.map((i) => idx.map((j) => toeplitzEntry(t, i, j)));
+  const entries = packFloat64(idx.flatMap((i) => idx.map((j) => toeplitzEntry(t, i, j))));
   return {t: Array.from(t), idx, entries,
           cells: followed.map(([i, j]) => followedCell(n, i, j))};
 }"""
@@ -73,7 +73,8 @@ def test_the_figure_computes_what_tnn_core_does(maths, name, n):
         where = (name, n, decay, causal)
         assert close(got["t"], t), where
         assert got["idx"] == idx.tolist(), where
-        assert close(got["entries"], dense_toeplitz(t, idx)), where
+        entries = unpack_float64(got["entries"], (len(idx), len(idx)))
+        assert close(entries, dense_toeplitz(t, idx)), where
         for (i, j), shown in zip(CELLS, got["cells"], strict=True):
             cell = linked_cell(n, None, min(i, n - 1), min(j, n - 1))
             assert (shown["i"], shown["j"]) == (cell.i, cell.j), where
