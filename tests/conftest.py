@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from streamlit.components.v2 import manifest_scanner
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
@@ -268,6 +269,19 @@ def one_blas_thread():
     """Dense reference SVDs single-threaded (see test_analysis.py)."""
     with single_threaded_blas():
         yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def installed_components_scanned_once():
+    """Every AppTest's first run scans the installed distributions for Streamlit component
+    manifests (``discover_and_register_components``): about 0.15 s of CPU each here, a
+    quarter of a lesson AppTest's time, for a list that cannot change during the run. The
+    first scan's result serves them all."""
+    scan = manifest_scanner.scan_component_manifests
+    found = scan()
+    manifest_scanner.scan_component_manifests = lambda max_workers=None: list(found)
+    yield
+    manifest_scanner.scan_component_manifests = scan
 
 
 @pytest.fixture(autouse=True)
