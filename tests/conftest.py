@@ -14,7 +14,7 @@ import pytest
 import torch
 from streamlit.components.v2 import manifest_scanner
 from streamlit.runtime.pages_manager import PagesManager
-from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1 import AppTest, app_test, local_script_runner
 
 from pages._ui import checkpoints as ui_checkpoints
 from tests import compress_fixtures
@@ -282,6 +282,20 @@ def installed_components_scanned_once():
     manifest_scanner.scan_component_manifests = lambda max_workers=None: list(found)
     yield
     manifest_scanner.scan_component_manifests = scan
+
+
+@pytest.fixture(scope="session", autouse=True)
+def page_scripts_compiled_once():
+    """AppTest compiles app.py and the page it runs again at every run (a new
+    ``ScriptCache`` each time); a server compiles each once. One cache serves every
+    AppTest of the process, as it does every session of a server."""
+    shared = app_test.ScriptCache()
+    make = app_test.ScriptCache
+    for module in (app_test, local_script_runner):  # the pages' cache, the runner's
+        module.ScriptCache = lambda: shared
+    yield
+    for module in (app_test, local_script_runner):
+        module.ScriptCache = make
 
 
 @pytest.fixture(autouse=True)
