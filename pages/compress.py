@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from pages._ui import checkpoint_views, checkpoints, controls, frame, timing
+from pages._ui import checkpoint_views, checkpoints, controls, frame, session, timing
 from pages.figures import conversion, plan_search
 from tnn_core.lab import compress as lab
 
@@ -90,7 +90,7 @@ def start_conversion(source: str, model, task, plan, steps: int, lr: float,
     it running (and the buttons disabled) at once."""
     job = lab.conversion_job(model, task, plan, steps, lr, parameters, frame.device(),
                              checkpoint_views.evaluation(source))
-    job.stop_when_collected(frame.session_token())
+    job.stop_when_collected(session.session_token())
     job.start()
     st.session_state["compress_job"] = job
     st.session_state["compress_job_about"] = {"key": source, "steps": steps}
@@ -101,7 +101,7 @@ def start_search(source: str, model, task, delta: float, method: str,
     """The Search button (see ``start_conversion``)."""
     job = lab.search_job(model, task, delta, method, points, frame.device(),
                          checkpoint_views.evaluation(source))
-    job.stop_when_collected(frame.session_token())
+    job.stop_when_collected(session.session_token())
     job.start()
     st.session_state["compress_search"] = job
     st.session_state["compress_search_key"] = source

@@ -4,7 +4,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages._ui import charts, frame
+from pages._ui import charts, frame, session
 from tnn_core.lab import speed
 
 frame.ensure_app_frame()
@@ -66,7 +66,7 @@ if run:
         frame.show_error(err)
     else:
         job = speed.BackgroundJob(lambda progress, stop: speed.run_grid(config, progress, stop))
-        job.stop_when_collected(frame.session_token())
+        job.stop_when_collected(session.session_token())
         job.start()
         st.session_state["bench_job"] = job
         st.session_state["bench_job_key"] = cache_key

@@ -5,7 +5,7 @@ import time
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages._ui import checkpoints, frame, kernel_replay, numbers
+from pages._ui import checkpoints, frame, kernel_replay, numbers, session
 from tnn_core.lab.train import (
     LIVE_RUNS,
     MAX_TEXT_BYTES,
@@ -38,7 +38,7 @@ def watch(run_id: str, run: BackgroundRun) -> None:
     """Make ``run`` this session's: the address names it (a reload finds it again), the form
     shows its settings, and the session's end stops it (saved) unless another session
     watches it by then."""
-    run.stop_when_collected(frame.session_token())
+    run.stop_when_collected(session.session_token())
     st.session_state["train_run"], st.session_state["train_run_id"] = run, run_id
     st.session_state["train_form"] = form_values(run.config)
     st.query_params["run"] = run_id

@@ -60,14 +60,6 @@ def seed() -> int:
     return int(st.session_state.get("seed", 0))
 
 
-class _SessionToken:
-    """Lives in one browser session's state; when the session ends it is collected."""
-
-
-def session_token() -> object:
-    """This browser session's token: a background job tied to it stops once it is collected."""
-    return st.session_state.setdefault("session_token", _SessionToken())
-
 
 def show_error(err: Exception) -> None:
     """A sentence a person can act on, never a traceback."""

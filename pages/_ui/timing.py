@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pages._ui import session
 from tnn_core.lab.common.quiet_timing import Measurement, QuietTimer
 
 MEASUREMENTS_KEPT = 64  # settings remembered per session and kind
@@ -26,8 +27,11 @@ def measurement(kind: str, setting: tuple, run) -> Measurement:
     A timing is a measurement of this machine now, so it is not shared between sessions:
     one noisy measurement must not stick for everyone. Submitting a new setting drops
     this session's timings of ``kind`` not taken yet (a slider dragged through ten values
-    is timed at the last)."""
-    taken = st.session_state.setdefault(f"measured:{kind}", {})
+    is timed at the last), and a session that ends drops those it leaves."""
+    taken = st.session_state.get(f"measured:{kind}")
+    if taken is None:  # the session's timings of this kind; those not taken end with it
+        taken = st.session_state[f"measured:{kind}"] = {}
+        session.when_session_ends(_cancel_all, taken)
     found = taken.get(setting)
     if found is None or (found.cancelled and not found.ready):
         for older in taken.values():
@@ -36,6 +40,11 @@ def measurement(kind: str, setting: tuple, run) -> Measurement:
         while len(taken) > MEASUREMENTS_KEPT:
             del taken[next(iter(taken))]  # the oldest setting
     return found
+
+
+def _cancel_all(taken: dict[tuple, Measurement]) -> None:
+    for found in taken.values():
+        found.cancel()
 
 
 def poll_until(ready, waiting, every: float = POLL_S) -> None:

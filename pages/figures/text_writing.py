@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages._ui import frame, timing
+from pages._ui import frame, session, timing
 from pages.figures.inspected import Inspected
 from tnn_core.lab import inspect as inspect_lab
 
@@ -106,7 +106,7 @@ def _start(key: str, model, info, settings: inspect_lab.WritingSettings) -> None
     except ValueError as err:
         st.session_state["write_refused"] = str(err)
         return
-    job.stop_when_collected(frame.session_token())
+    job.stop_when_collected(session.session_token())
     job.start()
     writings.pop(key, None)
     writings[key] = job
