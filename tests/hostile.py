@@ -189,6 +189,8 @@ def cases(data: bytes) -> dict[str, bytes]:
         "task settings a list": with_json(data, "task", {**task, "settings": [16]}),
         "seq_len abc": with_json(data, "task", with_seq_len(task, "abc")),
         "seq_len negative": with_json(data, "task", with_seq_len(task, -5)),
+        "seq_len a large nested value": with_json(data, "task", with_seq_len(
+            task, {f"key {i}": {"x" * 50: [1e300] * 20} for i in range(20)})),
         "task unknown setting": with_json(data, "task", {**task, "settings": {"rows": 3}}),
         "charlm vocab a list": with_json(data, "task", {"name": "charlm",
                                                         "settings": {"seq_len": 16},

@@ -79,3 +79,15 @@ def test_short_repr_quotes_small_values_whole_and_cuts_large_ones():
     assert len(text) <= SHORT_REPR_CHARS and text.startswith("'xxx")
     text = short_repr(["y" * 40] * 10)  # reprlib alone: six strings of 30 characters
     assert len(text) == SHORT_REPR_CHARS and text.endswith("...")
+
+
+@pytest.mark.parametrize("check", [lambda v: check_int("seq_len", v, 2, 10),
+                                   lambda v: check_number("decay", v, 0, 1),
+                                   lambda v: check_choice("kind", v, ("tno", "fd"))])
+def test_a_huge_value_is_quoted_short(check):
+    """An untrusted value (a checkpoint's metadata) is never rendered whole in a message."""
+    huge = {f"key {i}": {"x" * 50: [1e300] * 20} for i in range(20)}
+    with pytest.raises(ValueError) as raised:
+        check(huge)
+    assert str(raised.value).endswith(f"got {short_repr(huge)}")
+    assert len(str(raised.value)) < 200

@@ -59,7 +59,7 @@ def check_int(name: str, value, low: int, high: int | None = None,
     if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
             or value < low or (high is not None and value > high)):
         raise ValueError(f"{name} must be an integer in {_range(low, high, span)}; "
-                         f"got {value!r}")
+                         f"got {short_repr(value)}")
     return int(value)
 
 
@@ -72,7 +72,7 @@ def check_number(name: str, value, low: float, high: float | None = None,
           and (high is None or value <= high))
     if not ok:
         raise ValueError(f"{name} must be a number in {_range(low, high, None, closed_low)}; "
-                         f"got {value!r}")
+                         f"got {short_repr(value)}")
     return float(value)
 
 
@@ -84,7 +84,7 @@ def check_fraction(name: str, value) -> float:
 def check_choice(name: str, value, allowed: tuple) -> object:
     """``value`` if it is one of ``allowed``."""
     if value not in allowed:
-        raise ValueError(f"{name} must be one of {tuple(allowed)}; got {value!r}")
+        raise ValueError(f"{name} must be one of {tuple(allowed)}; got {short_repr(value)}")
     return value
 
 
