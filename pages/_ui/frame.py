@@ -60,7 +60,6 @@ def seed() -> int:
     return int(st.session_state.get("seed", 0))
 
 
-
 def show_error(err: Exception) -> None:
     """A sentence a person can act on, never a traceback."""
     what = "file" if isinstance(err, CheckpointError) else "setting"
