@@ -274,9 +274,8 @@ def one_blas_thread():
 @pytest.fixture(scope="session", autouse=True)
 def installed_components_scanned_once():
     """Every AppTest's first run scans the installed distributions for Streamlit component
-    manifests (``discover_and_register_components``): about 0.15 s of CPU each here, a
-    quarter of a lesson AppTest's time, for a list that cannot change during the run. The
-    first scan's result serves them all."""
+    manifests (``discover_and_register_components``): about 60 ms of CPU each here, for a
+    list that cannot change during the run. The first scan's result serves them all."""
     scan = manifest_scanner.scan_component_manifests
     found = scan()
     manifest_scanner.scan_component_manifests = lambda max_workers=None: list(found)
