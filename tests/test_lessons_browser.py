@@ -53,6 +53,7 @@ ROOTS = """() => {
 FIGURES = f"""() => ({ROOTS})().map((e) => {{ const r = e.getBoundingClientRect();
   return [e.dataset.figure, r.top, r.bottom, r.left, r.right, e.dataset.drawn || null]; }})"""
 FORGET = f"() => {{ window.previousFigures = new WeakSet(({ROOTS})()); }}"
+NEXT_FRAME = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
 TO_TOP = """() => { for (const e of [document.scrollingElement,
   document.querySelector("[data-testid='stMain']"),
   document.querySelector("[data-testid='stAppViewContainer']")]) if (e) e.scrollTop = 0; }"""
@@ -142,7 +143,7 @@ def test_walk_every_step(chromium_page, server, lesson):  # noqa: F811
             reveals.append(shown - start)
             wait_idle(page)
         page.evaluate(TO_TOP)
-        page.wait_for_timeout(300)
+        page.evaluate(NEXT_FRAME)
         page.screenshot(path=str(SHOTS / f"steps-{lesson.slug}-{number}.png"))
         boxes = page.evaluate(FIGURES)
         assert len(boxes) == count, (number, boxes)
