@@ -39,8 +39,8 @@ def wait_idle(page, timeout_ms: int = 120_000) -> None:
     moment to be answered) and nothing received for RECEIVED_QUIET_S (between two runs of
     a rerun the server starts itself). A fragment polling every 0.5 s leaves such gaps;
     one streaming every 0.2 s holds this until it stops. It replaced two fixed 500 ms
-    waits, a second a call. Most calls end at the quiet floor: at SENT_QUIET_S = 0.5 the
-    server's files spent 88 of their 197 s there (175 calls), at 0.2 they took 146 s."""
+    waits, a second a call. Most calls end at the quiet floor, so it is kept short
+    (docs/benchmarks.md, the test suite)."""
     frames = _FRAMES.get(page)
     if frames is None:
         raise RuntimeError("wait_idle needs the page's socket: follow_socket(page) first")
