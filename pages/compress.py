@@ -1,5 +1,7 @@
 """Page "Compress": turn a trained TNN or FD-TNN into band + low rank and measure the cost."""
 
+import math
+
 import streamlit as st
 
 from pages._ui import checkpoint_views, checkpoints, controls, frame, session, timing
@@ -237,12 +239,16 @@ st.markdown(
     "as tied). A minute or so for a small model.")
 s1, s2, s3 = st.columns(3)
 noise = lab.default_delta(source_scores)
+# an accuracy cannot drop below 0: δ stops at the source's accuracy, in points
+most = (max(math.floor(unit.scale * source_scores.metric * 10) / 10, 0.1)
+        if unit.name == "accuracy" else 10.0)
 delta_display = s1.number_input(
-    f"Allowed drop δ ({unit.drop_unit})", 0.0, 100.0 if unit.name == "accuracy" else 10.0,
-    round(unit.scale * noise, 1 if unit.name == "accuracy" else 3),
+    f"Allowed drop δ ({unit.drop_unit})", 0.0, most,
+    min(round(unit.scale * noise, 1 if unit.name == "accuracy" else 3), most),
     step=0.5 if unit.name == "accuracy" else 0.01, key=f"search_delta_{key}",
-    help=f"How much worse than the source a plan may be: percentage points of accuracy, or "
-         f"bits per character. It starts at {lab.amount(noise, unit.name)}: the half-width of the "
+    help=f"How much worse than the source a plan may be: percentage points of accuracy (at "
+         f"most the source's own), or bits per character. It starts at "
+         f"{lab.amount(noise, unit.name)}: the half-width of the "
          f"source's 95 % interval on {source_scores.sequences:,} sequences (the metric's own "
          "noise) or the lab's quality tolerance, whichever is larger. A smaller δ asks for a "
          "precision the evaluation set does not have.")

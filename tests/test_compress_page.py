@@ -5,6 +5,7 @@ are refused with a sentence; Inspect and Decomposition open it with their settin
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -147,6 +148,15 @@ def test_per_layer_plans_keep_a_layer_and_refuse_keeping_all(compress_page):
     assert not at.error and not at.button(key="convert").disabled
     at.selectbox(key="layer_method_0").set_value("keep").run()
     assert len(at.error) == 1 and "every layer is kept" in at.error[0].value
+
+
+def test_the_allowed_drop_stops_at_the_source_accuracy(compress_page):
+    """A drop of accuracy beyond the source's own would put "source, δ worse" below 0 %."""
+    delta = compress_page.number_input(key="search_delta_digits-tno")
+    model, info = checkpoint.load(checkpoint.SHIPPED_DIR / "digits-tno.safetensors")
+    source = score(model, task_from_info(info.task)).metric  # 0.781
+    assert delta.max == pytest.approx(math.floor(1000 * source) / 10)
+    assert 0 < delta.value <= delta.max
 
 
 @pytest.mark.slow  # a search: conversions, scores, timings
