@@ -89,6 +89,28 @@ else:
 print(int((peak_rss_mb() - base) * 2**20))
 """
 
+CHECKED_ON_META = """
+import sys
+from tnn_core.models import ModelConfig
+from tnn_core.operators import OperatorConfig
+from tnn_core.training.budget import meta_layers
+before = "torch._dynamo" in sys.modules
+for operator in (OperatorConfig(kind="ski", rank=16, band=9),
+                 OperatorConfig(kind="togeipi", heads=4, max_length=64)):
+    meta_layers(ModelConfig(task="classify", vocab_size=17, num_classes=10, dim=64, layers=2,
+                            operator=operator))
+print(before, "torch._dynamo" in sys.modules)
+"""
+
+
+def test_checking_a_ski_or_togeipi_model_on_meta_imports_no_dynamo(cases, tmp_path):
+    """Their initialisers scale in place: on the meta device an operation that makes a new
+    tensor from a number imports torch._dynamo, about a second of every process that checks
+    such a checkpoint."""
+    report, stdout, _ = cases.run(tmp_path, [], 60, code=CHECKED_ON_META)
+    assert report["code"] == 0
+    assert stdout.split() == ["False", "False"]
+
 CASES = [  # (operator, task, causal, batch, n, grad)
     ("tno", "lm", True, 16, 4096, False),
     ("fd", "lm", True, 16, 4096, False),

@@ -51,7 +51,9 @@ class BandPlusLowRank(TokenMixer):
     def __init__(self, config: OperatorConfig, dim: int):
         super().__init__(config, dim)
         m = config.band
-        self.band_weight = nn.Parameter(torch.empty(dim, m).uniform_(-1, 1) / math.sqrt(m))
+        # scaled in place: on the meta device (checkpoint checks, budgets) an operation that
+        # makes a new tensor from a number imports torch._dynamo, about a second per process
+        self.band_weight = nn.Parameter(torch.empty(dim, m).uniform_(-1, 1).div_(math.sqrt(m)))
         self._interp_cache: dict[tuple, Interpolation] = {}
 
     # -- the sparse part ---------------------------------------------------------------
@@ -153,7 +155,8 @@ class SKI(BandPlusLowRank):
 
     def __init__(self, config: OperatorConfig, dim: int):
         super().__init__(config, dim)
-        self.knots = nn.Parameter(torch.randn(dim, config.rank) * 0.5)  # RPE at r knots on [-1, 1]
+        # the RPE at r knots on [-1, 1], scaled in place (BandPlusLowRank: the meta device)
+        self.knots = nn.Parameter(torch.randn(dim, config.rank).mul_(0.5))
 
     def low_rank_kernel(self, t: torch.Tensor) -> torch.Tensor:
         """k(t) = RPE(sign(t) λ^|t|) at (fractional) lags t [P] -> [D, P]."""

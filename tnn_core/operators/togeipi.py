@@ -82,8 +82,9 @@ class Togeipi(TokenMixer):
             raise ValueError(f"dim must be divisible by heads={H}; got dim={dim}")
         self.in_proj = nn.Linear(dim, dim, bias=False)
         self.out_proj = nn.Linear(dim, dim, bias=False)
-        self.psf = nn.Parameter(torch.randn(H, 2 * L - 1) / math.sqrt(L))  # lags -(L-1)..L-1
-        self.sparse = nn.Parameter(torch.randn(L, L) / math.sqrt(L))
+        # scaled in place, as SKI's band (ski.py: the meta device)
+        self.psf = nn.Parameter(torch.randn(H, 2 * L - 1).div_(math.sqrt(L)))  # lags -(L-1)..L-1
+        self.sparse = nn.Parameter(torch.randn(L, L).div_(math.sqrt(L)))
 
     @property
     def heads(self) -> int:
