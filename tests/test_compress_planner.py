@@ -5,11 +5,13 @@ end on a shipped checkpoint."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
 from tests.compress_fixtures import small_digits_model
-from tnn_core.compress import CompressionPlan
+from tnn_core.compress import CompressionPlan, convert
 from tnn_core.compress.measure import Speedup
 from tnn_core.compress.planner import (
     PlanScore,
@@ -97,12 +99,22 @@ def test_search_retimes_a_lucky_first_timing_and_does_not_pick_it(monkeypatch):
         return _timing(*([3.0] * repeats if lucky else
                          [1.3 + 0.01 * (k - repeats // 2) for k in range(repeats)]))
 
+    converted: list[CompressionPlan] = []  # by the re-timing
+
+    def counted(model, plan, n0):
+        if sys._getframe(1).f_code.co_name in ("_settle", "_retimed"):
+            converted.append(plan)
+        return convert(model, plan, n0)
+
     monkeypatch.setattr(planner, "speedup", planted)
+    monkeypatch.setattr(planner, "convert", counted)
     found = planner.search(small_digits_model(), get_task("digits"), 0.5,
                            points=[(9, 8), (9, 16)])
     ranks = [s.plan.layers[0].rank for s in found.scores]
     assert found.best is None and sorted(ranks[i] for i in found.tied) == [8, 16]
     assert calls[8] > 2  # re-timed after the lucky first measurement
+    # re-timed in several rounds, each of the two plans converted once for all of them
+    assert sorted(plan.layers[0].rank for plan in converted) == [8, 16]
 
 
 def test_candidates_are_scored_most_promising_first():

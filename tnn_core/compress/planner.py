@@ -346,21 +346,25 @@ def _settle(model: nn.Module, task: Task, scores: list[PlanScore], delta: float,
     within = sorted((i for i, s in enumerate(scores) if s.within(delta)),
                     key=lambda i: -scores[i].speedups[1].ratio)
     rounds = [within[:2]] if len(within) > 1 else []
+    converted: dict[int, nn.Module] = {}  # each re-timed plan converted once, kept for later rounds
     for retimed in rounds:
         if stop_event is not None and stop_event.is_set():
             return
         if report is not None:
             report(1.0, ("retime", len(retimed), len(rounds)))
         for i in retimed:
-            scores[i] = _retimed(model, task, scores[i], repeats)
+            if i not in converted:
+                converted[i] = convert(model, scores[i].plan, task.seq_len)[0]
+            scores[i] = _retimed(model, converted[i], task, scores[i], repeats)
         tied = ranking(scores, delta).tied
         if tied and len(rounds) <= SPEED_ROUNDS:
             rounds.append(tied)
 
 
-def _retimed(model: nn.Module, task: Task, score: PlanScore, repeats: int) -> PlanScore:
-    """``score`` with ``repeats`` more rounds of its speed-up at n0."""
-    converted, _ = convert(model, score.plan, task.seq_len)
+def _retimed(model: nn.Module, converted: nn.Module, task: Task, score: PlanScore,
+             repeats: int) -> PlanScore:
+    """``score`` with ``repeats`` more rounds of its speed-up at n0 (``converted``: its plan
+    applied to ``model``)."""
     timing = score.speedups[1]
     more = speedup(model, converted, model.config.vocab_size, task.seq_len, repeats=repeats,
                    seed=timing.repeats)
