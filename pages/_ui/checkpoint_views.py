@@ -104,7 +104,7 @@ def evaluation(key: str):
     opened first, or the warm-up), not computed again."""
     found = opened(key)
     task = checkpoint_task(key)
-    if lab.FACTORS[0] == 1 and _length_sweep.has(found.digest, _model=found.model, _task=task):
+    if _length_sweep.has(found.digest, _model=found.model, _task=task):  # FACTORS[0] is 1
         try:
             return _length_sweep(found.digest, _model=found.model, _task=task).scores[0]
         except ValueError:  # a longer length failed (too long for the text, too slow)
