@@ -16,6 +16,7 @@ exposes to its page what it uses from here (tests/test_layout.py holds the rule)
     live                 the quick SKI timings (live_speed, ski_pareto)
     quiet_timing         timings taken off the request path, while the server is quiet
     background           long work on a thread, and the threads it gets (JOB_THREADS)
+    work_slots           places for heavy work, per server and per session
     checkpoints          the checkpoints the app knows, by key, and opening one
     uploads              uploaded checkpoints within byte budgets
     saving               saving a model under a new name in the user folder

@@ -7,6 +7,7 @@
     run.snapshot()        # a consistent copy of the progress, safe from any thread
     run.stop()            # ask the work to end (a training run: after the current step)
     run.result            # the result once finished
+    run.hold(slot)        # a place claimed in work_slots, released when the work ends
 
 Both are a ``BackgroundThread``: the thread only does the work and writes progress under
 a lock; it never touches the UI. ``stop_when_collected(owner)`` ties the work's life to
@@ -36,6 +37,7 @@ import torch
 from torch import nn
 
 from tnn_core.checks import check_int
+from tnn_core.lab.common.work_slots import Slot
 from tnn_core.training.cli import save_run
 from tnn_core.training.config import TrainConfig
 from tnn_core.training.loop import Callbacks, TrainResult, train
@@ -64,6 +66,7 @@ class BackgroundThread:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._owner: weakref.finalize | None = None
+        self._slot: Slot | None = None
         self.result = None
 
     def start(self) -> None:
@@ -87,6 +90,11 @@ class BackgroundThread:
             self._owner.detach()
         self._owner = weakref.finalize(owner, self._stop.set)
 
+    def hold(self, slot: Slot) -> None:
+        """Keep ``slot`` (a place of ``work_slots``) while the work runs; it is released
+        when the work ends, however it ends. Before ``start()``."""
+        self._slot = slot
+
     def _work(self):
         raise NotImplementedError
 
@@ -102,6 +110,8 @@ class BackgroundThread:
         with self._lock:
             self.result = result
             self._finish(result, error)
+        if self._slot is not None:
+            self._slot.release()
 
 
 class BackgroundJob(BackgroundThread):
