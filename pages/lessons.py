@@ -9,6 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from pages._ui import controls, frame
+from pages._ui.link_values import quoted
 from pages._ui.memo import memo
 from pages.figures import sketch, steps
 from tnn_core.lab import lesson as lesson_lab
@@ -45,7 +46,6 @@ if (!window.toeplitzLessonKeys) {
 }
 </script>"""
 VIEW_HEIGHT = 1100  # px of the embedded page
-MAX_SKETCH_POINTS = 200  # points of a sketch the address keeps (a stroke has one a pixel)
 
 
 @memo(max_entries=8)
@@ -99,18 +99,15 @@ def keep(widget_key: str, stored_key: str) -> None:
 def from_address(question: lesson_lab.Question, number: int, stored_key: str,
                  revealed_key: str) -> None:
     """A reload or a shared link: the step's prediction and reveal from the address
-    (``guess=STEP:VALUE``, ``revealed=STEP``), when they are this step's and usable."""
-    step, _, text = st.query_params.get("guess", "").partition(":")
-    if stored_key in st.session_state or step != str(number):
+    (``guess=STEP:VALUE``, ``revealed=STEP``); a prediction the page cannot use is named in
+    the link notice."""
+    text = st.query_params.get("guess")
+    if stored_key in st.session_state or text is None:
         return
-    if question.choices:
-        guess = text if text in question.choices else None
-    else:
-        try:
-            guess = float(text)
-        except ValueError:
-            guess = None
-    if guess is None or (not question.choices and not math.isfinite(guess)):
+    try:
+        guess = lesson_lab.kept_predictions.read_guess(text, number, question)
+    except ValueError as err:
+        refuse_link_value("guess", text, err, "no prediction")
         return
     st.session_state[stored_key] = guess
     if st.query_params.get("revealed") == str(number):
@@ -122,33 +119,40 @@ def to_address(number: int, prediction, revealed: bool) -> None:
     if prediction is None:
         st.query_params.pop("guess", None)
     else:
-        st.query_params["guess"] = f"{number}:{prediction}"  # a float: its shortest repr
+        st.query_params["guess"] = lesson_lab.kept_predictions.guess_text(number, prediction)
     if revealed:
         st.query_params["revealed"] = str(number)
     else:
         st.query_params.pop("revealed", None)
 
 
-def sketch_from_address(number: int) -> list[list[float]]:
-    """The step's sketch from the address (``sketch=STEP:x,y;x,y;...``), or []."""
-    step, _, text = st.query_params.get("sketch", "").partition(":")
-    if step != str(number):
+def sketch_from_address(number: int, curve: lesson_lab.Curve) -> list[list[float]]:
+    """The step's sketch from the address (``sketch=STEP:x,y;x,y;...``), or []; a sketch
+    the page cannot use is named in the link notice and taken out of the address."""
+    text = st.query_params.get("sketch")
+    if text is None:
         return []
-    points = []
-    for pair in text.split(";")[:MAX_SKETCH_POINTS]:
-        try:
-            x, y = (float(v) for v in pair.split(","))
-        except ValueError:
-            return []
-        if not (math.isfinite(x) and math.isfinite(y)):
-            return []
-        points.append([x, y])
-    return points
+    try:
+        return lesson_lab.kept_predictions.read_sketch(text, number, curve)
+    except ValueError as err:
+        refuse_link_value("sketch", text, err, "no sketch")
+        st.query_params.pop("sketch", None)
+        return []
 
 
-def factor_text(factor: float) -> str:
-    """A ratio in words: two significant figures, written out from 100 on ("1.3", "240",
-    "12,000")."""
+def refuse_link_value(key: str, text: str, err: ValueError, used: str) -> None:
+    """The link's ``key`` = ``text`` cannot be used (``err`` says why): one line of the
+    page's link notice, which says that ``used`` is used instead."""
+    controls.note_link_value(key, f"= {quoted(text)} {err}", None, used)
+
+
+def factor_text(decades: float) -> str:
+    """The ratio 10^``decades`` in words: two significant figures, written out from 100 on
+    ("1.3", "240", "12,000"), and from a million on a power of ten ("10^7", "10^323"),
+    which no float overflows."""
+    if decades >= 6:
+        return f"10^{decades:.0f}"
+    factor = 10**decades
     return f"{factor:.2g}" if factor < 100 else f"{float(f'{factor:.2g}'):,.0f}"
 
 
@@ -159,23 +163,22 @@ def show_sketch(question: lesson_lab.Question, view: lesson_lab.View, key: str,
     step, and in the address (three significant digits a point), so a reload keeps them."""
     st.markdown(f"**Predict first.** {question.prompt}")
     figure_key, stored_key, revealed_key = f"sketch:{key}", f"prediction:{key}", f"revealed:{key}"
-    if stored_key not in st.session_state:  # a reload, a link
-        st.session_state[stored_key] = sketch_from_address(number)
-        if st.session_state[stored_key] and st.query_params.get("revealed") == str(number):
-            st.session_state[revealed_key] = True
-    points = sketch.guess(figure_key) or st.session_state[stored_key]
-    st.session_state[stored_key] = points
-    if points:
-        st.query_params["sketch"] = f"{number}:" + ";".join(
-            f"{x:.3g},{y:.3g}" for x, y in points[:MAX_SKETCH_POINTS])
-    revealed = st.session_state.get(revealed_key, False)
-    if revealed:
-        st.query_params["revealed"] = str(number)
     try:
         curve = steps.sketch_curve(view, question.sketch, frame.seed())
     except ValueError as err:
         frame.show_error(err)
         return True
+    if stored_key not in st.session_state:  # a reload, a link
+        st.session_state[stored_key] = sketch_from_address(number, curve)
+        if st.session_state[stored_key] and st.query_params.get("revealed") == str(number):
+            st.session_state[revealed_key] = True
+    points = sketch.guess(figure_key) or st.session_state[stored_key]
+    st.session_state[stored_key] = points
+    if points:
+        st.query_params["sketch"] = lesson_lab.kept_predictions.sketch_text(number, points)
+    revealed = st.session_state.get(revealed_key, False)
+    if revealed:
+        st.query_params["revealed"] = str(number)
     sketch.show(curve, "Draw with the pointer: press, drag, release.", revealed, points,
                 figure_key)
     st.button("Reveal", key=f"reveal:{key}", icon=":material/visibility:",
@@ -186,7 +189,7 @@ def show_sketch(question: lesson_lab.Question, view: lesson_lab.View, key: str,
         return False
     apart = lesson_lab.distance(points, curve)
     how = ("none of your sketch lies inside the curve's range" if not math.isfinite(apart)
-           else f"your sketch is a factor {factor_text(10 ** apart)} from it, at the median "
+           else f"your sketch is a factor {factor_text(apart)} from it, at the median "
                 f"of its points" if curve.log_y
            else f"your sketch is {apart:.0%} of the axis from it")
     st.info(f"The answer is the lab's curve, drawn over your sketch: {how}. "

@@ -26,7 +26,7 @@ URL_CONTROLS: dict[str, tuple[str, ...]] = {
     "compress": ("checkpoint", "band", "rank", "method"),
     "compare": ("source", "n", "causal") + tuple(f"{side}_{name}" for side in "ab" for name in
                                                ("band", "rank", "method", "decay")),
-    "lessons": ("lesson", "step", "present"),
+    "lessons": ("lesson", "step", "present", "guess", "sketch"),
 }
 
 

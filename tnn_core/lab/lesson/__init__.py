@@ -38,8 +38,9 @@ one title or one number: the first in lesson order loads and the second is refus
 an error naming both. ``folder_listing`` is what a cache of ``load_lessons`` is keyed by.
 
 Inside: ``content`` (View, Question, Step, Lesson), ``parse`` (a file's text), ``files``
-(a folder), ``answers`` (the answers a lesson computes) and ``sketch`` (the curves a
-student draws first). The Lessons page and the figures of a step (``pages/figures/steps.py``)
+(a folder), ``answers`` (the answers a lesson computes), ``sketch`` (the curves a
+student draws first) and ``kept_predictions`` (a step's prediction kept in the Lessons
+page's address). The Lessons page and the figures of a step (``pages/figures/steps.py``)
 also use views the Inspect, Compress and Compare pages share with them (``common``); this
 interface exposes them.
 """
@@ -56,7 +57,7 @@ from tnn_core.lab.common.checkpoint_summary import summary
 from tnn_core.lab.common.conversion import QuickConversion, quick_conversion
 from tnn_core.lab.common.decay_pair import DECAY_PAIR
 from tnn_core.lab.common.decomposition_figures import SIDES
-from tnn_core.lab.lesson import answers, sketch
+from tnn_core.lab.lesson import answers, kept_predictions, sketch
 from tnn_core.lab.lesson.answers import COMPUTED, OUTCOMES
 from tnn_core.lab.lesson.content import (
     DEFAULT_FIGURES,
@@ -86,6 +87,8 @@ __all__ = [
     "load_lesson", "load_lessons", "folder_listing",
     # questions whose answer is computed, and curves sketched first
     "answers", "COMPUTED", "OUTCOMES", "sketch", "SKETCHES", "Curve", "distance",
+    # a step's prediction kept in the Lessons page's address
+    "kept_predictions",
     # what a step draws from the other pages' views
     "fd_response", "SIDES", "QuickConversion", "quick_conversion", "BandAblation",
     "ATLAS_CHANNELS", "ATLAS_RANK", "DECAY_PAIR", "atlas_view", "opening_atlas", "summary",
