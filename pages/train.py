@@ -12,12 +12,15 @@ from tnn_core.lab.train import (
     SIZES,
     Autosave,
     BackgroundRun,
+    NoPlace,
     app_config,
     app_task,
     autosave_path,
     autosaves,
+    claim_training_place,
     discard_autosave,
     form_values,
+    new_owner_key,
     new_run,
     progress_view,
     resumed_run,
@@ -34,14 +37,29 @@ TASKS = {
 }
 
 
-def watch(run_id: str, run: BackgroundRun) -> None:
-    """Make ``run`` this session's: the address names it (a reload finds it again), the form
-    shows its settings, and the session's end stops it (saved) unless another session
-    watches it by then."""
-    run.stop_when_collected(session.session_token())
-    st.session_state["train_run"], st.session_state["train_run_id"] = run, run_id
-    st.session_state["train_form"] = form_values(run.config)
+OWNER = "owner"  # the address's owner key: a reload of the owner's page still controls the run
+
+
+def watch(run_id: str, run: BackgroundRun, owner_key: str | None = None) -> None:
+    """Show ``run`` in this session: the address names it (a reload finds it again) and the
+    form shows its settings. With the run's owner key (this session started or resumed it,
+    or reloads the page that did) the session controls it: Stop, Save, and the session's
+    end stops it (saved). Without, it only watches: no Stop, and its end changes nothing
+    (a class shares links; only the student who started a run may end it)."""
+    owner_key = owner_key if LIVE_RUNS.owns(run_id, owner_key) else None
+    if owner_key is not None:
+        run.stop_when_collected(session.session_token())
+    st.session_state.update(train_run=run, train_run_id=run_id, train_owner_key=owner_key,
+                            train_form=form_values(run.config))
+    show_in_address(run_id, owner_key)
+
+
+def show_in_address(run_id: str, owner_key: str | None) -> None:
     st.query_params["run"] = run_id
+    if owner_key is not None:
+        st.query_params[OWNER] = owner_key
+    elif OWNER in st.query_params:
+        del st.query_params[OWNER]
 
 
 def watch_from_list(run_id: str) -> None:
@@ -52,20 +70,51 @@ def watch_from_list(run_id: str) -> None:
         st.session_state.update(st.session_state["train_form"])
 
 
+def start_in_a_place(make_run) -> bool:
+    """Start the run of ``make_run()`` ((its id, the run not started); ValueError says why
+    it cannot be made), this session's, in a training place of the server; nothing is made
+    before a place is. False, with the reason in ``train_refusal``, when no place is free
+    or the run cannot be made."""
+    try:
+        slot = claim_training_place(session.session_id())
+    except NoPlace as refusal:
+        st.session_state["train_refusal"] = refusal
+        return False
+    try:
+        run_id, run = make_run()
+    except BaseException as err:
+        slot.release()  # never handed to a run
+        if not isinstance(err, ValueError):
+            raise
+        st.session_state["train_refusal"] = err
+        return False
+    owner_key = new_owner_key()
+    started = LIVE_RUNS.start(run_id, run, owner_key, slot)
+    watch(run_id, started, owner_key if started is run else None)
+    return True
+
+
 def resume(run_id: str) -> None:
     """The list's Resume and Open buttons: continue the autosave to its steps."""
-    try:
-        run = resumed_run(checkpoints.USER_CHECKPOINTS, run_id, frame.device())
-    except ValueError as err:
-        st.session_state["train_resume_error"] = err
-        return
-    watch(run_id, LIVE_RUNS.start(run_id, run))
-    st.session_state.update(st.session_state["train_form"])
+    if start_in_a_place(lambda: (run_id, resumed_run(checkpoints.USER_CHECKPOINTS, run_id,
+                                                     frame.device()))):
+        st.session_state.update(st.session_state["train_form"])
 
 
-def address_run() -> tuple[str, BackgroundRun | None] | None:
-    """(the run id in the address, its run if the server still has it); None without one.
-    A reload keeps the address, so this is how the page finds its run again."""
+def show_refusal() -> None:
+    """Why the last Start or Resume started nothing: a full server (a warning) or a run
+    that cannot be made (an error)."""
+    refusal = st.session_state.pop("train_refusal", None)
+    if isinstance(refusal, NoPlace):
+        st.warning(str(refusal), icon=":material/hourglass_top:")
+    elif refusal is not None:
+        frame.show_error(refusal)
+
+
+def address_run() -> tuple[str, BackgroundRun | None, str | None] | None:
+    """(the run id in the address, its run if the server still has it, the owner key in the
+    address); None without one. A reload keeps the address, so this is how the page finds
+    its run again, and its owner keeps control."""
     run_id = st.query_params.get("run")
     if not run_id:
         return None
@@ -74,7 +123,7 @@ def address_run() -> tuple[str, BackgroundRun | None] | None:
     except ValueError as err:
         st.error(f"The address names no run of this page: {err}", icon=":material/error:")
         return None
-    return run_id, LIVE_RUNS.get(run_id)
+    return run_id, LIVE_RUNS.get(run_id), st.query_params.get(OWNER)
 
 
 st.title("Train")
@@ -89,7 +138,8 @@ in_address = address_run() if run is None else None
 if in_address is not None and in_address[1] is not None:
     watch(*in_address)
     run = in_address[1]
-running = run is not None and not run.snapshot().finished
+owner_key = st.session_state.get("train_owner_key")
+running = run is not None and owner_key is not None and not run.snapshot().finished
 # Streamlit forgets a widget's value when its page is left. While a run exists, the form
 # shows the settings it was started with, also after the person visits another page.
 for form_key, value in st.session_state.get("train_form", {}).items():
@@ -135,9 +185,11 @@ if start:
         frame.show_error(err)
     else:
         text_data = text.getvalue() if text is not None else None
-        run_id, run = new_run(config, task, text_data, checkpoints.USER_CHECKPOINTS)
-        watch(run_id, LIVE_RUNS.start(run_id, run))
-        running = True
+        if start_in_a_place(lambda: new_run(config, task, text_data,
+                                            checkpoints.USER_CHECKPOINTS)):
+            run, owner_key = st.session_state["train_run"], st.session_state["train_owner_key"]
+            running = True
+show_refusal()
 
 
 def status_text(save: Autosave, live: set[str]) -> str:
@@ -152,9 +204,6 @@ def autosave_list() -> None:
     """The autosaved runs, each with what can be done with it (drawn while this session
     runs none: one run at a time)."""
     saves = autosaves(checkpoints.USER_CHECKPOINTS)
-    failed = st.session_state.pop("train_resume_error", None)
-    if failed is not None:
-        frame.show_error(failed)
     if not saves:
         return
     st.subheader("Autosaved runs")
@@ -192,7 +241,11 @@ if run is None:
     autosave_list()
     st.stop()
 run_id = st.session_state["train_run_id"]
-st.query_params["run"] = run_id  # kept after a visit to another page
+show_in_address(run_id, owner_key)  # kept after a visit to another page
+if owner_key is None:
+    st.info(f"Run {run_id} belongs to another browser session: you can watch it here, but "
+            "only the session that started it can stop it or save it. Start a run of your "
+            "own with the form above.", icon=":material/visibility:")
 
 
 def draw(progress) -> None:
@@ -260,7 +313,7 @@ def live() -> None:
     draw(progress)
     if progress.finished:
         st.rerun(scope="app")  # draw the finished run once, without polling
-    if st.button("Stop", icon=":material/stop:", key="stop"):
+    if owner_key is not None and st.button("Stop", icon=":material/stop:", key="stop"):
         run.stop()
 
 
@@ -273,7 +326,7 @@ else:
         st.success(progress.message.capitalize() + ".", icon=":material/check_circle:")
     else:
         st.error(f"The run {progress.status}: {progress.message}", icon=":material/error:")
-    if run.result is not None:
+    if run.result is not None and owner_key is not None:
         with st.form("save-form"):
             name = st.text_input("Save as", run_id, key="save_name",
                                  help="1 to 64 letters, digits, _ and -, saved exactly as "

@@ -180,3 +180,85 @@ def test_a_resume_file_from_before_per_layer_operators_still_matches():
     with pytest.raises(ValueError, match="its model is"):
         check_matches(TrainState(2, {}, [], changed, {"name": "digits"}), config,
                       {"name": "digits"}, "old.resume.safetensors")
+
+
+# -- a save killed part way: every state it can leave on disk resumes --------------------------
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory) -> dict[int, Path]:
+    """{step: a folder holding that step's whole pair} of one run saved every 2 steps."""
+    root = tmp_path_factory.mktemp("pairs")
+
+    def keep(model, history, state):
+        (root / str(state.step)).mkdir()
+        save_run(root / str(state.step) / "run.safetensors", model, TASK, history, state)
+
+    train(tiny_config(checkpoint_every=2), TASK, Callbacks(on_checkpoint=keep))
+    return {step: root / str(step) for step in (4, 6)}
+
+
+def save_killed(pairs: dict[int, Path], out: Path, point: str) -> int:
+    """Put at ``out`` what a save of step 6 over the pair of step 4 leaves when killed at
+    ``point`` (``save_run``'s order: the resume file's ``.next``, the checkpoint, the
+    rename); returns the step it must resume from."""
+    def put(step: int, name: str, as_name: str | None = None) -> None:
+        (out.parent / (as_name or name)).write_bytes((pairs[step] / name).read_bytes())
+
+    checkpoint, resume = "run.safetensors", "run.resume.safetensors"
+    temp = out.parent / f".{checkpoint}.999999.abc.tmp"  # a writer killed mid-write
+    first_save = point.startswith("first ")
+    if not first_save:
+        put(4, checkpoint)
+        put(4, resume)
+    if point.endswith("writing .next"):
+        temp.write_bytes(b"partial")
+        return 4
+    put(6, resume, f"{resume}.next")
+    if point.endswith("after .next"):
+        return 4
+    if point.endswith("writing the checkpoint"):
+        temp.write_bytes(b"partial")
+        return 4
+    put(6, checkpoint)
+    if point.endswith("after the checkpoint"):
+        return 6
+    (out.parent / f"{resume}.next").rename(out.parent / resume)  # "whole"
+    return 6
+
+
+KILL_POINTS = ["writing .next", "after .next", "writing the checkpoint",
+               "after the checkpoint", "whole", "first after the checkpoint"]
+
+
+@pytest.mark.parametrize("point", KILL_POINTS)
+def test_a_save_killed_at_any_point_resumes_to_the_same_weights(pairs, tmp_path, point):
+    straight = train(tiny_config(), TASK)
+    out = tmp_path / "run.safetensors"
+    step = save_killed(pairs, out, point)
+    if point.startswith("first "):  # the run's first save: nothing older to fall back to
+        assert not out.exists() or read_info(out).history["steps"] == step
+    config = tiny_config(checkpoint_every=2)
+    resume = load_resume(out, config.to_dict(), TASK.info())
+    assert resume.state.step == step
+    assert read_state(resume_path(out)).step == read_info(out).history["steps"] == step
+    resumed = train(config, TASK, resume=resume)
+    weights, expected = resumed.model.state_dict(), straight.model.state_dict()
+    for name in expected:
+        assert torch.equal(weights[name], expected[name]), name
+    assert resumed.history["train_loss"] == straight.history["train_loss"]
+
+
+def test_the_cli_completes_a_save_killed_before_its_rename(tmp_path, capsys):
+    from tnn_core.training import cli
+
+    def cli_run(steps: int, out: Path, *more: str) -> int:
+        return cli.main(CLI[3:] + ["--steps", str(steps), "--out", str(out), *more])
+
+    assert cli_run(4, tmp_path / "4" / "run.safetensors") == 0
+    assert cli_run(6, tmp_path / "6" / "run.safetensors") == 0
+    out = tmp_path / "run.safetensors"
+    assert save_killed({4: tmp_path / "4", 6: tmp_path / "6"}, out,
+                       "after the checkpoint") == 6
+    assert cli_run(8, out, "--resume") == 0, capsys.readouterr().err
+    assert read_info(out).history["resumed_at"] == [6]
+    assert read_state(resume_path(out)).step == read_info(out).history["steps"] == 8
+    assert not (tmp_path / "run.resume.safetensors.next").exists()

@@ -17,11 +17,12 @@ from pages._ui import checkpoints
 from tnn_core.lab import train as lab
 from tnn_core.lab.common import background
 from tnn_core.lab.common.background import BackgroundJob
+from tnn_core.lab.common.work_slots import WorkSlots
 from tnn_core.models import ModelConfig
 from tnn_core.operators import OperatorConfig
 from tnn_core.training.checkpoint import read_info
 from tnn_core.training.config import TrainConfig, model_for_task
-from tnn_core.training.resume import read_state, resume_path
+from tnn_core.training.resume import pending_path, read_state, resume_path
 from tnn_core.training.tasks import get_task
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
@@ -103,6 +104,7 @@ def test_a_failed_autosave_is_reported_and_the_run_goes_on(tmp_path, monkeypatch
     progress = run.snapshot()
     assert progress.status == "completed" and run.result is not None
     assert "No space left on device" in progress.autosave_error
+    assert str(tmp_path) not in progress.autosave_error  # the page shows it: no server path
     assert progress.saved_step is None
 
 
@@ -112,25 +114,71 @@ def test_an_autosave_without_its_resume_file_is_refused_with_a_sentence(tmp_path
     run.join(timeout=120)
     resume_path(lab.autosave_path(tmp_path, run_id)).unlink()
     assert not lab.autosaves(tmp_path)[0].resumable
-    with pytest.raises(ValueError, match="does not exist"):
+    with pytest.raises(ValueError, match="resume file is missing") as refused:
         lab.resumed_run(tmp_path, run_id, "cpu")
+    assert str(tmp_path) not in str(refused.value) and run_id in str(refused.value)
     with pytest.raises(ValueError, match="run must be an id"):
         lab.autosave_path(tmp_path, "../../etc/passwd")
 
 
+# what a server killed during an autosave leaves: (the checkpoint's step, the resume
+# file's, the pending resume file's; None: absent) and the step the run resumes from
+KILLED_SAVES = {"before the checkpoint": ((4, 4, 6), 4),
+                "before the rename": ((6, 4, 6), 6),
+                "before the first rename": ((6, None, 6), 6),
+                "after the rename": ((6, 6, None), 6)}
+
+
+@pytest.mark.parametrize("point", KILLED_SAVES)
+def test_a_server_killed_during_an_autosave_leaves_a_run_that_resumes(tmp_path, monkeypatch,
+                                                                      point):
+    saved: dict[int, tuple[bytes, bytes]] = {}
+
+    def keeping_save_run(out, model, task, history, state):
+        real_save_run(out, model, task, history, state)
+        saved[history["steps"]] = (out.read_bytes(), resume_path(out).read_bytes())
+
+    real_save_run = background.save_run
+    monkeypatch.setattr(background, "save_run", keeping_save_run)
+    run_id, run = lab.new_run(tiny_config(8), TASK, None, tmp_path)
+    run.start()
+    run.join(timeout=120)
+    path = lab.autosave_path(tmp_path, run_id)
+    (checkpoint, resume, pending), step = KILLED_SAVES[point]
+    for file, at in ((path, checkpoint), (resume_path(path), resume),
+                     (pending_path(path), pending)):
+        file.unlink(missing_ok=True)
+        if at is not None:
+            file.write_bytes(saved[at][0 if file == path else 1])
+    (path.parent / f".{path.name}.999999.abc.tmp").write_bytes(b"a write cut off")
+
+    [listed] = lab.autosaves(tmp_path)
+    assert listed.resumable and listed.step == checkpoint
+    resumed = lab.resumed_run(tmp_path, run_id, "cpu")
+    assert resumed.snapshot().step == step
+    resumed.start()
+    resumed.join(timeout=120)
+    assert resumed.result.history["resumed_at"] == [step]
+    assert resumed.result.history["steps"] == 8
+
+
 def test_live_runs_never_start_a_second_run_of_one_id(tmp_path):
-    live = lab.LiveRuns()
+    live, places = lab.LiveRuns(), WorkSlots({"training": 2})
     run_id, first = lab.new_run(tiny_config(100_000), TASK, None, tmp_path)
     try:
-        assert live.start(run_id, first) is first
+        assert live.start(run_id, first, "key", places.claim("training", "a", "a run")) is first
         duplicate = background.BackgroundRun(tiny_config(1), TASK)  # a second Resume
-        assert live.start(run_id, duplicate) is first
+        second = places.claim("training", "b", "a run")
+        assert live.start(run_id, duplicate, "other", second) is first
         assert duplicate.snapshot().status == "idle"  # never started
+        assert places.held("training") == 1  # the duplicate's place is given back
         assert live.get(run_id) is first and live.running() == {run_id}
+        assert live.owns(run_id, "key") and not live.owns(run_id, "other")
+        assert not live.owns(run_id, None) and not live.owns(run_id, "")
     finally:
         first.stop()
         first.join(timeout=120)
-    assert live.running() == set()
+    assert live.running() == set() and places.held() == 0
 
 
 class Session:
@@ -164,11 +212,13 @@ def sessions(user_dir):
     """New Train page sessions of one server (as a reload makes); their runs end after."""
     opened: list[AppTest] = []
 
-    def open_session(run_id: str | None = None) -> AppTest:
+    def open_session(run_id: str | None = None, owner: str | None = None) -> AppTest:
         at = AppTest.from_file(APP, default_timeout=120)
         at.run()
         if run_id is not None:
             at.query_params["run"] = run_id
+        if owner is not None:
+            at.query_params["owner"] = owner
         at.switch_page("pages/train.py").run()
         assert not at.exception, at.exception
         opened.append(at)
@@ -198,7 +248,8 @@ def test_a_reloaded_page_finds_its_run_still_running(sessions):
     run_id = first.session_state["train_run_id"]
     assert first.query_params["run"] == run_id
 
-    reloaded = sessions(run_id)  # a reload keeps the address; the session state is new
+    # a reload keeps the address, with its owner key; the session state is new
+    reloaded = sessions(run_id, first.query_params["owner"])
     assert reloaded.session_state["train_run"] is first.session_state["train_run"]
     assert not reloaded.session_state["train_run"].snapshot().finished
     assert reloaded.slider(key="steps").value == 5000

@@ -3,12 +3,15 @@ inspect" opens the model just saved."""
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from pages._ui import checkpoints
+from tnn_core.lab.common import saving
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -66,3 +69,40 @@ def test_save_and_inspect_opens_the_saved_model(train_page, tmp_path):
     task = next(m.value for m in at.metric if m.label == "Task")
     operator = next(m.value for m in at.metric if m.label == "Operator, causal")
     assert (task, operator) == ("recall", "fd")
+
+
+def no_space(*_):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_save_on_a_full_disk_is_a_sentence_and_loses_nothing(train_page, tmp_path,
+                                                            monkeypatch):
+    at = train_page
+    start_tiny_run(at)
+    run = at.session_state["train_run"]
+    run.stop()
+    run.join(timeout=120)
+    at.run()
+    autosaves = sorted(p.name for p in (tmp_path / "autosave").iterdir())
+    at.text_input(key="save_name").set_value("full-disk")
+    with monkeypatch.context() as full:
+        full.setattr(os, "fsync", no_space)  # the temp file is written, then the disk is full
+        at.button(key="save").click().run()
+    assert not at.exception, at.exception
+    assert len(at.error) == 1 and "disk is full" in at.error[0].value
+    assert str(tmp_path) not in at.error[0].value
+    assert [p.name for p in tmp_path.iterdir()] == ["autosave"]  # no part of a file
+    assert sorted(p.name for p in (tmp_path / "autosave").iterdir()) == autosaves
+    at.button(key="save").click().run()  # space again: the same run saves
+    assert not at.exception and (tmp_path / "full-disk.safetensors").is_file()
+
+
+def test_every_save_of_the_user_folder_says_a_full_disk_in_a_sentence(tmp_path):
+    def write(path: Path) -> None:
+        path.write_bytes(b"part")
+        no_space()
+
+    with pytest.raises(ValueError, match="disk is full") as refused:
+        saving.save_new("model", tmp_path, write)
+    assert str(tmp_path) not in str(refused.value)
+    assert list(tmp_path.iterdir()) == []

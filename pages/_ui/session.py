@@ -1,23 +1,103 @@
 """One browser session's lifetime: a token kept in its state and collected when the session
-ends, to which background work (a job, a timing not yet taken) is tied."""
+ends, to which background work (a job, a timing not yet taken) is tied.
+
+A session ends when its tab closes. Streamlit keeps a disconnected session for a reconnect
+and lets it go only when another visit touches its store, so on a server nobody else
+visits it would never end (issue 35: a closed tab's run still trained 900 s later). The
+reaper closes a session disconnected for ``DISCONNECTED_GRACE_S`` and collects it, so its
+token ends at most ``DISCONNECTED_GRACE_S + REAP_EVERY_S`` after the tab closed.
+"""
 
 from __future__ import annotations
 
+import gc
+import threading
+import time
 import weakref
 from collections.abc import Callable
 
 import streamlit as st
 
+from pages._ui import streamlit_internals
+
+DISCONNECTED_GRACE_S = 60.0  # a session that reconnects within this (a network blip) lives on
+REAP_EVERY_S = 10.0  # how often the reaper looks at the watched sessions
+
 
 class _SessionToken:
     """Lives in one browser session's state; when the session ends it is collected."""
 
+    def __init__(self, session_id: str | None):
+        self.session_id = session_id  # Streamlit's id of the session; None outside a run
+
 
 def session_token() -> object:
     """This browser session's token: a background job tied to it stops once it is collected."""
-    return st.session_state.setdefault("session_token", _SessionToken())
+    token = st.session_state.get("session_token")
+    if token is None:
+        token = _SessionToken(streamlit_internals.current_session_id())
+        st.session_state["session_token"] = token
+        _REAPER.watch(token)
+    return token
+
+
+def session_id() -> str:
+    """This browser session's id, for the server's bookkeeping (work places); never shown.
+    (Not Streamlit's id: AppTest gives every session the same one.)"""
+    return str(id(session_token()))
 
 
 def when_session_ends(callback: Callable, *args) -> None:
     """Call ``callback(*args)`` once this session has ended (its token collected)."""
     weakref.finalize(session_token(), callback, *args)
+
+
+class _Reaper:
+    """Closes the watched sessions that stay disconnected, on a daemon thread of its own
+    (started with the first session of a server; AppTest has no server, and its sessions
+    end when their state is collected)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._watched: dict[str, weakref.ref] = {}  # session id -> its token
+        self._disconnected_since: dict[str, float] = {}  # session id -> time.monotonic()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, token: _SessionToken) -> None:
+        sid = token.session_id
+        if sid is None or streamlit_internals.session_connected(sid) is None:
+            return
+        with self._lock:
+            self._watched[sid] = weakref.ref(token)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="tnn-session-reaper",
+                                                daemon=True)
+                self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            time.sleep(REAP_EVERY_S)
+            if self.reap(time.monotonic()):
+                gc.collect()  # a session's state is in reference cycles: end its token now
+
+    def reap(self, now: float) -> bool:
+        """Close the sessions disconnected for DISCONNECTED_GRACE_S by ``now``; True if any."""
+        with self._lock:
+            watched = list(self._watched.items())
+        closed = False
+        for sid, token in watched:
+            if token() is not None and streamlit_internals.session_connected(sid):
+                self._disconnected_since.pop(sid, None)
+                continue
+            since = self._disconnected_since.setdefault(sid, now)
+            if token() is None or now - since >= DISCONNECTED_GRACE_S:
+                if token() is not None:
+                    streamlit_internals.close_session(sid)
+                    closed = True
+                with self._lock:
+                    self._watched.pop(sid, None)
+                self._disconnected_since.pop(sid, None)
+        return closed
+
+
+_REAPER = _Reaper()

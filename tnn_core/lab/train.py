@@ -2,9 +2,11 @@
 
 Nothing is lost: every run the page starts is autosaved under the user folder, in
 ``autosave/RUN_ID.safetensors`` with the CLI's resume file beside it (``cli.save_run``),
-every ``checkpoint_every`` steps, when it stops (Stop, or its browser session ended) and
-at the end; a run on an uploaded text keeps that text beside them (``RUN_ID.text``), as a
-resumed run needs it. ``LiveRuns`` finds a run still running for a reloaded page;
+every ``checkpoint_every`` steps, when it stops (Stop, or its owner's browser session
+ended) and at the end; a run on an uploaded text keeps that text beside them
+(``RUN_ID.text``), as a resumed run needs it. A run starts only in a training place of
+the server (``claim_training_place``), and belongs to the page that started it (its
+owner key); ``LiveRuns`` finds a run still running for a reloaded page;
 ``autosaves`` lists the rest, and ``resumed_run`` continues one exactly as it would have
 gone on (``resume.load_resume``). Inspect's list of saved models does not look into the
 autosave folder.
@@ -26,18 +28,26 @@ import numpy as np
 
 from tnn_core.lab.common.background import JOB_THREADS, BackgroundRun, Progress
 from tnn_core.lab.common.snapshot_view import SnapshotView, snapshot_view
+from tnn_core.lab.common.work_slots import WORK_SLOTS, NoPlace, Slot
 from tnn_core.models import ModelConfig
 from tnn_core.operators import OperatorConfig
 from tnn_core.training.checkpoint import read_info
 from tnn_core.training.config import TrainConfig, model_for_task
-from tnn_core.training.resume import load_resume, read_state, resume_path
+from tnn_core.training.resume import (
+    complete_save,
+    load_resume,
+    pending_path,
+    read_state,
+    resume_path,
+)
 from tnn_core.training.tasks import CharLMConfig, CharLMTask, Task, get_task, task_from_info
 from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
 
 __all__ = ["SIZES", "TASK_SETTINGS", "TRAINING_NICE",
            "app_task", "app_config", "form_values",
            "AUTOSAVE_FOLDER", "autosave_path", "new_run", "resumed_run", "Autosave", "autosaves",
-           "discard_autosave", "LiveRuns", "LIVE_RUNS",
+           "discard_autosave", "claim_training_place", "NoPlace", "new_owner_key",
+           "LiveRuns", "LIVE_RUNS",
            "ProgressView", "progress_view", "SnapshotView", "snapshot_view",
            # the run itself, and the largest text a run may be given
            "BackgroundRun", "MAX_TEXT_BYTES"]
@@ -129,19 +139,45 @@ def new_run(config: TrainConfig, task: Task, text: bytes | None,
 
 def resumed_run(user_dir: Path, run_id: str, device: str) -> BackgroundRun:
     """The run ``run_id`` continued from its autosave to its steps, on ``device``; not
-    started. ValueError says why it cannot (no resume file, a save cut off, ...)."""
+    started. A save cut off before its last rename is completed first; ValueError says, in
+    words without the server's paths, why it cannot (no resume file, a damaged file, ...)."""
     path = autosave_path(user_dir, run_id)
-    state = read_state(resume_path(path))
-    config = replace(TrainConfig.from_dict(state.train_config), device=device)
-    text = _text_path(path).read_bytes() if _text_path(path).is_file() else None
-    task = task_from_info(state.task, text)
-    return _app_run(config, task, path, load_resume(path, config.to_dict(), task.info()))
+    try:
+        complete_save(path)
+        if not resume_path(path).is_file():
+            raise ValueError(f"run {run_id} cannot be resumed: its resume file is missing "
+                             "(a run that diverged keeps none)")
+        state = read_state(resume_path(path))
+        config = replace(TrainConfig.from_dict(state.train_config), device=device)
+        text = _text_path(path).read_bytes() if _text_path(path).is_file() else None
+        task = task_from_info(state.task, text)
+        resume = load_resume(path, config.to_dict(), task.info())
+    except OSError as err:
+        raise ValueError(f"run {run_id} cannot be resumed: its files cannot be read "
+                         f"({err.strerror or type(err).__name__})") from None
+    except ValueError as err:
+        raise ValueError(_without_paths(str(err), user_dir, run_id)) from None
+    return _app_run(config, task, path, resume)
+
+
+def _without_paths(sentence: str, user_dir: Path, run_id: str) -> str:
+    """``sentence`` with run ``run_id``'s files named in words: the page shows no server
+    path."""
+    path = autosave_path(user_dir, run_id)
+    names = {pending_path(path): f"the pending resume file of run {run_id}",
+             resume_path(path): f"the resume file of run {run_id}",
+             _text_path(path): f"the text of run {run_id}", path: f"run {run_id}",
+             user_dir: "the user folder"}
+    for file, words in names.items():  # each after the paths it begins
+        sentence = sentence.replace(str(file), words)
+    return sentence
 
 
 def discard_autosave(user_dir: Path, run_id: str) -> None:
-    """Delete run ``run_id``'s autosave: its checkpoint, resume file and text."""
+    """Delete run ``run_id``'s autosave: its checkpoint, resume file (and one pending) and
+    text."""
     path = autosave_path(user_dir, run_id)
-    for file in (path, resume_path(path), _text_path(path)):
+    for file in (path, resume_path(path), pending_path(path), _text_path(path)):
         file.unlink(missing_ok=True)
 
 
@@ -154,7 +190,7 @@ class Autosave:
     step: int  # updates done
     steps: int  # updates asked for
     status: str  # the save's: checkpoint (saved while running), stopped, completed, diverged
-    resumable: bool  # its resume file is there (a diverged run has none)
+    resumable: bool  # its resume file, or one pending, is there (a diverged run has none)
     saved_at: float  # the checkpoint's modification time (seconds since the epoch)
 
 
@@ -176,44 +212,70 @@ def autosaves(user_dir: Path) -> list[Autosave]:
         found.append(Autosave(
             path.stem, f"{config.task}, {model.operator.kind}, {size}",
             history["steps"], config.steps, history["status"],
-            resume_path(path).is_file(), saved_at))
+            resume_path(path).is_file() or pending_path(path).is_file(), saved_at))
     return sorted(found, key=lambda save: save.saved_at, reverse=True)
+
+
+def claim_training_place(session_id: str) -> Slot:
+    """A training place of the server (``work_slots``) for a run of session ``session_id``;
+    NoPlace (its ``str()`` the sentence to show) when every place is taken."""
+    return WORK_SLOTS.claim("training", session_id, "a training run")
+
+
+def new_owner_key() -> str:
+    """An unguessable key that proves a page's session started (or resumed) a run: the
+    page keeps it in its address, so a reload still owns the run."""
+    return secrets.token_urlsafe(16)
 
 
 class LiveRuns:
     """The page's runs by id, shared by every session of the server, so a reloaded page
     finds its run still running. Holds the unfinished runs and those finished since the
-    last start; the autosave folder holds the rest."""
+    last start; the autosave folder holds the rest. Each run has an owner key: only a
+    page that holds it may stop or save the run; any other page only watches it."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._runs: dict[str, BackgroundRun] = {}
+        self._runs: dict[str, tuple[BackgroundRun, str]] = {}  # id -> (run, owner key)
 
-    def start(self, run_id: str, run: BackgroundRun) -> BackgroundRun:
-        """Start ``run`` as ``run_id``, unless a run of that id is still running (a second
-        Resume of one autosave): that one is returned, and ``run`` is never started."""
+    def start(self, run_id: str, run: BackgroundRun, owner_key: str,
+              slot: Slot) -> BackgroundRun:
+        """Start ``run`` as ``run_id``, owned by ``owner_key``, in training place ``slot``
+        (released when it ends). If a run of that id is still running (a second Resume of
+        one autosave), that one is returned: ``run`` is never started and ``slot`` is
+        released."""
         with self._lock:
-            running = self._runs.get(run_id)
+            running, _ = self._runs.get(run_id, (None, ""))
             if running is not None and not running.snapshot().finished:
+                slot.release()
                 return running
             self._runs = {key: kept for key, kept in self._runs.items()
-                          if not kept.snapshot().finished}
-            self._runs[run_id] = run
+                          if not kept[0].snapshot().finished}
+            self._runs[run_id] = run, owner_key
+            slot.seconds_left = run.seconds_left  # a refusal says when a place frees up
+            run.hold(slot)
             run.start()
             return run
 
     def get(self, run_id: str) -> BackgroundRun | None:
         with self._lock:
-            return self._runs.get(run_id)
+            return self._runs.get(run_id, (None, ""))[0]
+
+    def owns(self, run_id: str, owner_key: str | None) -> bool:
+        """Whether ``owner_key`` is the key run ``run_id`` was started with."""
+        with self._lock:
+            _, key = self._runs.get(run_id, (None, ""))
+        return bool(key and owner_key) and secrets.compare_digest(key, owner_key)
 
     def running(self) -> set[str]:
         """The ids of the runs not finished yet."""
         with self._lock:
-            return {key for key, run in self._runs.items() if not run.snapshot().finished}
-
+            return {key for key, (run, _) in self._runs.items()
+                    if not run.snapshot().finished}
 
 
 LIVE_RUNS = LiveRuns()  # the server's one: every session's Train page reads it
+
 
 @dataclass(frozen=True)
 class ProgressView:

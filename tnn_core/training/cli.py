@@ -55,7 +55,7 @@ from tnn_core.training.checkpoint import save
 from tnn_core.training.config import TrainConfig
 from tnn_core.training.distributed import CollectiveTimeout
 from tnn_core.training.loop import Callbacks, train
-from tnn_core.training.resume import Resume, load_resume, resume_path, write_state
+from tnn_core.training.resume import Resume, load_resume, pending_path, resume_path, write_state
 from tnn_core.training.tasks import Task
 
 
@@ -78,15 +78,17 @@ def save_run(out: Path, model: torch.nn.Module, task: Task, history: dict, state
     """The checkpoint at ``out`` and, when the run can go on (``state``), its resume file.
 
     The previous save's pair stays whole until the new one is: the new resume file is
-    written beside its place (``.next``), the checkpoint replaced, then the resume file
-    renamed into place. A save that fails (a full disk) leaves the previous pair, which
-    ``--resume`` continues; one killed between the last two steps leaves files of
-    different steps, which ``--resume`` refuses."""
+    written beside its place (``resume.pending_path``), the checkpoint replaced, then the
+    resume file renamed into place. A save that fails (a full disk) or is killed before
+    the checkpoint is replaced leaves the previous pair, which ``--resume`` continues; one
+    killed before the rename leaves the new checkpoint and its pending resume file, which
+    ``--resume`` renames into place (``resume.complete_save``) and continues."""
     resume = resume_path(out)
-    if state is None:
+    pending = pending_path(out)
+    if state is None:  # the run cannot go on (diverged): no resume file, none pending
         resume.unlink(missing_ok=True)
+        pending.unlink(missing_ok=True)
         return save(out, model, task.info(), history)
-    pending = resume.with_name(f"{resume.name}.next")
     try:
         write_state(pending, state)
         save(out, model, task.info(), history)

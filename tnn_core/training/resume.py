@@ -26,10 +26,11 @@ from safetensors import safe_open
 from safetensors.torch import save as save_tensors
 from torch import nn
 
-from tnn_core.training.checkpoint import load, write_atomically
+from tnn_core.training.checkpoint import load, read_info, write_atomically
 from tnn_core.training.config import TrainConfig
 
-__all__ = ["TrainState", "Resume", "load_resume", "resume_path", "write_state", "read_state",
+__all__ = ["TrainState", "Resume", "load_resume", "resume_path", "pending_path",
+           "complete_save", "write_state", "read_state",
            "check_matches", "optimizer_tensors", "load_optimizer_tensors", "FREE_FIELDS"]
 
 FORMAT = "toeplitz-lab-resume/1"
@@ -61,7 +62,9 @@ class Resume:
 
 def load_resume(checkpoint: str | os.PathLike, train_config: dict, task: dict) -> Resume:
     """The checkpoint at ``checkpoint`` and its resume file, checked against the run that
-    continues them (``TrainConfig.to_dict()``, ``Task.info()``); a mismatch raises ValueError."""
+    continues them (``TrainConfig.to_dict()``, ``Task.info()``); a mismatch raises ValueError.
+    A save cut off before its last rename is completed first (``complete_save``)."""
+    complete_save(checkpoint)
     model, info = load(checkpoint)  # CheckpointError is a ValueError
     state = read_state(resume_path(checkpoint))
     check_matches(state, train_config, task, str(resume_path(checkpoint)))
@@ -79,6 +82,33 @@ def resume_path(checkpoint: str | os.PathLike) -> Path:
     """``run.safetensors`` -> ``run.resume.safetensors``."""
     path = Path(checkpoint)
     return path.with_name(f"{path.stem}.resume{path.suffix or '.safetensors'}")
+
+
+def pending_path(checkpoint: str | os.PathLike) -> Path:
+    """``run.safetensors`` -> ``run.resume.safetensors.next``: a save's new resume file
+    before the checkpoint beside it is (``cli.save_run`` writes it first, renames it last)."""
+    resume = resume_path(checkpoint)
+    return resume.with_name(f"{resume.name}.next")
+
+
+def complete_save(checkpoint: str | os.PathLike) -> bool:
+    """Finish a save killed between its checkpoint and its last rename: when the pending
+    resume file holds the checkpoint's step, rename it into place. True when it did.
+
+    Any other pending file belongs to a save killed before its checkpoint was replaced
+    (the previous pair is whole): it is left alone, and the next save overwrites it."""
+    pending = pending_path(checkpoint)
+    if not pending.is_file() or not Path(checkpoint).is_file():
+        return False
+    try:
+        step = read_info(checkpoint).history.get("steps")
+        pending_step = read_state(pending).step
+    except ValueError:  # either damaged: nothing to complete; load_resume names the damage
+        return False
+    if step != pending_step:
+        return False
+    os.replace(pending, resume_path(checkpoint))
+    return True
 
 
 def _parameter_order(model: nn.Module, optimizer: torch.optim.Optimizer) -> list[str]:

@@ -162,7 +162,7 @@ class Progress:
     # model without kernels. Each is a fresh dict, never changed once made
     kernel_snapshots: dict | None = None
     saved_step: int | None = None  # the step of the newest autosave; None before the first
-    autosave_error: str | None = None  # why the newest autosave failed; None if it did not
+    autosave_error: str | None = None  # why the newest autosave failed (no path); None if not
 
     @property
     def finished(self) -> bool:
@@ -197,6 +197,7 @@ class BackgroundRun(BackgroundThread):
         self.resume = resume
         self.result: TrainResult | None = None
         self._progress = _progress_before(config.steps, resume)
+        self._first_step = self._progress.step  # a resumed run's pace counts from here
         self._started = 0.0
 
     def start(self) -> None:
@@ -213,6 +214,15 @@ class BackgroundRun(BackgroundThread):
             return Progress(p.status, p.message, p.step, p.steps, list(p.losses),
                             [dict(e) for e in p.evals], p.tokens_per_s, elapsed,
                             p.kernel_snapshots, p.saved_step, p.autosave_error)
+
+    def seconds_left(self) -> float | None:
+        """About how long the run has to go, at its pace so far; None before a step."""
+        with self._lock:
+            p = self._progress
+            if p.status != "running" or p.step <= self._first_step:
+                return None
+            pace = (time.perf_counter() - self._started) / (p.step - self._first_step)
+            return pace * (p.steps - p.step)
 
     def _on_step(self, step: int, loss: float, rate: float, lr: float) -> None:
         with self._lock:
@@ -236,7 +246,7 @@ class BackgroundRun(BackgroundThread):
         except OSError as err:
             log.error("autosave to %s failed: %s", self.autosave, err)
             with self._lock:
-                self._progress.autosave_error = f"{err.strerror or err} ({self.autosave})"
+                self._progress.autosave_error = err.strerror or type(err).__name__  # no path
             return
         with self._lock:
             self._progress.saved_step, self._progress.autosave_error = history["steps"], None
