@@ -89,6 +89,8 @@ def checkpoint_source_picker(column) -> KernelSource:
                           "layers.")
     channel = bounded_input(b, "Channel", channels - 1, "channel",
                             f"Which of the layer's {channels} channels.")
+    if model.config.operator.kind == "togeipi":
+        st.caption(lab.TOGEIPI_PART)
     return KernelSource("checkpoint", channel, checkpoint=key, layer=layer)
 
 

@@ -54,3 +54,35 @@ def test_zero_kernel_gives_undefined_statistics_not_an_error():
 def test_atlas_rejects_bad_shapes():
     with pytest.raises(ValueError, match="kernels must have shape"):
         kernel_atlas(torch.zeros(3, 5))
+
+
+# -- the lab's atlas of a trained model (common.atlas) ---------------------------------------
+def test_a_togeipi_atlas_measures_each_heads_point_spread_function():
+    """Its channels share their head's T_h: one row per head, named by its first channel,
+    whose kernel is psf_kernel(n) of that head; a channel's learned kernel is its head's."""
+    from tnn_core.lab.common.atlas import atlas_view
+    from tnn_core.lab.common.kernel_sources import learned_kernel
+    from tnn_core.models import ModelConfig, build_model
+    from tnn_core.operators import OperatorConfig
+
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(dim=12, layers=2, expand_ratio=1, operator=OperatorConfig(
+        kind="togeipi", heads=3, max_length=16)))
+    atlas = atlas_view(model, 10, 3, 4, channels=16)
+    assert atlas.channels.channel.tolist() == [0, 4, 8, 0, 4, 8]
+    psf = model.operators()[1].psf_kernel(10).detach().double().numpy()  # (H, 2n-1)
+    np.testing.assert_array_equal(atlas.channel_view(1, 8).coeffs, psf[2])
+    np.testing.assert_array_equal(learned_kernel(model, 10, 1, 9), psf[2])  # channel 9: head 2
+    with pytest.raises(ValueError, match="max_length"):
+        learned_kernel(model, 17, 0, 0)
+
+
+@pytest.mark.parametrize("band", [1, 64, 2047, 65_536])
+def test_an_ski_atlas_opens_at_its_own_band_within_the_slider(band):
+    from tnn_core.lab.common.atlas import ATLAS_MAX_BAND, opening_atlas
+    from tnn_core.models import ModelConfig
+    from tnn_core.operators import OperatorConfig
+
+    config = ModelConfig(operator=OperatorConfig(kind="ski", band=band))
+    assert opening_atlas(config, 64) == (64, min(band, ATLAS_MAX_BAND))
+    assert ATLAS_MAX_BAND == 2 * 1024 - 1  # every lag at the longest n

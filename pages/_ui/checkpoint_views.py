@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import logging
 import os
+from concurrent.futures import Future
 
+import streamlit as st
+
+from pages._ui import session
 from pages._ui.checkpoints import (
     USER_CHECKPOINTS,
     checkpoint_task,
@@ -21,6 +25,9 @@ from tnn_core.lab.common.checkpoints import checkpoint_path
 
 _LOG = logging.getLogger(__name__)
 WARM_UP_VARIABLE = "TOEPLITZ_LAB_WARM_UP"
+# this session's length sweep per checkpoint digest: its polls wait on that one, and one
+# stopped at its time limit (not kept by the memo) stays until ``retry_length_sweep``
+_WATCHED_SWEEPS = "_length_sweeps"
 
 
 @memo(max_entries=32, spinner="Measuring every channel…", threads=VIEW_THREADS)
@@ -56,9 +63,10 @@ def _model_report(digest: str, _model, _info, _task):
     return lab.model_report(_model, _info, _task)
 
 
-@memo(max_entries=16, spinner="Restricting every layer to its band…")
-def _band_ablation(digest: str, band: int, _model, _task) -> lab.BandAblation:
-    return lab.band_ablation(_model, _task, band)
+@memo(max_entries=16, spinner="Restricting every layer to its band…", threads=lab.JOB_THREADS)
+def _band_ablation(digest: str, band: int, _model, _task, _on_progress=None,
+                   _stop_event=None) -> lab.BandAblation:
+    return lab.band_ablation(_model, _task, band, _on_progress, _stop_event)
 
 
 @memo(max_entries=2, spinner="Scoring both models on the same windows…")
@@ -82,11 +90,21 @@ def extrapolation(key: str, train_n: int, layer: int, channel: int) -> lab.Extra
     return _extrapolation(found.digest, train_n, layer, channel, _model=found.model)
 
 
-def start_length_sweep(key: str):
-    """Start the length sweep on a thread of its own (unless it runs or ran): its future.
-    ValueError when the checkpoint's task cannot be rebuilt here."""
+def start_length_sweep(key: str) -> Future:
+    """Start the length sweep on a thread of its own (unless it runs or ran): its future,
+    the one this session watches. ValueError when the task cannot be rebuilt here."""
     found = opened(key)
-    return _length_sweep.start(found.digest, _model=found.model, _task=checkpoint_task(key))
+    watched = st.session_state.setdefault(_WATCHED_SWEEPS, {})
+    if found.digest not in watched:
+        watched[found.digest] = _length_sweep.start(found.digest, _model=found.model,
+                                                    _task=checkpoint_task(key))
+    return watched[found.digest]
+
+
+def retry_length_sweep(key: str) -> None:
+    """Forget this session's sweep of ``key`` (one stopped at its time limit): the next
+    ``start_length_sweep`` computes it again."""
+    st.session_state.get(_WATCHED_SWEEPS, {}).pop(opened(key).digest, None)
 
 
 def length_sweep(key: str, wait_s: float) -> lab.LengthSweep | None:
@@ -121,8 +139,37 @@ def model_report(key: str):
 
 
 def band_ablation(key: str, band: int) -> lab.BandAblation:
+    """The band ablation, computed here if no one has (a lesson's step waits for it)."""
     found = opened(key)
     return _band_ablation(found.digest, band, _model=found.model, _task=checkpoint_task(key))
+
+
+def finished_band_ablation(key: str, band: int) -> lab.BandAblation | None:
+    """The band ablation if it has been computed (kept for the server by digest and band),
+    else None; ValueError when it failed or the task cannot be rebuilt."""
+    found = opened(key)
+    task = checkpoint_task(key)
+    if not _band_ablation.has(found.digest, band, _model=found.model, _task=task):
+        return None
+    return _band_ablation(found.digest, band, _model=found.model, _task=task)
+
+
+def start_band_ablation(key: str, band: int) -> lab.BackgroundJob:
+    """The band ablation as a background job, started in a place for heavy work claimed for
+    this session (NoPlace: its sentence) and stopped when the session ends; its progress is
+    the fraction of batches scored (items: (scored, total)), and its result is kept as
+    ``finished_band_ablation``'s."""
+    found = opened(key)
+    task = checkpoint_task(key)
+
+    def run(on_progress, stop_event) -> lab.BandAblation:
+        return _band_ablation(found.digest, band, _model=found.model, _task=task,
+                              _on_progress=on_progress, _stop_event=stop_event)
+
+    job = lab.BackgroundJob(run)
+    job.stop_when_collected(session.session_token())
+    lab.start_in_place(job, session.session_id())
+    return job
 
 
 def decay_pair(keys: tuple[str, str]) -> lab.DecayPair:

@@ -5,7 +5,8 @@ another session or the warm-up (``warmup``) is computing it: the caller then wai
 result instead of computing it a second time. The key is the arguments bound to their names,
 except those whose name starts with "_" (a model, a task: keyed by the digest passed beside
 them); arrays are keyed by their bytes. A ValueError is kept like a value: these arguments
-fail the same way again.
+fail the same way again; a TimeLimitError (work stopped at its time limit, a busy moment's
+failure) is not kept: the next call computes again.
 
 The values are shared, not copied: nobody may change one. Arrays in a value are made
 read-only to hold everyone to that.
@@ -27,6 +28,7 @@ import streamlit as st
 import torch
 
 from pages._ui import streamlit_internals
+from tnn_core.lab.common.evaluation import TimeLimitError
 
 __all__ = ["VIEW_THREADS", "STARTED_PREFIX", "Memo", "memo"]
 
@@ -104,19 +106,27 @@ class Memo:
     def _compute(self, future: Future, args: tuple, kwargs: dict) -> None:
         """Set ``future`` to the value or to the exception. A ValueError (a setting or file
         that cannot be used) is kept like a value, without its traceback (whose frames may
-        hold an upload's bytes); any other exception is raised here and not kept."""
+        hold an upload's bytes), except a TimeLimitError, which its waiters get and the
+        next call computes again; any other exception is raised here and not kept."""
         try:
             with _torch_threads(self.threads):
                 future.set_result(_read_only(self.function(*args, **kwargs)))
+        except TimeLimitError as err:
+            self._forget(future, args, kwargs)
+            future.set_exception(err.with_traceback(None))
         except ValueError as err:
             future.set_exception(err.with_traceback(None))
         except BaseException as err:
-            key = self.key(args, kwargs)
-            with self._lock:
-                if self._entries.get(key) is future:
-                    del self._entries[key]
+            self._forget(future, args, kwargs)
             future.set_exception(err)
             raise
+
+    def _forget(self, future: Future, args: tuple, kwargs: dict) -> None:
+        """Drop ``future``'s entry, so that the next call computes the value again."""
+        key = self.key(args, kwargs)
+        with self._lock:
+            if self._entries.get(key) is future:
+                del self._entries[key]
 
 
 _MEMOS: dict[tuple[str, str], Memo] = {}  # (file, qualified name) -> its memo

@@ -28,7 +28,10 @@ class Drilled:
 
 def show(inspected: Inspected, n: int) -> Drilled | None:
     """The layer and channel inputs, the channel's matrix and kernel at ``n``; None (the
-    reason shown) when its matrix cannot be read."""
+    reason shown) when its matrix cannot be read or it has none (togeipi)."""
+    if inspected.kind == "togeipi":
+        st.info(inspect_lab.NO_CHANNEL_MATRIX, icon=":material/info:")
+        return None
     d = st.columns(4)
     layer = int(controls.control(d[0].number_input, "Layer", 0, inspected.layers - 1,
                                  key="layer", help="Which layer to drill into (in the link)."))

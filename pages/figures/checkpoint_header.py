@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages._ui import checkpoint_views, frame, numbers
+from pages._ui import checkpoint_views, frame, numbers, timing
 from pages.figures import training_curve
 from pages.figures.inspected import Inspected
 from tnn_core.lab import inspect as inspect_lab
@@ -59,15 +59,25 @@ def headline_metric(inspected: Inspected, column) -> None:
         return
     try:
         sweep = checkpoint_views.length_sweep(inspected.key, HEADLINE_WAIT_S)
+    except inspect_lab.TimeLimitError as err:
+        column.metric(label, "—")
+        column.caption(f"Not evaluated this time: {err}.")
+        if column.button("Evaluate again", key="evaluate_again", icon=":material/refresh:"):
+            checkpoint_views.retry_length_sweep(inspected.key)
+            st.rerun()
+        return
     except ValueError as err:
-        column.metric(label, "—", help=f"Cannot evaluate this checkpoint here: {err}")
+        column.metric(label, "—")
+        column.caption(f"Cannot evaluate this checkpoint here: {err}")
         return
     help_text = (f"Scored on {task.describe_evaluation()}: the same set for every section "
                  f"of this page, Compress and the command line; {inspected.chance_text} (a "
                  "uniform guess).")
     if sweep is None:
         column.metric(label, "…", help=help_text)
-        column.caption("evaluating…")
+        with column:  # its own poll: the page may stop before "Beyond the training length"
+            timing.poll_until(checkpoint_views.start_length_sweep(inspected.key).done,
+                              lambda: st.caption("evaluating…"))
         return
     scores = sweep.scores[0]
     low, high = scores.ci95

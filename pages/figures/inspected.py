@@ -19,7 +19,7 @@ class Inspected:
     about: inspect_lab.Summary  # its task, model and training history
     task: object | None  # its task with the evaluation set; None when it cannot be rebuilt
     task_error: ValueError | None  # why it cannot be rebuilt; None when it can
-    kind: str  # the operator: "tno", "ski" or "fd"
+    kind: str  # the operator: "tno", "ski", "fd", "togeipi" or "ssm"
     causal: bool  # whether the operator is causal
     layers: int  # how many Toeplitz layers the model has
     channels: int  # channels per layer

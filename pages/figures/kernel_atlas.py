@@ -18,6 +18,7 @@ __all__ = ["show", "tile_grid", "show_band_ablation"]
 GRID_CELLS = 64  # rows/columns of each small heatmap in the atlas grid
 GRID_COLUMNS, GRID_ROWS = 6, 2  # the grid's tiles: the first 12 channels in the chosen order
 GRID_GAPS = (0.02, 0.12)  # horizontal, vertical space between tiles (fractions of the figure)
+ABLATION_JOB = "band_ablation_job"  # this session's: (checkpoint key, band, BackgroundJob)
 SORTS = {"locality": "mass in band (most local first)",
          "decay": "fitted λ (fastest decay first)",
          "low_rank": "SKI error over ‖T − band‖ (lowest first)"}
@@ -52,7 +53,7 @@ def _settings(train_n: int) -> tuple[int, int, int, int]:
                          f"training length (this one: n = {train_n}).")
     if n != st.session_state["_inspect_drawn_n"]:
         st.rerun(scope="app")
-    band = c[1].slider("Band m", 1, 63, key="atlas_band",
+    band = c[1].slider("Band m", 1, inspect_lab.ATLAS_MAX_BAND, key="atlas_band",
                        help="The band: |k| ≤ m//2, or lags 0..m-1 for a causal model. SKI "
                             "checkpoints open at their own m.")
     rank = c[2].slider("Rank r", 2, 128, inspect_lab.ATLAS_RANK, key="atlas_rank",
@@ -70,7 +71,11 @@ def _per_layer(inspected: Inspected, atlas: inspect_lab.AtlasView, n: int, in_ba
     what = ("the nearest Toeplitz kernel (the diagonal means) of the band + W A Wᵀ each "
             "channel applies, not the Toeplitz target kernel(n)"
             if inspected.kind == "ski" and not inspected.causal
+            else "each head's point spread function T_h (a row per head, named by its first "
+                 "channel)" if inspected.kind == "togeipi"
             else "each channel's Toeplitz kernel")
+    if inspected.kind == "togeipi":
+        st.info(inspect_lab.TOGEIPI_PART, icon=":material/info:")
     st.markdown(
         f"Every statistic describes {what}, at n = {n}, with the band {in_band}. "
         f"**Mass in band**: the share of Σ|t_k| on the band lags. **Fitted λ**: the decay of "
@@ -91,9 +96,14 @@ def _per_layer(inspected: Inspected, atlas: inspect_lab.AtlasView, n: int, in_ba
 
 
 def show_band_ablation(inspected: Inspected, band: int, in_band: str) -> None:
-    """The task metric with every layer, and each layer alone, restricted to the band."""
+    """The task metric with every layer, and each layer alone, restricted to the band: a
+    background job with its progress and a Stop button, drawn once it has finished."""
     about, task = inspected.about, inspected.task
     st.markdown("**Band ablation: does the model need the tails?**")
+    refusal = inspect_lab.cannot_ablate(inspected.kind)
+    if refusal is not None:
+        st.caption(refusal)
+        return
     if task is None:
         st.caption(f"This checkpoint's task cannot be rebuilt here, so it cannot be evaluated: "
                    f"{inspected.task_error}")
@@ -101,13 +111,61 @@ def show_band_ablation(inspected: Inspected, band: int, in_band: str) -> None:
     if not st.toggle(f"Measure the task {about.metric_name} with every layer restricted to its "
                      f"band ({in_band})", key="atlas_ablation",
                      help="Zeroes everything off the band in the matrix each layer applies and "
-                          "scores the evaluation set again. Takes seconds to a minute."):
+                          "scores the evaluation set again, once per layer and once for all. "
+                          "Runs in the background; seconds to minutes."):
         return
     try:
-        ablation = checkpoint_views.band_ablation(inspected.key, band)
+        ablation = checkpoint_views.finished_band_ablation(inspected.key, band)
     except ValueError as err:
         frame.show_error(err)
         return
+    if ablation is None:
+        _ablation_job(inspected.key, band)
+    else:
+        _draw_ablation(inspected, ablation)
+
+
+def _ablation_job(key: str, band: int) -> None:
+    """This session's ablation of (key, band): started if none is (a job for another key or
+    band is stopped), its progress and Stop button while it runs, or why it ended."""
+    held = st.session_state.get(ABLATION_JOB)
+    if held is not None and held[:2] != (key, band):
+        held[2].stop()
+        held = None
+    if held is None:
+        try:
+            held = st.session_state[ABLATION_JOB] = (
+                key, band, checkpoint_views.start_band_ablation(key, band))
+        except inspect_lab.NoPlace as busy:
+            st.warning(str(busy), icon=":material/hourglass_empty:")
+            return
+    job = held[2]
+    _, items, done, error = job.snapshot()
+    if done and error is not None:
+        if job.stopped:
+            st.info("The band ablation was stopped.", icon=":material/stop:")
+        else:
+            st.error(f"The band ablation failed: {error.split(': ', 1)[-1]}",
+                     icon=":material/error:")
+        if st.button("Run it again", key="ablation_again", icon=":material/refresh:"):
+            del st.session_state[ABLATION_JOB]
+            st.rerun(scope="fragment")
+        return
+
+    def waiting() -> None:
+        fraction, items, _, _ = job.snapshot()
+        scored, total = items[-1] if items else (0, None)
+        st.progress(fraction, text=f"Scoring the evaluation set with layers kept to the band: "
+                                   f"{scored:,} of {'…' if total is None else f'{total:,}'} "
+                                   "batches")
+        if st.button("Stop", icon=":material/stop:", key="ablation_stop", disabled=job.stopped):
+            job.stop()
+
+    timing.poll_until(lambda: job.snapshot()[2], waiting)
+
+
+def _draw_ablation(inspected: Inspected, ablation: inspect_lab.BandAblation) -> None:
+    about, task = inspected.about, inspected.task
     a = st.columns(2 + len(ablation.per_layer))
     scored = [(f"Full kernels, n = {ablation.length}", ablation.full),
               ("Every layer, band only", ablation.restricted)] + [

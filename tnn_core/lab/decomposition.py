@@ -59,6 +59,7 @@ from tnn_core.lab.common.decomposition_figures import (
     fit_to_length,
     synthetic_parts,
 )
+from tnn_core.lab.common.kernel_sources import TOGEIPI_PART
 from tnn_core.lab.common.linked_cell import low_rank_entry
 from tnn_core.lab.common.live import live_speed
 from tnn_core.lab.common.rank_curve import CURVE_FLOOR, RankCurve, rank_curve
@@ -84,7 +85,7 @@ __all__ = ["live_speed", "ROUNDOFF_FLOOR", "CURVE_FLOOR", "ratio_text", "speed_t
            # what the page and its figures show beside them
            "MAX_TYPED_CHARS", "MAX_TYPED_LENGTH", "OPERATOR_CHANNELS", "SYNTHETIC",
            "display_line", "format_flops", "drawn", "js_number", "json_floats", "kernel_id",
-           "packed", "synthetic_parts", "convertible", "low_rank_entry"]
+           "packed", "synthetic_parts", "convertible", "low_rank_entry", "TOGEIPI_PART"]
 
 ROUNDOFF_FLOOR = 1e-13  # relative to a chart's largest value: below it is float64 round-off
 

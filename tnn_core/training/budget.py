@@ -45,8 +45,8 @@ from tnn_core.core.toeplitz import fft_size
 from tnn_core.models import ModelConfig, TNNLayer, build_model
 from tnn_core.operators import OperatorConfig
 
-__all__ = ["BudgetError", "Cost", "MEMORY_LIMIT", "TRAINING_MEMORY_LIMIT", "SECONDS_LIMIT",
-           "OPERATIONS_PER_SECOND",
+__all__ = ["BudgetError", "TimeLimitError", "Cost", "MEMORY_LIMIT", "TRAINING_MEMORY_LIMIT",
+           "SECONDS_LIMIT", "OPERATIONS_PER_SECOND",
            "SWEEP_FACTORS", "SWEEP_BATCHES", "SWEEP_BATCH_SIZE", "meta_layers", "pass_cost",
            "parameter_count", "check_cost", "check_sweep"]
 
@@ -69,6 +69,11 @@ SWEEP_BATCHES, SWEEP_BATCH_SIZE = 8, 16
 
 class BudgetError(ValueError):
     """A pass or evaluation above MEMORY_LIMIT or SECONDS_LIMIT; the message says by how much."""
+
+
+class TimeLimitError(BudgetError):
+    """Work stopped at its time limit while running: a property of that moment (a busy
+    machine), not of its arguments, so a cache must not keep it; the next try may pass."""
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ What a channel "is": the matrix its operator applies (``analysis.applied``). For
 and causal SKI that is the Toeplitz matrix of ``kernel(n)``; bidirectional SKI applies
 band + W A Wᵀ, which is not Toeplitz, so the atlas measures its nearest Toeplitz kernel
 (the diagonal means, ``analysis.channel_kernel``) and ``kernel(n)`` is only its target.
+A togeipi layer has one Toeplitz part per head (``kernel_sources.toeplitz_part``), so its
+atlas measures the first channel of each head, one row per point spread function.
 
 Letters: L layers, C channels measured per layer, R measured channels (rows), n length.
 """
@@ -18,13 +20,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from tnn_core.analysis import channel_kernel
 from tnn_core.analysis.atlas import BAND_ONLY_MASS, STATISTICS, band_mask, kernel_atlas
+from tnn_core.lab.common.kernel_sources import toeplitz_part
 from tnn_core.lab.common.kernel_view import KernelView, kernel_view
 from tnn_core.models import ModelConfig
 
 __all__ = ["BAND_ONLY_MASS", "STATISTICS", "ATLAS_BAND", "ATLAS_RANK", "ATLAS_CHANNELS",
-           "ATLAS_MAX_N", "opening_atlas", "band_description", "Channels", "LayerMedians",
+           "ATLAS_MAX_N", "ATLAS_MAX_BAND", "opening_atlas",
+           "measured_channels", "band_description", "Channels", "LayerMedians",
            "AtlasView", "atlas_view"]
 
 SORT_DESCENDING = ("locality",)  # the most local first; the other statistics lowest first
@@ -32,13 +35,26 @@ ATLAS_BAND = 9  # the band m for operators without one of their own (|k| <= 4)
 ATLAS_RANK = 32  # SKI's inducing points r for the low-rank error
 ATLAS_CHANNELS = 16  # channels measured per layer (the first ones)
 ATLAS_MAX_N = 1024  # the longest length the atlas measures (the end of its n slider)
+# the widest band the atlas offers: every lag at ATLAS_MAX_N (|k| <= n-1, or lags 0..n-1);
+# a checkpoint's own band m (OperatorConfig: 1 to MAX_SIZE) opens clamped to it
+ATLAS_MAX_BAND = 2 * ATLAS_MAX_N - 1
 
 
 def opening_atlas(config: ModelConfig, train_n: int) -> tuple[int, int]:
     """(n, band m) a checkpoint's atlas opens at: its training length (at most ATLAS_MAX_N)
-    and SKI's own band m, ATLAS_BAND for the other operators."""
+    and SKI's own band m (at most ATLAS_MAX_BAND), ATLAS_BAND for the other operators."""
     operator = config.operator
-    return min(train_n, ATLAS_MAX_N), operator.band if operator.kind == "ski" else ATLAS_BAND
+    band = min(operator.band, ATLAS_MAX_BAND) if operator.kind == "ski" else ATLAS_BAND
+    return min(train_n, ATLAS_MAX_N), band
+
+
+def measured_channels(operator: nn.Module, count: int) -> list[int]:
+    """The channels the atlas measures in a layer: its first ``count``; for togeipi the first
+    channel of each of its first ``count`` heads (a head's channels share one kernel)."""
+    if operator.config.kind == "togeipi":
+        width = operator.dim // operator.heads
+        return [head * width for head in range(min(count, operator.heads))]
+    return list(range(min(count, operator.dim)))
 
 
 def band_description(band: int, causal: bool) -> str:
@@ -86,6 +102,7 @@ class AtlasView:
     channels: Channels  # in (layer, channel) order
     layers: LayerMedians
     kernels: np.ndarray  # [L, C, 2n-1] the measured channels' kernels (float64)
+    measured: np.ndarray  # [L, C] the channel each kernel belongs to (``measured_channels``)
     band: int
     causal: bool
 
@@ -93,7 +110,8 @@ class AtlasView:
                      off_band: bool = False) -> KernelView:
         """One measured channel's kernel and matrix (at most ``max_cells`` rows drawn);
         ``off_band``: T - band, the band lags set to zero."""
-        coeffs = self.kernels[layer, channel]
+        (position,) = np.flatnonzero(self.measured[layer] == channel)
+        coeffs = self.kernels[layer, position]
         if off_band:
             n = (len(coeffs) + 1) // 2
             coeffs = np.where(band_mask(n, self.band, self.causal), 0.0, coeffs)
@@ -115,18 +133,19 @@ def _median(values: np.ndarray) -> float:
 def atlas_view(model: nn.Module, n: int, band: int, rank: int, channels: int) -> AtlasView:
     """Statistics of the first ``channels`` channels of every layer at length n, band m and
     rank min(r, n), with the per-layer medians (``analysis.atlas`` defines them). Each
-    channel's kernel is the Toeplitz part of what it applies (``analysis.channel_kernel``)."""
+    channel's kernel is the Toeplitz part of what it applies (``toeplitz_part``)."""
     operators = model.operators()
-    kernels = torch.stack([torch.stack([channel_kernel(op, n, c)
-                                        for c in range(min(channels, op.dim))])
-                           for op in operators])  # (L, C, 2n-1) float64
+    measured = [measured_channels(op, channels) for op in operators]
+    kernels = torch.stack([torch.stack([toeplitz_part(op, n, c) for c in cs])
+                           for op, cs in zip(operators, measured, strict=True)])  # (L, C, 2n-1)
     causal = model.config.operator.causal
     rows = kernel_atlas(kernels, band, min(rank, n), causal)
     table = Channels(layer=np.array([r["layer"] for r in rows]),
-                     channel=np.array([r["channel"] for r in rows]),
+                     channel=np.array([measured[r["layer"]][r["channel"]] for r in rows]),
                      **{s: np.array([r[s] for r in rows], dtype=float) for s in STATISTICS})
     layers = np.unique(table.layer)
     medians = {s: np.array([_median(getattr(table, s)[table.layer == layer])
                             for layer in layers]) for s in STATISTICS}
     return AtlasView(channels=table, layers=LayerMedians(layer=layers, **medians),
-                     kernels=kernels.numpy(), band=band, causal=causal)
+                     kernels=kernels.numpy(), measured=np.array(measured), band=band,
+                     causal=causal)

@@ -21,6 +21,7 @@ from tnn_core.analysis.dense import display_line
 from tnn_core.lab.common.atlas import (
     ATLAS_BAND,
     ATLAS_CHANNELS,
+    ATLAS_MAX_BAND,
     ATLAS_MAX_N,
     ATLAS_RANK,
     BAND_ONLY_MASS,
@@ -32,7 +33,14 @@ from tnn_core.lab.common.atlas import (
     band_description,
     opening_atlas,
 )
-from tnn_core.lab.common.band_ablation import BandAblation, band_ablation
+from tnn_core.lab.common.background import JOB_THREADS, BackgroundJob
+from tnn_core.lab.common.band_ablation import (
+    AblationStopped,
+    BandAblation,
+    band_ablation,
+    cannot_ablate,
+    start_in_place,
+)
 from tnn_core.lab.common.checkpoint_summary import COMMAND_SHOWN, Summary, summary
 from tnn_core.lab.common.checkpoints import (
     NAME_PATTERN,
@@ -53,11 +61,18 @@ from tnn_core.lab.common.decay_pair import (
     decay_pair,
     extrapolation_sentence,
 )
-from tnn_core.lab.common.evaluation import evaluation
+from tnn_core.lab.common.evaluation import TimeLimitError, evaluation
+from tnn_core.lab.common.kernel_sources import TOGEIPI_PART
 from tnn_core.lab.common.saving import save_as
 from tnn_core.lab.common.snapshot_view import SnapshotView
 from tnn_core.lab.common.uploads import SESSION_BUDGET, SessionUploads, UploadStore, upload_key
-from tnn_core.lab.inspect.channel import ChannelMatrix, applied_chunk, channel_matrix
+from tnn_core.lab.common.work_slots import NoPlace
+from tnn_core.lab.inspect.channel import (
+    NO_CHANNEL_MATRIX,
+    ChannelMatrix,
+    applied_chunk,
+    channel_matrix,
+)
 from tnn_core.lab.inspect.lengths import (
     FACTORS,
     Extrapolation,
@@ -101,16 +116,18 @@ __all__ = [
     "open_file", "open_bytes", "save_as", "CheckpointError", "CheckpointInfo",
     "SESSION_BUDGET", "upload_key", "UploadStore", "SessionUploads",
     # the header, and the score every page reports
-    "COMMAND_SHOWN", "Summary", "summary", "evaluation", "convertible", "display_line",
+    "COMMAND_SHOWN", "Summary", "summary", "evaluation", "TimeLimitError", "convertible",
+    "display_line",
     # the kernel atlas
     "STATISTICS", "BAND_ONLY_MASS", "ATLAS_BAND", "ATLAS_RANK", "ATLAS_CHANNELS",
-    "ATLAS_MAX_N", "opening_atlas", "Channels", "LayerMedians", "AtlasView", "atlas_view",
-    "band_description",
+    "ATLAS_MAX_N", "ATLAS_MAX_BAND", "TOGEIPI_PART", "opening_atlas", "Channels",
+    "LayerMedians", "AtlasView", "atlas_view", "band_description",
     # one channel, the report, the kernels training kept
-    "ChannelMatrix", "channel_matrix", "applied_chunk", "lineage_text", "model_report",
-    "report_refusal", "report_text", "training_kernels", "SnapshotView",
+    "NO_CHANNEL_MATRIX", "ChannelMatrix", "channel_matrix", "applied_chunk", "lineage_text",
+    "model_report", "report_refusal", "report_text", "training_kernels", "SnapshotView",
     # the band alone, beyond the training length, TNN's Table 10
-    "BandAblation", "band_ablation", "FACTORS", "LengthSweep", "length_sweep",
+    "BandAblation", "AblationStopped", "cannot_ablate", "band_ablation", "start_in_place",
+    "BackgroundJob", "JOB_THREADS", "NoPlace", "FACTORS", "LengthSweep", "length_sweep",
     "extrapolation_sentence", "Extrapolation", "extrapolation", "DECAY_PAIR", "PAIR_FACTORS",
     "DecayPair", "decay_pair",
     # another run beside this one

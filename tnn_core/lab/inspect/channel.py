@@ -1,6 +1,8 @@
 """One channel of a trained model at length n: the matrix it applies, drawn beside its
 Toeplitz part and, for bidirectional SKI, its target ``kernel(n)``.
 
+A togeipi layer has no matrix per channel (``NO_CHANNEL_MATRIX`` says why).
+
 Letters: n length, s rows and columns drawn.
 """
 
@@ -19,7 +21,11 @@ from tnn_core.lab.common.kernel_view import KernelView, kernel_view
 from tnn_core.models import ModelConfig
 from tnn_core.training.budget import MEMORY_LIMIT, check_cost, pass_cost
 
-__all__ = ["ChannelMatrix", "applied_chunk", "channel_matrix"]
+__all__ = ["NO_CHANNEL_MATRIX", "ChannelMatrix", "applied_chunk", "channel_matrix"]
+
+NO_CHANNEL_MATRIX = ("A togeipi layer mixes its channels through its projections and adds a "
+                     "learned sparse matrix that is not Toeplitz, so no matrix belongs to one "
+                     "channel; the atlas above shows each head's Toeplitz point spread function.")
 
 
 @dataclass(frozen=True)
@@ -44,7 +50,10 @@ def applied_chunk(config: ModelConfig, n: int) -> int:
 
 
 def channel_matrix(model: nn.Module, n: int, layer: int, channel: int) -> ChannelMatrix:
-    """The matrix layer ``layer``, channel ``channel`` applies at length n (``applied``)."""
+    """The matrix layer ``layer``, channel ``channel`` applies at length n (``applied``);
+    ValueError (``NO_CHANNEL_MATRIX``) for togeipi."""
+    if model.config.operator.kind == "togeipi":
+        raise ValueError(NO_CHANNEL_MATRIX)
     operator = model.operators()[layer]
     chunk = applied_chunk(model.config, n)
     applied = applied_matrix(operator, n, [channel], chunk)[0].double().cpu().numpy()  # (n, n)
