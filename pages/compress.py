@@ -28,10 +28,26 @@ RECURRENT_HELP = (
     "recurrence runs forward in time.")
 
 
-def keep_within(key: str, high: int) -> None:
-    """A number input's kept value brought within [1, high] (a source trained shorter)."""
-    if key in st.session_state and not 1 <= st.session_state[key] <= high:
-        st.session_state[key] = max(1, min(int(st.session_state[key]), high))
+def bring_within(key: str, name: str, low: int, high: int, noted: bool = True) -> None:
+    """The kept value of the number input ``key`` (``name`` in words) brought within
+    [low, high], what this source allows (one trained shorter than the last); if ``noted``
+    (the input is in use), noted in ``CHANGED`` for the caption."""
+    kept = st.session_state.get(key)
+    if kept is not None and not low <= kept <= high:
+        st.session_state[key] = max(low, min(int(kept), high))
+        if noted:
+            CHANGED.append(f"{name} {kept} → {st.session_state[key]}")
+
+
+def default_within(key: str, name: str, low: int, high: int, default: int,
+                   noted: bool = True) -> int:
+    """``default`` of the number input ``key`` brought within [low, high] (noted, if
+    ``noted``, when the input shows it), and its kept value too (``bring_within``)."""
+    fitted = max(low, min(default, high))
+    if noted and key not in st.session_state and fitted != default:
+        CHANGED.append(f"{name} starts at {fitted}, not {default}")
+    bring_within(key, name, low, high, noted)
+    return fitted
 
 
 def recurrent_choice(causal: bool, per_layer: bool) -> tuple[bool, int]:
@@ -40,8 +56,8 @@ def recurrent_choice(causal: bool, per_layer: bool) -> tuple[bool, int]:
     f1, f2 = st.columns([2, 1])
     if not causal and st.session_state.get("compress_form") == RECURRENT:
         st.session_state["compress_form"] = BAND_LOW_RANK
-    st.session_state.setdefault("compress_state", min(16, n0))
-    keep_within("compress_state", n0)
+    st.session_state.setdefault("compress_state",
+                                default_within("compress_state", "s", 1, n0, 16, noted=causal))
     form = f1.radio("Convert every layer to", [BAND_LOW_RANK, RECURRENT], key="compress_form",
                     horizontal=True, disabled=per_layer or not causal,
                     help=f"{BAND_LOW_RANK}: SKI's short band of m taps plus r inducing points. "
@@ -64,11 +80,12 @@ def layer_row(i: int, default: tuple, per_layer: bool) -> tuple[int, int, str, i
         st.session_state.setdefault(f"layer_{name}_{i}", value)
     if st.session_state[f"layer_method_{i}"] not in lab.methods(operator.causal):
         st.session_state[f"layer_method_{i}"] = "fit"  # a recurrence, from a causal source
-    keep_within(f"layer_state_{i}", n0)
+    for name, low, high in (("band", 1, most_band), ("rank", 2, most_rank), ("state", 1, n0)):
+        bring_within(f"layer_{name}_{i}", f"layer {i}'s {name}", low, high, noted=per_layer)
     r1, r2, r3, r4 = st.columns(4)
-    band = int(r1.number_input(f"Layer {i}: band m", 1, lab.MAX_SIZE, key=f"layer_band_{i}",
+    band = int(r1.number_input(f"Layer {i}: band m", 1, most_band, key=f"layer_band_{i}",
                                disabled=not per_layer))
-    rank = int(r2.number_input(f"Layer {i}: inducing points r", 2, lab.MAX_SIZE,
+    rank = int(r2.number_input(f"Layer {i}: inducing points r", 2, most_rank,
                                key=f"layer_rank_{i}", disabled=not per_layer))
     method = r3.selectbox(f"Layer {i}: method", lab.methods(operator.causal),
                           key=f"layer_method_{i}", disabled=not per_layer,
@@ -86,27 +103,54 @@ def running(job: lab.BackgroundJob | None) -> bool:
     return job is not None and not job.snapshot()[2]
 
 
+def start(job_key: str, make_job, label: str) -> bool:
+    """A Convert or Search button (a callback: the job starts before the page is drawn, so
+    the page shows it running and the buttons disabled at once): ``make_job()`` started in a
+    place of the server's heavy work as ``job_key``, and stopped when this session ends.
+    A refusal (a plan the work would refuse, or no place free) is kept for the page to say
+    under the button, and nothing starts. Whether it started."""
+    try:
+        job = make_job()
+        job.stop_when_collected(session.session_token())
+        lab.start_in_place(job, session.session_id(), label)
+    except lab.NoPlace as busy:
+        st.session_state["compress_refused"] = (job_key, "warning", str(busy))
+        return False
+    except ValueError as err:
+        st.session_state["compress_refused"] = (job_key, "error", f"{label.capitalize()} "
+                                                f"cannot start: {str(err).rstrip('.')}.")
+        return False
+    st.session_state[job_key] = job
+    st.session_state.pop("compress_refused", None)
+    return True
+
+
 def start_conversion(source: str, model, task, plan, steps: int, lr: float,
                      parameters: str) -> None:
-    """The Convert button: the conversion starts before the page is drawn, so the page shows
-    it running (and the buttons disabled) at once."""
-    job = lab.conversion_job(model, task, plan, steps, lr, parameters, frame.device(),
-                             checkpoint_views.evaluation(source))
-    job.stop_when_collected(session.session_token())
-    job.start()
-    st.session_state["compress_job"] = job
-    st.session_state["compress_job_about"] = {"key": source, "steps": steps}
+    """The Convert button (``start``)."""
+    if start("compress_job", lambda: lab.conversion_job(
+            model, task, plan, steps, lr, parameters, frame.device(),
+            checkpoint_views.evaluation(source)), "a conversion"):
+        st.session_state["compress_job_about"] = {"key": source, "steps": steps}
 
 
 def start_search(source: str, model, task, delta: float, method: str,
                  points: list[tuple[int, int]]) -> None:
-    """The Search button (see ``start_conversion``)."""
-    job = lab.search_job(model, task, delta, method, points, frame.device(),
-                         checkpoint_views.evaluation(source))
-    job.stop_when_collected(session.session_token())
-    job.start()
-    st.session_state["compress_search"] = job
-    st.session_state["compress_search_key"] = source
+    """The Search button (``start``)."""
+    if start("compress_search", lambda: lab.search_job(
+            model, task, delta, method, points, frame.device(),
+            checkpoint_views.evaluation(source)), "a plan search"):
+        st.session_state["compress_search_key"] = source
+
+
+def say_refusal(job_key: str) -> None:
+    """The refusal of the last press of the button that starts ``job_key``, once."""
+    refused = st.session_state.get("compress_refused")
+    if refused is not None and refused[0] == job_key:
+        del st.session_state["compress_refused"]
+        (st.warning if refused[1] == "warning" else st.error)(
+            refused[2], icon=":material/hourglass_top:" if refused[1] == "warning"
+            else ":material/error:")
 
 
 st.title("Compress")
@@ -128,15 +172,19 @@ key = checkpoints.checkpoint_select(
     "matrix per channel.")
 try:
     model, info = checkpoints.load_checkpoint(key)
-    if not lab.convertible(model.config):
-        kind = model.config.operator.kind
-        why = {"togeipi": "its mixer is not one Toeplitz matrix per channel",
-               "ssm": "it already is a recurrence"}.get(kind, "it already is band + low rank")
-        raise ValueError(f"{key} is a {kind} model and cannot be converted: {why}. Only tno "
-                         "and fd checkpoints can be; choose one of those")
     task = checkpoints.checkpoint_task(key)
 except (lab.CheckpointError, ValueError) as err:
     frame.show_error(err)
+    timing.page_activity()
+    st.stop()
+if not lab.convertible(model.config):
+    kind = model.config.operator.kind
+    why = {"togeipi": "that is not one Toeplitz matrix per channel",
+           "ssm": "that already is a recurrence"}.get(kind, "that already is band + low rank")
+    shown = checkpoints.checkpoint_choices()[key] if key.startswith("upload:") else key
+    st.error(f"{shown} cannot be converted: its "
+             f"mixer is {kind}, and {why}. Only tno and fd checkpoints can be; choose one of "
+             "those.", icon=":material/error:")
     timing.page_activity()
     st.stop()
 config, n0 = model.config, task.seq_len
@@ -147,7 +195,8 @@ EVALUATION_SET = (f"the task's evaluation set, {task.describe_evaluation()}: the
                   f"{source_scores.sequences:,} sequences for the source and every converted "
                   "model, so each change is measured pair by pair")
 st.caption(f"{task.name}: {operator.kind}, {'causal' if operator.causal else 'bidirectional'}, "
-           f"{config.layers} layers × {config.dim} channels, trained at n0 = {n0}. The "
+           f"{config.layers} layer{'s' if config.layers > 1 else ''} × {config.dim} channels, "
+           f"trained at n0 = {n0}. The "
            f"{unit.name} is measured on {EVALUATION_SET}; the source scores "
            f"{source_scores.text()}.")
 
@@ -158,13 +207,17 @@ busy = running(convert_job) or running(search_job)
 # -- the plan ----------------------------------------------------------------------------------
 st.subheader("Plan")
 per_layer = st.session_state.get("per_layer", False)
+CHANGED: list[str] = []  # the controls' values this source's training length changed
+most_band, most_rank = max(1, min(2 * n0 - 2, lab.MAX_SIZE)), max(2, min(n0, lab.MAX_SIZE))
 recurrent, state_s = recurrent_choice(operator.causal, per_layer)
 c1, c2, c3 = st.columns(3)
-band = int(controls.control(c1.number_input, "Band m", 1, lab.MAX_SIZE, 9, key="band",
+band = int(controls.control(c1.number_input, "Band m", 1, most_band,
+                            default_within("band", "m", 1, most_band, 9), key="band",
                             disabled=per_layer or recurrent,
                             help=f"Taps of the band: lags |k| ≤ m//2 (causal: 0 ≤ k < m). At "
                                  f"most 2 n0 − 2 = {2 * n0 - 2}."))
-rank = int(controls.control(c2.number_input, "Inducing points r", 2, lab.MAX_SIZE, 32, key="rank",
+rank = int(controls.control(c2.number_input, "Inducing points r", 2, most_rank,
+                            default_within("rank", "r", 2, most_rank, 32), key="rank",
                             disabled=per_layer or recurrent,
                             help=f"Rank of the low-rank part (causal: knots of the tail), from "
                                  f"2 to n0 = {n0}."))
@@ -179,6 +232,9 @@ with st.expander("Per layer", icon=":material/layers:", expanded=per_layer):
                                "it is.")
     default = (band, rank, "recurrent" if recurrent else method, state_s)
     rows = [layer_row(i, default, per_layer) for i in range(config.layers)]
+if CHANGED:
+    st.caption(f"Brought within what this model allows (trained at n0 = {n0}: m ≤ "
+               f"{most_band}, r ≤ {most_rank}, s ≤ {n0}): {'; '.join(CHANGED)}.")
 try:
     uniform = (band, rank, "recurrent", state_s) if recurrent else (band, rank, method)
     plan = lab.make_plan(rows if per_layer else [uniform] * config.layers, config, n0,
@@ -205,13 +261,15 @@ st.button("Convert", type="primary", icon=":material/compress:", key="convert",
           args=(key, model, task, plan, steps, lr, parameters),
           help="Disabled while a conversion or a search runs: they would share the CPU and "
                "disturb each other's timings.")
+say_refusal("compress_job")
 
 
 def progress(job: lab.BackgroundJob, stop_key: str, finetune_steps: int = 0) -> None:
     """The running job's progress bar and its Stop button, polled until it ends."""
     def waiting() -> None:
         fraction, items, _, _ = job.snapshot()
-        st.progress(fraction, text=lab.progress_text(items, unit, finetune_steps))
+        st.progress(fraction, text=f"{lab.progress_text(items, unit, finetune_steps)} "
+                                   f"({fraction:.0%})")
         if st.button("Stop", icon=":material/stop:", key=stop_key, disabled=job.stopped):
             job.stop()
 
@@ -266,6 +324,7 @@ st.button("Search", icon=":material/travel_explore:", key="search",
           disabled=busy or points is None, on_click=start_search,
           args=(key, model, task, unit.drop_from_display(delta_display), method, points),
           help="Disabled while a conversion or a search runs.")
+say_refusal("compress_search")
 
 if running(search_job):
     progress(search_job, "search_stop")

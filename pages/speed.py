@@ -4,12 +4,65 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages._ui import charts, frame, session
+from pages._ui import charts, frame, session, timing
 from tnn_core.lab import speed
 
 frame.ensure_app_frame()
 
 NS = [256, 512, 1024, 2048, 4096, 8192, 16384]
+# the page's timings, each a background job kept under its name, with the work in words
+JOBS = {"bench_job": "a timing sweep", "pareto_job": "an error-against-speed timing",
+        "band_job": "a band-crossover timing"}
+
+
+def running(name: str) -> bool:
+    job = st.session_state.get(name)
+    return job is not None and not job.snapshot()[2]
+
+
+def start(name: str, job: speed.BackgroundJob) -> None:
+    """Start ``job`` as ``name`` in a place of the server's heavy work, stopped when this
+    session ends, and draw the page again with it running (its buttons disabled); if every
+    place is taken, say so here and start nothing."""
+    job.stop_when_collected(session.session_token())
+    try:
+        speed.start_in_place(job, session.session_id(), JOBS[name])
+    except speed.NoPlace as full:
+        st.warning(str(full), icon=":material/hourglass_top:")
+        return
+    st.session_state[name] = job
+    st.rerun()
+
+
+def watch(name: str, text) -> None:
+    """The running job ``name``'s progress bar (``text(items)`` in words) and its Stop
+    button, polled until it ends; then the page runs again."""
+    job = st.session_state[name]
+
+    def waiting() -> None:
+        fraction, items, _, _ = job.snapshot()
+        st.progress(fraction, text=f"{text(items)} ({fraction:.0%})")
+        if st.button("Stop", icon=":material/stop:", key=f"{name}_stop", disabled=job.stopped,
+                     help="Ends the timing after its current round; what was measured is "
+                          "shown."):
+            job.stop()
+
+    timing.poll_until(lambda: job.snapshot()[2], waiting)
+
+
+def ended(name: str, what: str):
+    """The result of the job ``name`` once it has ended, said once: its failure or its stop
+    in a sentence (``what``: "The measurement"); None if it failed or measured nothing."""
+    job = st.session_state.pop(name)
+    *_, error = job.snapshot()
+    if error is not None:
+        st.error(f"{what} failed: {error}", icon=":material/error:")
+    elif not job.result:
+        st.warning(f"{what} was stopped before anything was measured.", icon=":material/stop:")
+    elif job.stopped:
+        st.warning(f"{what} was stopped: only what was measured is shown.",
+                   icon=":material/stop:")
+    return None if error is not None else job.result
 
 
 st.title("Speed")
@@ -18,8 +71,7 @@ st.markdown("The point of SKI-TNN and FD-TNN is speed. Time every operator **on 
             "median, its error bar the interquartile range of the rounds), and see how each "
             "grows with $n$ and where one overtakes another.")
 
-job: speed.BackgroundJob | None = st.session_state.get("bench_job")
-busy = job is not None and not job.snapshot()[2]
+busy = any(running(name) for name in JOBS)  # one timing at a time: they would share the CPU
 
 with st.form("bench-form"):
     c1, c2, c3 = st.columns(3)
@@ -59,41 +111,21 @@ settings = {"ops": tuple(ops), "direction": direction,
 cache = st.session_state.setdefault("bench_results", {})
 cache_key = repr(sorted(settings.items()))
 
-if run:
+if run and not busy:
     try:
         config = speed.bench_config(**settings)
     except ValueError as err:
         frame.show_error(err)
     else:
-        job = speed.BackgroundJob(lambda progress, stop: speed.run_grid(config, progress, stop))
-        job.stop_when_collected(session.session_token())
-        job.start()
-        st.session_state["bench_job"] = job
         st.session_state["bench_job_key"] = cache_key
-        busy = True
+        start("bench_job", speed.grid_job(config))
 
-
-@st.fragment(run_every=0.5)
-def live() -> None:
-    fraction, items, done, _ = job.snapshot()
-    st.progress(fraction, text=f"timed {len(items)} cells")
-    if st.button("Cancel", icon=":material/cancel:", key="bench_cancel"):
-        job.stop()
-    if done:
-        st.rerun(scope="app")
-
-
-if busy:
-    live()
-elif job is not None and st.session_state.get("bench_job_key") not in cache:
-    fraction, items, _, error = job.snapshot()
-    if error:
-        st.error(f"The benchmark failed: {error}", icon=":material/error:")
-    elif items:
-        cache[st.session_state["bench_job_key"]] = items
-        if job.stopped:
-            st.warning(f"Cancelled: {len(items)} cells were timed before the stop.",
-                       icon=":material/cancel:")
+if running("bench_job"):
+    watch("bench_job", lambda items: f"timed {len(items)} cells")
+elif "bench_job" in st.session_state:
+    grid_items = ended("bench_job", "The benchmark")
+    if grid_items:
+        cache[st.session_state["bench_job_key"]] = grid_items
 
 
 def line(fig: go.Figure, series: speed.Series, axis: str = "y", **style) -> None:
@@ -164,10 +196,15 @@ p1, p2 = st.columns([1, 3])
 pareto_n = p1.select_slider("n", [1024, 2048, 4096, 8192], value=4096, key="pareto_n",
                             help="Length of the kernel and of the timed input.")
 if p1.button("Measure", key="pareto_run", icon=":material/scatter_plot:", disabled=busy,
-              help="Disabled while the benchmark above runs: both would share the CPU."):
-    with st.spinner("Decomposing and timing 20 SKI settings (about 10 s)…"):
-        st.session_state["pareto"] = speed.measure_pareto(pareto_n, speed.PARETO_SETTINGS,
-                                                          frame.device())
+              help="Disabled while another timing on this page runs: both would share the "
+                   "CPU. About 10 s."):
+    start("pareto_job", speed.pareto_job(pareto_n, frame.device()))
+if running("pareto_job"):
+    with p1:
+        watch("pareto_job", lambda bands: f"Decomposed and timed {len(bands)} of "
+                                          f"{len({m for _, m in speed.PARETO_SETTINGS})} bands")
+elif "pareto_job" in st.session_state and (view := ended("pareto_job", "The measurement")):
+    st.session_state["pareto"] = view
 pareto: speed.ParetoView | None = st.session_state.get("pareto")
 if pareto:
     fig = go.Figure()
@@ -201,10 +238,16 @@ band_max_n = b1.select_slider("Longest n", [1024, 4096, 16384], value=4096, key=
                               help="Lengths timed: 1024 up to this one (×4 steps), 7 rounds "
                                    "each. 16384 takes over a minute on a 2-core CPU.")
 if b1.button("Measure", key="band_run", icon=":material/stacked_line_chart:", disabled=busy,
-             help="Disabled while the benchmark above runs: both would share the CPU."):
+             help="Disabled while another timing on this page runs: both would share the "
+                  "CPU."):
     ns = tuple(n for n in (1024, 4096, 16384) if n <= band_max_n)
-    with st.spinner(f"Timing TNO and SKI at m = 4…64 for n = {', '.join(map(str, ns))}…"):
-        st.session_state["band_cross"] = speed.measure_band_crossover(ns, frame.device())
+    start("band_job", speed.band_crossover_job(ns, frame.device()))
+if running("band_job"):
+    with b1:
+        watch("band_job", lambda lengths: f"Timed TNO and SKI at m = 4…64 for "
+                                          f"{len(lengths)} length{'s' * (len(lengths) != 1)}")
+elif "band_job" in st.session_state and (view := ended("band_job", "The measurement")):
+    st.session_state["band_cross"] = view
 measured: speed.BandView | None = st.session_state.get("band_cross")
 if measured:
     fig = go.Figure()

@@ -351,6 +351,8 @@ def test_speed_page_pareto_caption_and_markers_match_the_data():
     at.select_slider(key="pareto_n").set_value(1024)
     at.button(key="pareto_run").click()
     at.run(timeout=300)
+    at.session_state["pareto_job"].join(300)  # a background job: the next run draws it
+    at.run(timeout=300)
     assert not at.exception and not at.error
     view = at.session_state["pareto"]
     spec = json.loads(at.get("plotly_chart")[-1].proto.spec)
@@ -371,6 +373,8 @@ def test_speed_page_measures_the_band_crossover():
     at = open_page("pages/speed.py")
     at.select_slider(key="band_max_n").set_value(1024)
     at.button(key="band_run").click()
+    at.run(timeout=300)
+    at.session_state["band_job"].join(300)  # a background job: the next run draws it
     at.run(timeout=300)
     assert not at.exception and not at.error, [e.value for e in at.error]
     view = at.session_state["band_cross"]

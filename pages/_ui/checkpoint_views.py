@@ -168,7 +168,7 @@ def start_band_ablation(key: str, band: int) -> lab.BackgroundJob:
 
     job = lab.BackgroundJob(run)
     job.stop_when_collected(session.session_token())
-    lab.start_in_place(job, session.session_id())
+    lab.start_in_place(job, session.session_id(), "a band ablation")
     return job
 
 

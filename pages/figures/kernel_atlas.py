@@ -145,7 +145,7 @@ def _ablation_job(key: str, band: int) -> None:
         if job.stopped:
             st.info("The band ablation was stopped.", icon=":material/stop:")
         else:
-            st.error(f"The band ablation failed: {error.split(': ', 1)[-1]}",
+            st.error(f"The band ablation failed: {error}",
                      icon=":material/error:")
         if st.button("Run it again", key="ablation_again", icon=":material/refresh:"):
             del st.session_state[ABLATION_JOB]

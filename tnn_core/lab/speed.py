@@ -1,15 +1,18 @@
 """Page "Speed": the benchmark grid's curves, growth guides, slopes and crossovers; SKI's
 error against speed; SKI against TNO over the band m.
 
-Timings are measurements: the page runs ``bench_config``'s grid in a background job and
-hands its records to ``grid_view``; ``measure_pareto`` and ``measure_band_crossover`` time
-on the spot.
+Timings are measurements, each taken in a background job (``grid_job``, ``pareto_job``,
+``band_crossover_job``) that reports the fraction done, ends soon after a stop with what it
+has measured, and runs in a place of the server's heavy work (``start_in_place``): timings
+taken side by side would share the cores and measure each other.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,15 +31,19 @@ from tnn_core.bench.harness import (
     separated_crossings,
     slopes,
 )
-from tnn_core.lab.common.background import BackgroundJob
+from tnn_core.lab.common.background import BackgroundJob, start_in_place
 from tnn_core.lab.common.live import ski_pareto
+from tnn_core.lab.common.work_slots import NoPlace
 from tnn_core.operators import OperatorConfig, build_operator, seeded_weights
 
 __all__ = ["DIRECTIONS", "bench_config", "Series", "GridPanel", "GridView", "grid_view",
            "slope_text", "slope_trust", "PARETO_SETTINGS", "ParetoView", "measure_pareto",
            "BANDS", "BandView", "band_crossings_table", "measure_band_crossover",
-           # the grid's operators, and running it on a background job
-           "OPS", "run_grid", "BackgroundJob"]
+           "grid_job", "pareto_job", "band_crossover_job", "start_in_place",
+           # the grid's operators, the jobs the page watches, and a refusal for want of a place
+           "OPS", "BackgroundJob", "NoPlace"]
+
+Progress = Callable[[float, object], None]  # on_progress(fraction done, item)
 
 DIRECTIONS = {"bidirectional": (False,), "causal": (True,), "both": (False, True)}
 GUIDES = {"O(n)": lambda n: n, "O(n log n)": lambda n: n * np.log2(n), "O(n²)": lambda n: n**2}
@@ -165,10 +172,24 @@ class ParetoView:
     flop_speedups: tuple[np.ndarray, ...]  # per series, FFT flops / SKI flops of each point
 
 
-def measure_pareto(n: int, settings: tuple[tuple[int, int], ...], device: str) -> ParetoView:
-    """Decompose and time each (r, m) of ``settings`` on the spike-plus-smooth kernel."""
-    points = ski_pareto(synthetic_kernel(PARETO_KERNEL[0], n, PARETO_KERNEL[1]), settings,
-                        device=device)
+def measure_pareto(n: int, settings: tuple[tuple[int, int], ...], device: str,
+                   on_progress: Progress | None = None,
+                   stop_event: threading.Event | None = None) -> ParetoView | None:
+    """Decompose and time each (r, m) of ``settings`` on the spike-plus-smooth kernel, one
+    band m at a time (its ranks in interleaved rounds with the FFT product), reporting the
+    fraction done after each; a stop ends it after the current band with the bands so far
+    (None if none)."""
+    kernel = synthetic_kernel(PARETO_KERNEL[0], n, PARETO_KERNEL[1])
+    bands = sorted({m for _, m in settings})
+    points = []
+    for k, m in enumerate(bands):
+        if stop_event is not None and stop_event.is_set():
+            break
+        points += ski_pareto(kernel, [(r, b) for r, b in settings if b == m], device=device)
+        if on_progress is not None:
+            on_progress((k + 1) / len(bands), m)
+    if not points:
+        return None
     series, ranks, flop_speedups = [], [], []
     for m in sorted({p["band"] for p in points}):
         rows = [p for p in points if p["band"] == m]
@@ -231,13 +252,17 @@ def band_crossings_table(records: list[dict]) -> list[dict]:
     return rows
 
 
-def measure_band_crossover(ns: tuple[int, ...], device: str, repeats: int = 7) -> BandView:
+def measure_band_crossover(ns: tuple[int, ...], device: str, repeats: int = 7,
+                           on_progress: Progress | None = None,
+                           stop_event: threading.Event | None = None) -> BandView | None:
     """SKI (m in BANDS) against TNO, bidirectional, forward+backward, B = 8, D = 64,
     r = 64, at each n: ``repeats`` interleaved rounds after one warm-up, medians and
-    quartiles (as ``bench.ski_study.band_crossover``, which reports medians only)."""
+    quartiles (as ``bench.ski_study.band_crossover``, which reports medians only). The
+    fraction done is reported after each n, weighted by its length; a stop ends the rounds
+    of the current n and keeps the lengths measured whole (None if none)."""
     dev = torch.device(device)
     records = []
-    for n in ns:
+    for k, n in enumerate(ns):
         with seeded_weights(0):
             modules = {"tno": build_operator(OperatorConfig(kind="tno"), BAND_DIM).to(dev)}
             for m in BANDS:
@@ -249,7 +274,9 @@ def measure_band_crossover(ns: tuple[int, ...], device: str, repeats: int = 7) -
         fns, resets = {}, {}
         for key, module in modules.items():
             fns[key], resets[key] = train_step(module, x, gy)
-        times = interleaved_times(fns, repeats, 1, dev, resets=resets)
+        times = interleaved_times(fns, repeats, 1, dev, resets=resets, stop_event=stop_event)
+        if len(times["tno"]) < repeats:  # stopped
+            break
         q = {}  # key -> (p25, median, p75) ms
         for key, values in times.items():
             p25, p75 = quartiles(values)
@@ -259,6 +286,11 @@ def measure_band_crossover(ns: tuple[int, ...], device: str, repeats: int = 7) -
                                 ski_p75_ms=q[m][2], tno_ms=q["tno"][1],
                                 tno_p25_ms=q["tno"][0], tno_p75_ms=q["tno"][2],
                                 speedup=q["tno"][1] / q[m][1]))
+        if on_progress is not None:
+            on_progress(sum(ns[: k + 1]) / sum(ns), n)
+    ns = tuple(sorted({r["n"] for r in records}))
+    if not ns:
+        return None
     lines = []
     for n in ns:
         rows = [r for r in records if r["n"] == n]
@@ -273,3 +305,21 @@ def measure_band_crossover(ns: tuple[int, ...], device: str, repeats: int = 7) -
                          for m in BANDS])) for n in ns)
     return BandView(lines=tuple(lines), flop_lines=flop_lines,
                     crossings=band_crossings_table(records), records=records)
+
+
+def grid_job(config: BenchConfig) -> BackgroundJob:
+    """``run_grid(config)`` as a job (not started): its items are the records."""
+    return BackgroundJob(lambda on_progress, stop: run_grid(config, on_progress, stop))
+
+
+def pareto_job(n: int, device: str) -> BackgroundJob:
+    """``measure_pareto`` of PARETO_SETTINGS at ``n`` as a job (not started)."""
+    return BackgroundJob(lambda on_progress, stop: measure_pareto(
+        n, PARETO_SETTINGS, device, on_progress, stop))
+
+
+def band_crossover_job(ns: tuple[int, ...], device: str) -> BackgroundJob:
+    """``measure_band_crossover`` at the lengths ``ns`` as a job (not started)."""
+    return BackgroundJob(lambda on_progress, stop: measure_band_crossover(
+        ns, device, on_progress=on_progress, stop_event=stop))
+

@@ -37,14 +37,15 @@ import torch
 from torch import nn
 
 from tnn_core.checks import check_int
-from tnn_core.lab.common.work_slots import Slot
+from tnn_core.lab.common.work_slots import WORK_SLOTS, Slot
 from tnn_core.training.cli import save_run
 from tnn_core.training.config import TrainConfig
 from tnn_core.training.loop import Callbacks, TrainResult, train
 from tnn_core.training.resume import Resume, TrainState
 from tnn_core.training.tasks import Task
 
-__all__ = ["JOB_THREADS", "BackgroundThread", "BackgroundJob", "Progress", "BackgroundRun"]
+__all__ = ["JOB_THREADS", "BackgroundThread", "BackgroundJob", "Progress", "BackgroundRun",
+           "start_in_place"]
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,10 @@ class BackgroundThread:
         when the work ends, however it ends. Before ``start()``."""
         self._slot = slot
 
+    def seconds_left(self) -> float | None:
+        """About how long the work has to go; None when it cannot tell."""
+        return None
+
     def _work(self):
         raise NotImplementedError
 
@@ -106,12 +111,32 @@ class BackgroundThread:
             result, error = self._work(), None
         except Exception as err:  # noqa: BLE001 - reported to the watcher, not raised
             log.error("%s failed: %s", self._thread.name, traceback.format_exc())
-            result, error = None, f"{type(err).__name__}: {err}"
+            result, error = None, _in_words(err)
         with self._lock:
             self.result = result
             self._finish(result, error)
         if self._slot is not None:
             self._slot.release()
+
+
+def _in_words(err: Exception) -> str:
+    """What a watcher shows for ``err``: a ValueError's sentence (the library's refusals),
+    a failed file operation's reason with no path, and for anything else no more than that it
+    happened: a class name or a server path means nothing to the page's reader."""
+    if isinstance(err, ValueError):
+        return str(err)
+    if isinstance(err, OSError) and err.strerror:
+        return f"{err.strerror} (the server's log has the details)"
+    return "an unexpected error; the server's log has the details"
+
+
+def start_in_place(job: BackgroundThread, owner: str, label: str) -> None:
+    """Start ``job`` in a place for heavy work (``work_slots``) claimed for the session
+    ``owner``; ``label`` is the work in words ("a band ablation"). It gives the place back
+    when it ends. NoPlace, whose sentence says what is busy and when a place frees up (from
+    the holders' ``seconds_left``), when none is free: then nothing starts."""
+    job.hold(WORK_SLOTS.claim("heavy", owner, label, job.seconds_left))
+    job.start()
 
 
 class BackgroundJob(BackgroundThread):
@@ -127,6 +152,19 @@ class BackgroundJob(BackgroundThread):
         self.items: list = []
         self.error: str | None = None
         self.done = False
+        self._started = 0.0
+
+    def start(self) -> None:
+        self._started = time.monotonic()
+        super().start()
+
+    def seconds_left(self) -> float | None:
+        """About how long the job has to go at its rate so far; None before any progress."""
+        with self._lock:
+            fraction, done = self.fraction, self.done
+        if done or not 0 < fraction <= 1:
+            return None
+        return (time.monotonic() - self._started) * (1 - fraction) / fraction
 
     def snapshot(self) -> tuple[float, list, bool, str | None]:
         """(fraction done, items so far, finished, error message or None)."""

@@ -4,14 +4,13 @@ ablation, and a lesson's question whose answer it is), all on the evaluation set
 It scores 2 + L variants (every layer as trained, every layer kept to the band, each layer
 alone kept to it), each on the same batches; ``band_ablation`` reports every batch scored
 to ``on_progress`` and ends at the next batch once ``stop_event`` is set. The app runs it
-as a ``BackgroundJob`` started in a place for heavy work (``start_in_place``).
+as a ``BackgroundJob`` started in a place for heavy work (``background.start_in_place``).
 """
 
 from __future__ import annotations
 
 import math
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,15 +18,12 @@ from torch import nn
 
 from tnn_core.analysis.ablation import band_restricted
 from tnn_core.lab.common.atlas import band_description
-from tnn_core.lab.common.background import BackgroundJob
-from tnn_core.lab.common.work_slots import WORK_SLOTS
 from tnn_core.training import evaluate
 from tnn_core.training.scores import Difference, Scores, difference
 from tnn_core.training.tasks import Task
 from tnn_core.training.verdicts import quality_sentence
 
-__all__ = ["BandAblation", "AblationStopped", "cannot_ablate", "band_ablation",
-           "start_in_place"]
+__all__ = ["BandAblation", "AblationStopped", "cannot_ablate", "band_ablation"]
 
 
 class AblationStopped(RuntimeError):
@@ -122,16 +118,3 @@ class _BatchCounter:
             if self.on_progress is not None:
                 self.on_progress(self.done / total, (self.done, total))
 
-
-def start_in_place(job: BackgroundJob, owner: str) -> None:
-    """Start ``job`` (a band ablation) in a place for heavy work claimed for the session
-    ``owner``; it gives the place back when it ends. NoPlace (its sentence says what is busy
-    and when a place frees up) when none is free: nothing starts."""
-    started = time.monotonic()
-
-    def seconds_left() -> float | None:
-        fraction = job.snapshot()[0]
-        return (time.monotonic() - started) * (1 - fraction) / fraction if fraction > 0 else None
-
-    job.hold(WORK_SLOTS.claim("heavy", owner, "a band ablation", seconds_left))
-    job.start()

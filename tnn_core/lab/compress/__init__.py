@@ -2,7 +2,8 @@
 s modes per channel), and what it costs the task.
 
 The work is ``tnn_core.compress`` (convert, measure, search); this unit builds the plan
-from the page's controls, starts the work on a background thread (``jobs``), and turns its
+from the page's controls, starts the work on a background thread in a place of the server's
+heavy work (``jobs``), and turns its
 results into what the page draws (``results``, ``search``). Metric values are shown in
 display units (``units``): an accuracy as a percentage (a drop in percentage points), bits
 per character as they are.
@@ -13,6 +14,7 @@ from tnn_core.compress.plan import METHODS
 from tnn_core.compress.planner import GRID_BANDS, GRID_RANKS, SPEED_ROUNDS, default_delta
 from tnn_core.lab.common.background import JOB_THREADS, BackgroundJob
 from tnn_core.lab.common.conversion import QuickConversion, convertible, quick_conversion
+from tnn_core.lab.common.work_slots import NoPlace
 from tnn_core.lab.compress.jobs import (
     added_parameters,
     conversion_job,
@@ -21,6 +23,7 @@ from tnn_core.lab.compress.jobs import (
     progress_text,
     search_job,
     search_points,
+    start_in_place,
 )
 from tnn_core.lab.compress.results import (
     ResultView,
@@ -40,8 +43,9 @@ from tnn_core.training.verdicts import amount
 __all__ = ["JOB_THREADS", "Unit", "amount", "convertible", "methods", "make_plan",
            "added_parameters", "default_delta", "conversion_job",
            "QuickConversion", "quick_conversion", "search_points", "search_job",
-           "progress_text", "SpeedRow", "speed_row", "change_sentence", "ResultView",
-           "result_view", "Candidate", "SearchView", "search_view", "save_name", "save",
+           "start_in_place", "progress_text", "SpeedRow", "speed_row", "change_sentence",
+           "ResultView", "result_view", "Candidate", "SearchView", "search_view", "save_name",
+           "save",
            # the page's choices and limits, the job it watches, and a file refused
            "FINETUNE_PARAMETERS", "METHODS", "GRID_BANDS", "GRID_RANKS", "SPEED_ROUNDS",
-           "MAX_SIZE", "MAX_STATE", "BackgroundJob", "CheckpointError"]
+           "MAX_SIZE", "MAX_STATE", "BackgroundJob", "CheckpointError", "NoPlace"]

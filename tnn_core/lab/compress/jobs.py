@@ -1,5 +1,10 @@
 """The Compress page's work: the plan its controls describe, and a conversion or a search
-started on a background thread (``tnn_core.compress``), with what it is doing in words.
+started on a background thread (``tnn_core.compress``) in a place of the server's heavy
+work (``common.work_slots``), with what it is doing in words.
+
+A job is refused before it is made when its source or its plan would be refused on the
+thread (the pipeline's own checks, run here first), so a refusal is a sentence on the page
+and nothing starts.
 """
 
 from __future__ import annotations
@@ -11,19 +16,20 @@ import torch
 from torch import nn
 
 from tnn_core.compress.convert import check_convertible
-from tnn_core.compress.guard import converted_config
+from tnn_core.compress.guard import check_compression, check_source, converted_config
 from tnn_core.compress.pipeline import CompressionResult, compress
 from tnn_core.compress.plan import METHODS, CompressionPlan, LayerPlan
-from tnn_core.compress.planner import PlanScore, SearchResult, grid, search
-from tnn_core.lab.common.background import JOB_THREADS, BackgroundJob
+from tnn_core.compress.planner import SPEED_FACTORS, PlanScore, SearchResult, grid, search
+from tnn_core.lab.common.background import JOB_THREADS, BackgroundJob, start_in_place
 from tnn_core.lab.compress.units import Unit
 from tnn_core.models import ModelConfig
 from tnn_core.training.budget import parameter_count
+from tnn_core.training.evaluate import evaluation_size
 from tnn_core.training.scores import Scores
 from tnn_core.training.tasks import Task
 
 __all__ = ["methods", "make_plan", "added_parameters", "conversion_job", "search_points",
-           "search_job", "progress_text"]
+           "search_job", "start_in_place", "progress_text"]
 
 
 def methods(causal: bool) -> tuple[str, ...]:
@@ -78,11 +84,23 @@ def _known_scores(scores: Scores | None, device: str) -> Scores | None:
     return scores if device == "cpu" else None
 
 
+def _check_before(model: nn.Module, task: Task, plan: CompressionPlan,
+                  finetune_steps: int) -> None:
+    """What the pipeline refuses first (``compress``, ``search``), here before a job is made:
+    ValueError (BudgetError) for a source with weights no trained model has, or passes
+    beyond the budget."""
+    check_source(model)
+    check_compression(model.config, plan, task.seq_len, SPEED_FACTORS, finetune_steps,
+                      evaluation_size(task), next(model.parameters()).element_size())
+
+
 def conversion_job(model: nn.Module, task: Task, plan: CompressionPlan, finetune_steps: int,
                    finetune_lr: float, finetune_parameters: str, device: str,
                    source_scores: Scores | None = None) -> BackgroundJob:
     """``pipeline.compress`` on a copy of ``model``, on a background thread (not started);
-    ``source_scores``: the model's ``evaluation``, if the caller has it."""
+    ``source_scores``: the model's ``evaluation``, if the caller has it. ValueError (a
+    sentence) when the pipeline would refuse it."""
+    _check_before(model, task, plan, finetune_steps)
     source, known = _private(model, device), _known_scores(source_scores, device)
 
     def run(on_progress, stop_event: threading.Event) -> CompressionResult:
@@ -108,6 +126,9 @@ def search_job(model: nn.Module, task: Task, delta: float | None, method: str,
                source_scores: Scores | None = None) -> BackgroundJob:
     """``planner.search`` over ``points`` on a copy of ``model`` (not started; see
     ``conversion_job``)."""
+    largest = CompressionPlan.uniform(model.config.layers, max(b for b, _ in points),
+                                      max(r for _, r in points), method)  # as search checks
+    _check_before(model, task, largest, 0)
     source, known = _private(model, device), _known_scores(source_scores, device)
 
     def run(on_progress, stop_event: threading.Event) -> SearchResult:
@@ -115,6 +136,8 @@ def search_job(model: nn.Module, task: Task, delta: float | None, method: str,
         return search(source, task, delta, method, points, on_progress=on_progress,
                       stop_event=stop_event, source_scores=known)
     return BackgroundJob(run)
+
+
 
 
 def progress_text(items: list, unit: Unit, finetune_steps: int = 0) -> str:

@@ -33,13 +33,12 @@ from tnn_core.lab.common.atlas import (
     band_description,
     opening_atlas,
 )
-from tnn_core.lab.common.background import JOB_THREADS, BackgroundJob
+from tnn_core.lab.common.background import JOB_THREADS, BackgroundJob, start_in_place
 from tnn_core.lab.common.band_ablation import (
     AblationStopped,
     BandAblation,
     band_ablation,
     cannot_ablate,
-    start_in_place,
 )
 from tnn_core.lab.common.checkpoint_summary import COMMAND_SHOWN, Summary, summary
 from tnn_core.lab.common.checkpoints import (
