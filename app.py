@@ -28,7 +28,7 @@ PAGES = [
     st.Page("pages/speed.py", title="Speed", icon=":material/speed:", url_path="speed"),
     st.Page("pages/train.py", title="Train", icon=":material/model_training:",
             url_path="train"),
-    st.Page("pages/inspect_checkpoint.py", title="Inspect checkpoint", icon=":material/search:",
+    st.Page("pages/inspect.py", title="Inspect checkpoint", icon=":material/search:",
             url_path="inspect"),
     st.Page("pages/compress.py", title="Compress", icon=":material/compress:",
             url_path="compress"),

@@ -56,7 +56,7 @@ with inspect:
                 "anything is loaded), see what each layer learned, how it does beyond its "
                 "training length, and what compressing it costs; or train one.")
     for path, label, icon, what in (
-            ("inspect_checkpoint", "Inspect checkpoint", "search",
+            ("inspect", "Inspect checkpoint", "search",
              "The kernel atlas, the band ablation, beyond the training length"),
             ("compress", "Compress", "compress", "Every layer as band + low rank, measured"),
             ("train", "Train", "model_training", "A small TNN, SKI-TNN or FD-TNN on a real "

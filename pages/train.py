@@ -341,5 +341,5 @@ else:
                     frame.show_error(err)
                 else:
                     discard_autosave(checkpoints.USER_CHECKPOINTS, run_id)
-                    frame.open_page("pages/inspect_checkpoint.py", {"checkpoint": key})
+                    frame.open_page("pages/inspect.py", {"checkpoint": key})
     autosave_list()

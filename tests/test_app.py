@@ -235,7 +235,7 @@ def test_train_page_rejects_a_bad_text_upload(data, message):
     ],
 )
 def test_inspect_page_shows_an_error_for_a_bad_upload(data, message):
-    at = open_page("pages/inspect_checkpoint.py")
+    at = open_page("pages/inspect.py")
     at.file_uploader(key="upload").upload("bad.safetensors", data, "application/octet-stream")
     at.run()
     assert not at.exception
@@ -257,7 +257,7 @@ def test_one_per_kind_covers_every_kind_shipped():
 
 @pytest.mark.parametrize("name", ONE_PER_KIND)
 def test_inspect_page_loads_a_shipped_checkpoint_of_each_kind(name):
-    at = open_page("pages/inspect_checkpoint.py")
+    at = open_page("pages/inspect.py")
     at.selectbox(key="checkpoint").set_value(name)
     at.slider(key="atlas_channels").set_value(4)
     at.run()
@@ -271,7 +271,7 @@ def test_inspect_page_draws_one_subsampling_rule():
     the atlas grid every 16th (64 at most), and the title says so."""
     import json
 
-    at = open_page("pages/inspect_checkpoint.py")
+    at = open_page("pages/inspect.py")
     at.slider(key="atlas_channels").set_value(4)
     at.slider(key="atlas_n").set_value(1024).run()
     assert not at.exception and not at.error, [e.value for e in at.error]

@@ -90,7 +90,7 @@ def test_inspect_runs_the_ablation_in_the_background_and_keeps_its_result():
     once it ends the metrics; a second session finds the kept result at once."""
     at = AppTest.from_file(APP, default_timeout=300)
     at.run()
-    at.switch_page("pages/inspect_checkpoint.py").run()
+    at.switch_page("pages/inspect.py").run()
     at.selectbox(key="checkpoint").set_value("digits-fd").run()
     at.toggle(key="atlas_ablation").set_value(True).run()
     assert not at.exception, at.exception
@@ -103,7 +103,7 @@ def test_inspect_runs_the_ablation_in_the_background_and_keeps_its_result():
     assert len(_ablation_metrics(at)) == 2 + 2  # full, all layers, each of its 2 layers
     again = AppTest.from_file(APP, default_timeout=300)
     again.run()
-    again.switch_page("pages/inspect_checkpoint.py").run()
+    again.switch_page("pages/inspect.py").run()
     again.selectbox(key="checkpoint").set_value("digits-fd").run()
     again.toggle(key="atlas_ablation").set_value(True).run()
     assert _ablation_metrics(again) == _ablation_metrics(at)  # kept, not computed again

@@ -346,8 +346,6 @@ def test_inspect_writes_text_with_its_time_and_state(browser_page, server):
     time per character and the Toeplitz history it holds (4 + 299 characters read × 192
     channels × 2 layers × 4 bytes); the section's screenshot is inspect-write-text.png."""
     page = browser_page
-    page.goto(server)  # alone, a deep link as the server's first view finds no page
-    wait_idle(page)
     main = inspect_checkpoint(page, server, "charlm-tno")
     page.locator(".st-key-write_generate button").first.click()
     main.get_by_text("Wrote 300 characters.").wait_for(timeout=120_000)

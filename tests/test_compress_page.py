@@ -211,7 +211,7 @@ def test_inspect_opens_compress_with_its_checkpoint():
     digits-fd's 360 of 64 a quarter of a second.)"""
     at = AppTest.from_file(APP, default_timeout=300)
     at.run()
-    at.switch_page("pages/inspect_checkpoint.py").run()
+    at.switch_page("pages/inspect.py").run()
     at.selectbox(key="checkpoint").set_value("digits-fd").run()
     at.button(key="open_compress").click().run()
     assert not at.exception, at.exception
@@ -224,7 +224,7 @@ def test_inspect_opens_compress_with_its_checkpoint():
 def test_inspect_offers_no_compression_of_a_ski_checkpoint():
     at = AppTest.from_file(APP, default_timeout=300)
     at.run()
-    at.switch_page("pages/inspect_checkpoint.py").run()
+    at.switch_page("pages/inspect.py").run()
     at.selectbox(key="checkpoint").set_value("digits-ski").run()
     assert not at.exception
     assert not [b for b in at.button if b.key == "open_compress"]

@@ -63,7 +63,7 @@ def test_a_recurrent_plan_converts_to_ssm_layers_saves_and_writes(compress_page,
     model, info = checkpoint.load(tmp_path / "charlm-ssm8.safetensors")
     assert [op.config.kind for op in model.operators()] == ["ssm", "ssm"]
     assert at.selectbox(key="checkpoint").value == "user/charlm-ssm8"
-    at.switch_page("pages/inspect_checkpoint.py").run()  # AppTest's next run: Inspect again
+    at.switch_page("pages/inspect.py").run()  # AppTest's next run: Inspect again
     assert at.selectbox(key="checkpoint").value == "user/charlm-ssm8"
     at.number_input(key="write_characters").set_value(30)
     at.number_input(key="write_temperature").set_value(0.0).run()

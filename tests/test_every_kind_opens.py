@@ -105,7 +105,7 @@ def open_everywhere(data: bytes, name: str) -> AppTest:
     """Upload ``data`` on Inspect, open it there, then in Decomposition and Compress."""
     at = AppTest.from_file(APP, default_timeout=300)
     at.run()
-    at.switch_page("pages/inspect_checkpoint.py").run()
+    at.switch_page("pages/inspect.py").run()
     at.file_uploader(key="upload").upload(f"{name}.safetensors", data,
                                           "application/octet-stream")
     at.run()

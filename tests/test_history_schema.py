@@ -275,7 +275,7 @@ def plotted(values) -> np.ndarray:
 def inspect_page():
     at = AppTest.from_file(APP, default_timeout=180)
     at.run()
-    at.switch_page("pages/inspect_checkpoint.py").run()
+    at.switch_page("pages/inspect.py").run()
     assert not at.exception
     return at
 

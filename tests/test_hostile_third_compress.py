@@ -57,7 +57,7 @@ def compress_with_upload(name: str, data: bytes) -> AppTest:
     """A session that uploads ``data`` on Inspect (where uploads are) and opens Compress."""
     at = AppTest.from_file(APP, default_timeout=300)
     at.run()
-    at.switch_page("pages/inspect_checkpoint.py").run()
+    at.switch_page("pages/inspect.py").run()
     at.file_uploader(key="upload").upload(name, data, "application/octet-stream").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     at.switch_page("pages/compress.py").run()
@@ -101,7 +101,7 @@ def test_a_value_kept_from_a_longer_model_is_brought_within_a_shorter_one():
     at.switch_page("pages/compress.py").run()  # digits-tno, n0 = 64
     at.number_input(key="rank").set_value(48).run()
     assert not at.error
-    at.switch_page("pages/inspect_checkpoint.py").run()
+    at.switch_page("pages/inspect.py").run()
     tiny = tiny_checkpoint()
     at.file_uploader(key="upload").upload("tiny.safetensors", tiny,
                                           "application/octet-stream").run()

@@ -124,8 +124,8 @@ def test_the_warm_up_prepares_exactly_what_the_page_reads(monkeypatch):
                             or _f(*a, **k))
     at = AppTest.from_file(APP, default_timeout=180)
     at.run()
-    at.session_state["_handoff"] = ("pages/inspect_checkpoint.py", {"checkpoint": "listops-ski"})
-    at.switch_page("pages/inspect_checkpoint.py").run()
+    at.session_state["_handoff"] = ("pages/inspect.py", {"checkpoint": "listops-ski"})
+    at.switch_page("pages/inspect.py").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert at.selectbox(key="checkpoint").value == "listops-ski"
     assert computed == []
@@ -139,8 +139,8 @@ def test_a_page_opened_during_the_warm_up_shows_the_same_views():
     warming.start()
     at = AppTest.from_file(APP, default_timeout=180)
     at.run()
-    at.session_state["_handoff"] = ("pages/inspect_checkpoint.py", {"checkpoint": "digits-fd"})
-    at.switch_page("pages/inspect_checkpoint.py").run()
+    at.session_state["_handoff"] = ("pages/inspect.py", {"checkpoint": "digits-fd"})
+    at.switch_page("pages/inspect.py").run()
     warming.join(120)
     assert not at.exception and not at.error, [e.value for e in at.error]
     # the header's evaluation, done
@@ -156,8 +156,8 @@ def test_a_page_opened_during_the_warm_up_shows_the_same_views():
 def open_inspect(name: str) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=180)
     at.run()
-    at.session_state["_handoff"] = ("pages/inspect_checkpoint.py", {"checkpoint": name})
-    at.switch_page("pages/inspect_checkpoint.py").run()
+    at.session_state["_handoff"] = ("pages/inspect.py", {"checkpoint": name})
+    at.switch_page("pages/inspect.py").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     return at
 

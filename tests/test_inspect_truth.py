@@ -245,7 +245,7 @@ def open_inspect(params: dict[str, str] | None = None) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=180)
     at.query_params.update(params or {})
     at.run()
-    at.switch_page("pages/inspect_checkpoint.py").run()
+    at.switch_page("pages/inspect.py").run()
     assert not at.exception, at.exception
     return at
 
@@ -307,8 +307,8 @@ def test_save_and_inspect_opens_the_saved_model(tmp_path, monkeypatch):
     monkeypatch.setattr(checkpoints, "USER_CHECKPOINTS", tmp_path)
     at = AppTest.from_file(APP, default_timeout=180)
     at.run()
-    at.session_state["_handoff"] = ("pages/inspect_checkpoint.py", {"checkpoint": "user/mine"})
-    at.switch_page("pages/inspect_checkpoint.py").run()
+    at.session_state["_handoff"] = ("pages/inspect.py", {"checkpoint": "user/mine"})
+    at.switch_page("pages/inspect.py").run()
     assert not at.exception, at.exception
     assert at.selectbox(key="checkpoint").value == "user/mine"
     # the header's evaluation, done

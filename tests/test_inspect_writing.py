@@ -33,7 +33,7 @@ def charlm():
 def inspect_charlm():
     at = AppTest.from_file(APP, default_timeout=300)
     at.run()
-    at.switch_page("pages/inspect_checkpoint.py").run()
+    at.switch_page("pages/inspect.py").run()
     at.selectbox(key="checkpoint").set_value("charlm-tno").run()
     assert not at.exception, at.exception
     yield at
@@ -61,7 +61,7 @@ def metric(at: AppTest, label: str) -> str:
 def test_the_section_is_there_for_charlm_and_not_for_digits():
     at = AppTest.from_file(APP, default_timeout=300)
     at.run()
-    at.switch_page("pages/inspect_checkpoint.py").run()
+    at.switch_page("pages/inspect.py").run()
     assert at.selectbox(key="checkpoint").value == "digits-tno"
     assert "Write text" not in [s.value for s in at.subheader]
     assert not [b for b in at.button if b.key == "write_generate"]

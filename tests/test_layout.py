@@ -149,7 +149,7 @@ def test_the_functional_core_imports_torch_and_the_standard_library_only():
 # import lab units, never the core beneath them nor a page.
 PAGE_UNITS = {"home": "lesson", "lessons": "lesson", "basics": "basics",
               "decomposition": "decomposition", "compare": "compare", "frequency": "frequency",
-              "speed": "speed", "train": "train", "inspect_checkpoint": "inspect",
+              "speed": "speed", "train": "train", "inspect": "inspect",
               "compress": "compress"}
 SCREEN_HELPERS = sorted([*(ROOT / "pages" / "_ui").glob("*.py"),
                          *(ROOT / "pages" / "figures").glob("*.py"), ROOT / "app.py"])

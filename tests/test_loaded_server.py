@@ -87,7 +87,7 @@ def test_inspect_shows_the_evaluation_beside_a_cpu_hog(cpu_hogs):
     the training length), opened while two processes keep the cores busy."""
     at = AppTest.from_file(APP, default_timeout=HOG_SECONDS)
     at.run()
-    at.switch_page("pages/inspect_checkpoint.py").run()
+    at.switch_page("pages/inspect.py").run()
     at.selectbox(key="checkpoint").set_value("charlm-tno").run()
     end = time.monotonic() + HOG_SECONDS - 30
     while _evaluation(at) == "…" and time.monotonic() < end:

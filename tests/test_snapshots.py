@@ -277,7 +277,7 @@ def test_train_shows_the_replay_and_inspect_replays_the_saved_run(app):
     spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
                 if json.loads(c.proto.spec)["layout"]["title"]["text"] == "Layer 0 at step 20")
     y_range = spec["layout"]["yaxis"]["range"]
-    at.switch_page("pages/inspect_checkpoint.py")  # AppTest reruns the page it last switched to
+    at.switch_page("pages/inspect.py")  # AppTest reruns the page it last switched to
     at.selectbox(key="checkpoint").set_value("user/replayed")
     at.select_slider(key="inspect_kernels_step").set_value(0).run()
     assert not at.exception
@@ -289,7 +289,7 @@ def test_train_shows_the_replay_and_inspect_replays_the_saved_run(app):
 
 def test_inspect_of_a_shipped_checkpoint_says_it_has_none(app):
     at = app
-    at.switch_page("pages/inspect_checkpoint.py").run()
+    at.switch_page("pages/inspect.py").run()
     assert not at.exception
     assert any("holds no kernel snapshots" in c.value for c in at.caption)
     assert "Kernels during training" not in [h.value for h in at.subheader]

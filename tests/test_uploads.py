@@ -56,7 +56,7 @@ def test_inspect_opens_an_upload_and_says_when_one_was_dropped():
     second = SHIPPED.with_name("digits-fd.safetensors").read_bytes()
     at = AppTest.from_file(APP, default_timeout=180)
     at.run()
-    at.switch_page("pages/inspect_checkpoint.py").run()
+    at.switch_page("pages/inspect.py").run()
     at.session_state["uploads"] = SessionUploads(budget=len(first) + len(second) - 1)
     at.file_uploader(key="upload").upload("first.safetensors", first, "application/octet-stream")
     at.run()
@@ -85,7 +85,7 @@ def test_inspect_refuses_hostile_uploads_with_a_sentence():
     corpus = cases(tiny_checkpoint())
     at = AppTest.from_file(APP, default_timeout=180)
     at.run()
-    at.switch_page("pages/inspect_checkpoint.py").run()
+    at.switch_page("pages/inspect.py").run()
     shown = at.selectbox(key="checkpoint").value
     for name in SAMPLE:
         at.file_uploader(key="upload").upload(f"{name}.safetensors", corpus[name],
@@ -104,7 +104,7 @@ def test_inspect_refuses_issue_21s_uploads_before_allocating(tmp_path):
 
     at = AppTest.from_file(APP, default_timeout=180)
     at.run()
-    at.switch_page("pages/inspect_checkpoint.py").run()
+    at.switch_page("pages/inspect.py").run()
     shown = at.selectbox(key="checkpoint").value
     for name, path, message in (
             ("ski", ski_checkpoint(tmp_path / "ski.safetensors", 65536), "the limit is 1,024 MiB"),

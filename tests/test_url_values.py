@@ -228,7 +228,7 @@ HOSTILE = [
       "smooth": False}),
     ("pages/compress.py", {"checkpoint": "nope", "band": "inf", "rank": "1e12", "method": "x"},
      {"checkpoint": "digits-tno", "band": 9, "rank": 32, "method": "fit"}),
-    ("pages/inspect_checkpoint.py", {"checkpoint": "nope", "layer": "inf", "channel": "99999"},
+    ("pages/inspect.py", {"checkpoint": "nope", "layer": "inf", "channel": "99999"},
      {"checkpoint": "digits-tno", "layer": 0, "channel": 0}),
 ]
 # page, a link every control of it takes, and the values it then shows
@@ -256,7 +256,7 @@ VALID = [
       "smooth": True}),
     ("pages/compress.py", {"band": "5", "rank": "8", "method": "sample"},
      {"band": 5, "rank": 8, "method": "sample"}),
-    ("pages/inspect_checkpoint.py", {"layer": "1", "channel": "3"}, {"layer": 1, "channel": 3}),
+    ("pages/inspect.py", {"layer": "1", "channel": "3"}, {"layer": 1, "channel": 3}),
     ("pages/speed.py", {"seed": "7"}, {"seed": 7}),
 ]
 

@@ -14,9 +14,9 @@ def ensure_app_frame() -> None:
     """Call first on every page: make sure the page runs inside app.py's frame.
 
     On a fresh server the first visit to a deep link (a teacher's shared /basics?n=200)
-    would run the page alone, without app.py's sidebar and page list
-    (``streamlit_internals.leave_pages_directory_mode``): rerun it through app.py; the URL,
-    and with it the page and its query params, is kept.
+    would run the page alone (found by its file's name, which is its address), without
+    app.py's sidebar and page list (``streamlit_internals.leave_pages_directory_mode``):
+    rerun it through app.py; the URL, and with it the page and its query params, is kept.
 
     It also tells the background timer that a page script runs (``timing.page_activity``).
     """

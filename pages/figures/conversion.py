@@ -154,4 +154,4 @@ def _save_form(job: lab.BackgroundJob, source_key: str) -> None:
             except (lab.CheckpointError, ValueError) as err:
                 frame.show_error(err)
             else:
-                frame.open_page("pages/inspect_checkpoint.py", {"checkpoint": saved})
+                frame.open_page("pages/inspect.py", {"checkpoint": saved})

@@ -20,7 +20,7 @@ from pages.figures.inspected import Inspected
 from tnn_core.lab import inspect as inspect_lab
 
 frame.ensure_app_frame()
-frame.receive_values("pages/inspect_checkpoint.py")
+frame.receive_values("pages/inspect.py")
 
 
 @st.fragment
