@@ -242,11 +242,8 @@ try:
 except ValueError as err:
     plan = None
     frame.show_error(err)
-if plan is not None and (added := lab.added_parameters(config, plan, n0)) > 0:
-    st.warning(f"This plan adds {added:,} parameters to the source's "
-               f"{sum(p.numel() for p in model.parameters()):,}: its band taps and knots (or "
-               "modes) outnumber the kernel generators they replace, so it makes the model "
-               "larger; a smaller r, m or s does not.", icon=":material/warning:")
+if plan is not None and (larger := lab.larger_model_sentence(config, plan, n0)) is not None:
+    st.warning(larger, icon=":material/warning:")
 
 f1, f2, f3 = st.columns(3)
 steps = int(f1.number_input("Fine-tuning steps", 0, 5000, 0, step=10, key="finetune_steps",

@@ -6,6 +6,8 @@ Letters: B batch, n length, V vocabulary.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -95,11 +97,12 @@ def test_bad_requests_are_named(prompt, tokens, sampling, message):
 
 
 def test_the_state_is_bounded_before_it_is_allocated(monkeypatch):
-    """A Toeplitz history of L tokens holds D numbers per token per layer; past the bound
-    the decoder is refused with the numbers, before anything of that size exists."""
+    """A Toeplitz history of L tokens holds D inputs and D kernel lags per token per layer;
+    past the bound the decoder is refused with the numbers, before anything of that size
+    exists."""
     model = causal_lm("tno")  # 2 layers of D = 24 channels (expand 3 x d 8), float64
-    assert decoder_module.state_bytes_needed(model, 100, 1) == 2 * 24 * 100 * 8
-    monkeypatch.setattr(decoder_module, "MAX_STATE_BYTES", 2 * 24 * 100 * 8)
+    assert decoder_module.state_bytes_needed(model, 100, 1) == 2 * 2 * 24 * 100 * 8
+    monkeypatch.setattr(decoder_module, "MAX_STATE_BYTES", 2 * 2 * 24 * 100 * 8)
     Decoder(model, 100)
     with pytest.raises(ValueError, match=r"length must keep the decoder's state within .* "
                                          r"got length 101 \(batch 1\)"):
@@ -127,3 +130,63 @@ def test_the_command_line_refuses_a_classifier(capsys):
     assert main(["checkpoints/digits-tno.safetensors", "--tokens", "5"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "character language model" in err
+
+
+@pytest.mark.parametrize("n", [5, 13])
+@pytest.mark.parametrize("kind", CAUSAL_KINDS)
+def test_a_prompt_given_in_pieces_equals_the_full_forward(kind, n, monkeypatch):
+    """A prompt in two prefills, its layers' projections PREFILL_CHUNK positions at a time
+    and an SSM's inputs folded into its state a few at a time: every later logit is still
+    the full forward's, in float64, with pieces of 1, 2 and 4 positions."""
+    from tnn_core.generate import incremental
+    model = causal_lm(kind)
+    tokens = torch.randint(0, V, (2, n), generator=torch.Generator().manual_seed(n))
+    with torch.no_grad():
+        full = model(tokens)  # (2, n, V)
+    for chunk in (1, 2, 4):
+        monkeypatch.setattr(decoder_module, "PREFILL_CHUNK", chunk)
+        monkeypatch.setattr(incremental, "_CHUNK_ELEMENTS", 2 * 24 * 3 * chunk)  # B D s C
+        monkeypatch.setattr(incremental, "_SPECTRUM_ELEMENTS", 2 * 16 * chunk)  # B G N
+        decoder = Decoder(model, n, batch=2)
+        decoder.prefill(tokens[:, :2])
+        logits = [decoder.prefill(tokens[:, 2 : n - 2])]
+        logits += [decoder.step(tokens[:, t]) for t in range(n - 2, n)]
+        got = torch.stack(logits, dim=1)  # (2, 3, V)
+        assert torch.allclose(got, full[:, n - 3:], rtol=0, atol=1e-10), chunk
+
+
+@pytest.mark.parametrize("temperature", [1e-30, 1e-308, math.ulp(0.0)])  # ulp(0): 5e-324
+def test_a_tiny_temperature_takes_the_most_likely_token(temperature):
+    """logits / T overflowed to inf below T ≈ 1e-300 ("probability tensor contains either
+    inf, nan or element < 0"); the logits are shifted by their maximum first, so a tiny T
+    gives the most likely token, as T = 0 does, down to the smallest positive float."""
+    logits = torch.tensor([[0.0, 3.0, 1.0, 2.9], [5.0, -2.0, 4.99, 0.0]])
+    g = torch.Generator().manual_seed(0)
+    for top_k in (0, 2):
+        drawn = next_token(logits, Sampling(temperature=temperature, top_k=top_k), g)
+        assert drawn.tolist() == [1, 0]
+    model = causal_lm("tno").float()
+    greedy = "".join(write(model, "abcdefghij", "abc", 20, Sampling(temperature=0)))
+    tiny = "".join(write(model, "abcdefghij", "abc", 20, Sampling(temperature=temperature)))
+    assert tiny == greedy
+
+
+def test_a_time_limit_stops_the_writing_and_keeps_the_text(capsys):
+    """--time-limit ends the writing between characters with one sentence and exit 3; what
+    was written stays on stdout."""
+    assert main(["checkpoints/charlm-tno.safetensors", "--prompt", "def ", "--tokens", "60000",
+                 "--temperature", "0", "--threads", "1", "--time-limit", "0.5"]) == 3
+    captured = capsys.readouterr()
+    assert captured.out.startswith("def ") and captured.out.endswith("\n")
+    written = len(captured.out) - len("def ") - 1
+    assert 1 <= written < 60000
+    (line,) = captured.err.splitlines()
+    assert line == (f"error: generation stopped at --time-limit 0.5 s after {written:,} of "
+                    f"60,000 characters; the text written is kept (give a larger --time-limit "
+                    f"to write more)")
+
+
+@pytest.mark.parametrize("limit", ["0", "-1", "nan", "1e9"])
+def test_a_nonsense_time_limit_is_one_sentence(capsys, limit):
+    assert main(["checkpoints/charlm-tno.safetensors", "--time-limit", limit]) == 2
+    assert "--time-limit must be" in capsys.readouterr().err

@@ -14,6 +14,7 @@ import pytest
 import scipy.stats
 import torch
 
+from tnn_core import report as report_module
 from tnn_core.analysis.decompose import decompose
 from tnn_core.analysis.spectral_summary import (
     MAX_N,
@@ -370,3 +371,21 @@ def test_inspect_offers_the_report_or_says_why_not():
         kind="togeipi", heads=2, max_length=64)))
     assert "togeipi" in report_refusal(togeipi, 64)
     assert "MAX_N" in report_refusal(model, 4096)
+
+
+# -- the spectra's work bound ------------------------------------------------------------------
+def test_the_channels_reported_are_the_full_reports_own(digits_ski, monkeypatch):
+    """Past the work bound a layer's statistics are those of the full report at the same
+    channels (nothing approximated), and every format names the channels it shows."""
+    model, info, task, full = digits_ski
+    L, D, n = len(full.layers), full.layers[0].width, task.seq_len
+    monkeypatch.setattr(report_module, "SPECTRA_WORK", L * 7 * n**3)
+    sampled = report_for(model, info, task)
+    for whole, part in zip(full.layers, sampled.layers, strict=True):
+        assert len(part.channel_ids) == 7 and part.width == D == len(whole.channels)
+        assert part.channels == tuple(whole.channels[c] for c in part.channel_ids)
+    assert f"Median over 7 of a layer's {D} channels, evenly spaced" in to_markdown(sampled)
+    rows = list(csv.DictReader(io.StringIO(to_csv(sampled))))
+    assert [int(r["channel"]) for r in rows[:7]] == list(sampled.layers[0].channel_ids)
+    assert json.loads(to_json(sampled))["layers"][0]["channel_ids"] == \
+        list(sampled.layers[0].channel_ids)

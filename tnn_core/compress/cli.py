@@ -19,7 +19,11 @@ plans by an error budget: per layer, the cheapest (m, r) of the grid within EPS.
 which --out saves; plans tied for the fastest (their speed-up intervals overlap) are
 listed and none is chosen (the JSON holds the search alone; with --out it is an error
 naming them, and nothing is written). Every metric comes with its 95 % interval and the
-number of sequences of the task's evaluation set.
+number of sequences of the task's evaluation set. The search's JSON names the tied plans by
+their settings ("tied_plans") and says what it found in one sentence ("verdict").
+
+Progress goes to stderr (``training.progress``): a bar over the work, and a warning line
+when a plan adds parameters to the source. stdout holds the JSON alone.
 
 --recurrent --state S makes every layer of a causal model a diagonal SSM (s damped
 exponentials per channel, fitted to its kernel at the training length) that
@@ -46,14 +50,24 @@ import torch
 
 from tnn_core.allocator import keep_freed_memory
 from tnn_core.checks import check_int, check_number
+from tnn_core.compress.convert import check_convertible
+from tnn_core.compress.guard import larger_model_sentence
 from tnn_core.compress.measure import FINETUNE_PARAMETERS
 from tnn_core.compress.pipeline import compress, save_converted
 from tnn_core.compress.plan import CompressionPlan
-from tnn_core.compress.planner import GRID_BANDS, GRID_RANKS, grid, plan_for_error, search
+from tnn_core.compress.planner import (
+    GRID_BANDS,
+    GRID_RANKS,
+    SearchResult,
+    grid,
+    plan_for_error,
+    search,
+)
 from tnn_core.files import exclusive_output, read_bounded
 from tnn_core.operators.config import MAX_STATE
 from tnn_core.training.answer import answer
 from tnn_core.training.checkpoint import load
+from tnn_core.training.progress import progress_bar, say
 from tnn_core.training.tasks import task_from_info
 from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
 
@@ -158,6 +172,65 @@ def _finite(value):
     return value
 
 
+def plan_words(plan: CompressionPlan) -> str:
+    """A plan by its settings: "m = 9, r = 32, fit on every layer", else layer by layer."""
+    first = plan.layers[0].describe()
+    if len(plan.layers) > 1 and all(layer.describe() == first for layer in plan.layers):
+        return f"{first} on every layer"
+    return plan.describe()
+
+
+def verdict(found: SearchResult) -> str:
+    """What a search found, in one sentence naming plans by their settings."""
+    within = f"within delta {found.delta:g} of the source's metric"
+    if not found.scores:
+        return "the search was stopped before any plan was scored, so none is chosen"
+    if found.best is not None:
+        speed = found.scores[found.best].speedups[1]
+        low, high = speed.ratio_ci
+        return (f"the fastest plan {within} is {plan_words(found.scores[found.best].plan)}: "
+                f"{speed.ratio:.2f}x the source's speed at the training length (95 % interval "
+                f"{low:.2f}-{high:.2f}x, above every other plan's)")
+    if found.tied:
+        plans = "; ".join(f"{plan_words(found.scores[i].plan)} "
+                          f"({found.scores[i].speedups[1].ratio:.2f}x)" for i in found.tied)
+        return (f"{len(found.tied)} plans {within} are tied for the fastest (their speed-up "
+                f"intervals overlap after re-timing), so none is chosen: {plans}; convert one "
+                f"with --plan or --band/--rank to measure it longer")
+    return (f"no scored plan keeps the whole 95 % interval of its drop {within}, so none is "
+            f"chosen: raise --delta, try larger --bands/--ranks, or convert one and fine-tune it")
+
+
+def _warn_if_larger(model, plan: CompressionPlan, n0: int) -> None:
+    """One stderr line, before converting, when ``plan`` makes the model larger (the
+    Compress page's warning); a plan that does not fit the model is refused first."""
+    check_convertible(model.config, plan, n0)
+    sentence = larger_model_sentence(model.config, plan, n0)
+    if sentence is not None:
+        say(f"warning: {sentence}")
+
+
+class _Progress:
+    """A bar over 100 % of a search's or a compression's work, on stderr, named by the
+    step it is at (``on_progress(fraction, item)``, item[0]: "sensitivity", "plan",
+    "converted", "speedup", "finetune", ...)."""
+
+    def __init__(self, what: str):
+        self.what, self.bar = what, None
+
+    def __call__(self, fraction: float, item) -> None:
+        if self.bar is None:
+            self.bar = progress_bar(100, self.what, "%")
+        step = item[0] if isinstance(item, tuple) and item and isinstance(item[0], str) else ""
+        self.bar.set_description(f"{self.what}: {step}" if step else self.what, refresh=False)
+        self.bar.update(max(0, round(100 * fraction) - self.bar.n))
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     keep_freed_memory()
@@ -194,22 +267,27 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> dict:
             raise ValueError(f"no grid point meets --max-error {args.max_error} on any "
                              f"layer; allow a larger error or larger --bands/--ranks")
     elif plan is None:
-        found = search(model, task, args.delta, args.method, points, args.repeats)
-        output["search"] = found.to_dict()
+        progress = _Progress("search")
+        try:
+            found = search(model, task, args.delta, args.method, points, args.repeats,
+                           on_progress=progress)
+        finally:
+            progress.close()
+        output["search"] = {**found.to_dict(), "verdict": verdict(found), "tied_plans":
+                            [found.scores[i].plan.to_dict() for i in found.tied]}
+        say(f"search: {verdict(found)}")
         if found.best is None and args.out is None:
             return output  # what the search measured; it names no plan, so none is converted
-        if found.tied:
-            plans = "; ".join(found.scores[i].plan.describe() for i in found.tied)
-            raise ValueError(f"these plans are tied for the fastest within delta "
-                             f"{found.delta:g} (their speed-up intervals overlap after "
-                             f"re-timing): {plans}; convert one with --plan or --band/--rank")
         if found.best is None:
-            raise ValueError(f"no plan of the search grid keeps the metric within "
-                             f"delta {found.delta:g} (the whole 95 % interval of its drop); "
-                             f"the candidates are in no file")
+            raise ValueError(f"nothing is written with --out: {verdict(found)}")
         plan = found.scores[found.best].plan
-    result = compress(model, task, plan, args.finetune, args.finetune_lr,
-                      args.finetune_parameters, repeats=args.repeats)
+    _warn_if_larger(model, plan, task.seq_len)
+    progress = _Progress("compress")
+    try:
+        result = compress(model, task, plan, args.finetune, args.finetune_lr,
+                          args.finetune_parameters, repeats=args.repeats, on_progress=progress)
+    finally:
+        progress.close()
     output.update(result.summary())
     if args.out is not None:
         command = shlex.join(["python", "-m", "tnn_core.compress",

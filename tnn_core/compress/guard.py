@@ -23,10 +23,11 @@ from tnn_core.compress.measure import FINETUNE_BATCH, SPEED_BATCH
 from tnn_core.compress.plan import CompressionPlan
 from tnn_core.core.toeplitz import fft_size
 from tnn_core.models import ModelConfig
-from tnn_core.training.budget import FFT_OPS, Cost, check_cost, pass_cost
+from tnn_core.training.budget import FFT_OPS, Cost, check_cost, parameter_count, pass_cost
 from tnn_core.training.evaluate import evaluation_batch
 
 __all__ = ["MAX_ABS_WEIGHT", "check_source", "check_converted", "converted_config",
+           "added_parameters", "larger_model_sentence",
            "conversion_cost", "check_compression"]
 
 MAX_ABS_WEIGHT = 1e4  # |w| of a trained model; the shipped ones stay below 5
@@ -60,6 +61,23 @@ def converted_config(config: ModelConfig, plan: CompressionPlan, n0: int) -> Mod
                    else layer_config(config.layer_operator(i), layer, n0)
                    for i, layer in enumerate(plan.layers))
     return replace(config, operator=layers[0], layer_operators=layers)
+
+
+def added_parameters(config: ModelConfig, plan: CompressionPlan, n0: int) -> int:
+    """Parameters the converted model has beyond its source (negative: fewer), known before
+    converting: r knots per channel can outnumber a small kernel generator."""
+    return parameter_count(converted_config(config, plan, n0)) - parameter_count(config)
+
+
+def larger_model_sentence(config: ModelConfig, plan: CompressionPlan, n0: int) -> str | None:
+    """What to tell the user before converting when ``plan`` makes the model larger (the
+    Compress page's warning and the command line's); None when it does not."""
+    added = added_parameters(config, plan, n0)
+    if added <= 0:
+        return None
+    return (f"This plan adds {added:,} parameters to the source's {parameter_count(config):,}: "
+            f"its band taps and knots (or modes) outnumber the kernel generators they "
+            f"replace, so it makes the model larger; a smaller r, m or s does not.")
 
 
 def conversion_cost(config: ModelConfig, plan: CompressionPlan, n0: int) -> Cost:

@@ -4,7 +4,10 @@ Everything in a TNN layer but its token mixer acts on each position alone (the G
 projections and gate, the GLU, the RMSNorms), so one new token passes through those as a
 row, and each layer's mixer is replaced by its incremental form (``incremental``). The
 decoder's logits at every position equal ``model(tokens)`` over the whole text of
-``length`` tokens (the tests check it in float64 for every operator kind).
+``length`` tokens (the tests check it in float64 for every operator kind). A prompt's
+mixers take it at once (one FFT product, a group of channels at a time), the rest of each
+layer PREFILL_CHUNK positions at a time: a 62,790-character prompt took 945 MB above the
+start with every intermediate of every position alive at once.
 
 Letters: B batch, t tokens, d model width, D = expand_ratio d, V vocabulary.
 """
@@ -19,24 +22,27 @@ from tnn_core.core.toeplitz import check_length
 from tnn_core.generate.incremental import incremental_form
 from tnn_core.models import CausalLM, TNNLayer
 
-__all__ = ["Decoder", "MAX_STATE_BYTES", "state_bytes_needed"]
+__all__ = ["Decoder", "MAX_STATE_BYTES", "PREFILL_CHUNK", "state_bytes_needed"]
 
-MAX_STATE_BYTES = 1 << 30  # what every layer's incremental form may hold, at most
+# what every layer's incremental form may hold, at most: with a longest prompt's working
+# memory (about as much again), a command stays within the lab's 600 MB promise
+MAX_STATE_BYTES = 256 << 20
+PREFILL_CHUNK = 4096  # prompt positions through a layer's projections and GLU at once
 
 
 def state_bytes_needed(model: CausalLM, length: int, batch: int) -> int:
     """The bytes the layers' incremental forms allocate for ``batch`` sequences of ``length``
-    tokens: a Toeplitz history's inputs [B, D, L], an SSM's modes [B, D, s] (complex), a
-    Togeipi layer's inputs and its sparse matrix [L, L]."""
+    tokens: a Toeplitz history's inputs [B, D, L] and kernel lags [D, L], an SSM's modes
+    [B, D, s] (complex), a Togeipi layer's inputs and its sparse matrix [L, L]."""
     total = 0
     for op in model.operators():
         size = next(op.parameters()).element_size()
         if op.config.kind == "ssm":
             total += batch * op.dim * op.config.state * 2 * size
+        elif op.config.kind == "togeipi":
+            total += (batch * op.dim * length + length * length) * size
         else:
-            total += batch * op.dim * length * size
-            if op.config.kind == "togeipi":
-                total += length * length * size
+            total += (batch + 1) * op.dim * length * size
     return total
 
 
@@ -45,8 +51,9 @@ class Decoder:
 
     def __init__(self, model: CausalLM, length: int, batch: int = 1):
         if not isinstance(model, CausalLM):
-            raise ValueError(f"model must be a causal language model (task 'lm'); got "
-                             f"{type(model).__name__}")
+            task = getattr(getattr(model, "config", None), "task", None)
+            raise ValueError(f"model must be a causal language model (task 'lm'); got a "
+                             f"model of task {task!r}")
         check_length(length, "length")
         check_int("batch", batch, 1, 4_096)
         needed = state_bytes_needed(model, length, batch)
@@ -61,13 +68,15 @@ class Decoder:
 
     @torch.no_grad()
     def prefill(self, tokens: torch.Tensor) -> torch.Tensor:
-        """The prompt tokens [B, t >= 1] at once -> the logits after its last token [B, V]."""
+        """The next tokens [B, t >= 1] at once (a prompt, or more of it) -> the logits
+        after the last [B, V]. Each layer's mixer takes all t at once; the rest of the
+        layer acts on PREFILL_CHUNK positions at a time (``_prompt_layer``)."""
         if tokens.dim() != 2 or tokens.shape[0] != self.batch or tokens.shape[1] < 1:
             raise ValueError(f"tokens must have shape [{self.batch}, t >= 1]; got "
                              f"{tuple(tokens.shape)}")
         x = self.model.embed(self._checked(tokens))  # (B, t, d)
         for layer, form in zip(self.model.layers, self.forms, strict=True):
-            x = _layer(layer, x, form.prefill)
+            x = _prompt_layer(layer, x, form.prefill)
         return self._logits(x[:, -1])  # (B, V)
 
     @torch.no_grad()
@@ -93,6 +102,25 @@ class Decoder:
             raise ValueError(f"tokens must be in [0, {vocab - 1}]; got values in "
                              f"[{int(tokens.min())}, {int(tokens.max())}]")
         return tokens
+
+
+def _prompt_layer(layer: TNNLayer, x: torch.Tensor, mix) -> torch.Tensor:
+    """``_layer`` over t positions x [B, t, d], the mixer ``mix`` given all t at once and
+    everything else PREFILL_CHUNK positions at a time: a long prompt's activations take
+    the room of its mixer's inputs and outputs [B, t, D], not of every intermediate."""
+    gtu = layer.gtu
+    chunks = range(0, x.shape[1], PREFILL_CHUNK)
+    v = torch.cat([F.silu(gtu.v_proj(layer.norm1(x[:, c:c + PREFILL_CHUNK]))) for c in chunks],
+                  dim=1)  # (B, t, D)
+    mixed = mix(v)  # (B, t, D)
+    del v
+    out = torch.empty_like(x)  # (B, t, d)
+    for c in chunks:
+        piece = x[:, c:c + PREFILL_CHUNK]  # (B, C, d)
+        u = F.silu(gtu.u_proj(layer.norm1(piece)))  # (B, C, D)
+        piece = piece + gtu.out_proj(u * mixed[:, c:c + PREFILL_CHUNK])
+        out[:, c:c + PREFILL_CHUNK] = piece + layer.glu(layer.norm2(piece))
+    return out
 
 
 def _layer(layer: TNNLayer, x: torch.Tensor, mix) -> torch.Tensor:

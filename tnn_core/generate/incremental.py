@@ -3,8 +3,8 @@
 A causal Toeplitz layer computes y_t = Σ_{u<=t} k_(t-u) x_u (TNN §3.2). Generating text
 asks for y_t once x_t is known, and nothing else:
 
-* ``ToeplitzHistory`` keeps every input so far, x_0..x_t, and takes one dot product per
-  channel with the kernel's lags t..0: O(t D) work and memory per token, growing with the
+* ``ToeplitzHistory`` keeps every input so far, x_t..x_0, and takes one dot product per
+  channel with the kernel's lags 0..t: O(t D) work and memory per token, growing with the
   context, but no FFT over the prefix.
 * ``ModalState`` (an ``operators.SSM``) keeps the state h [D, s] of the recurrence
   h_{t+1} = z ⊙ h_t + x_t, y_t = d x_t + Re(c · h_t): O(s D) per token whatever the
@@ -16,7 +16,8 @@ Both are built for a context of ``length`` positions and use the kernel the full
 uses at that length: FD-TNN's kernel depends on the length (its RPE reads the frequency
 grid of ``fft_size(n)``), so a decoder for ``length`` equals ``model(tokens)`` over the
 whole ``length``-token text at every position; TNO's and the SSM's lags do not depend on
-it. ``prefill`` takes the prompt at once (an FFT product), ``step`` one token.
+it. ``prefill`` takes the next several tokens at once (an FFT product; the decoder gives
+a long prompt in pieces, so its memory does not grow with the prompt), ``step`` one token.
 
 Letters: B batch, t tokens so far, D channels, s modes, L length.
 """
@@ -34,6 +35,7 @@ from tnn_core.operators.ssm import mode_powers
 __all__ = ["ToeplitzHistory", "ModalState", "TogeipiHistory", "incremental_form"]
 
 _CHUNK_ELEMENTS = 1 << 22  # B * D * s * tokens at once when a prompt is folded into h
+_SPECTRUM_ELEMENTS = 1 << 20  # B * channels * FFT size at once in a Toeplitz prefill
 
 
 class _Context:
@@ -55,28 +57,38 @@ class ToeplitzHistory(_Context):
         super().__init__(length)
         D = op.dim
         with torch.no_grad():
-            column = op.kernel(length)[:, length - 1:]  # (D, L) lags 0..L-1
-        self.reversed = column.flip(-1).contiguous()  # (D, L): lag L-1 first, lag 0 last
-        self.inputs = column.new_zeros(batch, D, length)  # (B, D, L) x_0..x_(L-1)
+            self.column = op.kernel(length)[:, length - 1:].contiguous()  # (D, L) lags 0..L-1
+        # (B, D, L) the inputs latest first: x_u at L-1-u, so x_t..x_0 is one slice
+        self.inputs = self.column.new_zeros(batch, D, length)
 
     def prefill(self, x: torch.Tensor) -> torch.Tensor:
-        """The first t inputs at once: x [B, t, D] -> y [B, t, D]."""
-        t = x.shape[1]
+        """The next t inputs at once: x [B, t, D] -> y [B, t, D]. An FFT product over the
+        inputs so far, a group of channels at a time (at most _SPECTRUM_ELEMENTS of spectrum)."""
+        B, t, D = x.shape
+        start, L = self.count, self.length
         self._make_room(t)
-        self.inputs[:, :, :t] = x.transpose(1, 2)
-        column = self.reversed[:, self.length - t:].flip(-1)  # (D, t) lags 0..t-1
-        y = circulant_product(self.inputs[:, :, :t], column, fft_size(t))  # (B, D, t)
-        self.count = t
+        stop = start + t
+        N = fft_size(stop)
+        group = max(1, _SPECTRUM_ELEMENTS // (B * N))
+        y = x.new_empty(B, D, t)  # (B, D, t)
+        for c in range(0, D, group):
+            self.inputs[:, c:c + group, L - stop:L - start] = \
+                x[..., c:c + group].flip(1).transpose(1, 2)  # (B, G, t) latest first
+            ordered = self.inputs[:, c:c + group, L - stop:].flip(-1)  # (B, G, stop) x_0..
+            y[:, c:c + group] = circulant_product(ordered, self.column[c:c + group, :stop],
+                                                  N)[..., start:]  # (B, G, t)
+        self.count = stop
         return y.transpose(1, 2)  # (B, t, D)
 
     def step(self, x: torch.Tensor) -> torch.Tensor:
         """The next input x_t [B, D] -> y_t = Σ_{u<=t} k_(t-u) x_u, [B, D]."""
         t = self.count
         self._make_room(1)
-        self.inputs[:, :, t] = x
-        lags = self.reversed[:, self.length - 1 - t:]  # (D, t+1): k_t .. k_0
+        latest = self.length - 1 - t
+        self.inputs[:, :, latest] = x
         self.count = t + 1
-        return torch.einsum("bdu,du->bd", self.inputs[:, :, : t + 1], lags)  # (B, D)
+        return torch.einsum("bdu,du->bd", self.inputs[:, :, latest:],
+                            self.column[:, : t + 1])  # (B, D): Σ_j x_(t-j) k_j
 
     def state_bytes(self) -> int:
         """Bytes held for one sequence at the current context: its inputs so far."""
@@ -94,23 +106,32 @@ class ModalState(_Context):
             self.residues = op.complex_residues().clone()  # (D, s)
             self.direct = op.direct.detach().clone()  # (D,)
         self.state = self.poles.new_zeros(batch, *self.poles.shape)  # (B, D, s)
+        self._powers = self.poles.new_zeros(*self.poles.shape, 0)  # (D, s, C) z^0..z^(C-1)
 
     def prefill(self, x: torch.Tensor) -> torch.Tensor:
-        """The first t inputs at once: x [B, t, D] -> y [B, t, D]; h becomes
-        Σ_{u<t} z^(t-1-u) x_u, summed over chunks of bounded memory."""
+        """The next t inputs at once: x [B, t, D] -> y [B, t, D], in pieces of bounded
+        memory (``_piece``)."""
         t = x.shape[1]
         self._make_room(t)
-        y = self.op(x)  # (B, t, D) the FFT form of the same kernel
         B, D, s = self.state.shape
         chunk = max(1, _CHUNK_ELEMENTS // max(1, B * D * s))
-        for start in range(0, t, chunk):
-            stop = min(t, start + chunk)
-            exponent = torch.arange(t - 1 - start, t - 1 - stop, -1, device=x.device,
-                                    dtype=x.dtype)  # (C,) t-1-u
-            powers = mode_powers(self.poles, exponent)  # (D, s, C)
-            self.state += torch.einsum("bud,dsu->bds", x[:, start:stop].to(powers.dtype),
-                                       powers)
-        self.count = t
+        y = torch.cat([self._piece(x[:, start:start + chunk]) for start in range(0, t, chunk)],
+                      dim=1)  # (B, t, D)
+        self.count += t
+        return y
+
+    def _piece(self, x: torch.Tensor) -> torch.Tensor:
+        """C inputs x [B, C, D] after the state h: y_j = (the FFT form from zero)_j +
+        Re(c · z^j h); then h becomes z^C h + Σ_j z^(C-1-j) x_j."""
+        C = x.shape[1]
+        if self._powers.shape[-1] < C:  # every piece but a prompt's last has the same C
+            exponent = torch.arange(C, device=x.device, dtype=x.dtype)  # (C,) j
+            self._powers = mode_powers(self.poles, exponent)  # (D, s, C) z^j
+        powers = self._powers[..., :C]  # (D, s, C)
+        carried = torch.einsum("bds,dsc->bcd", self.residues * self.state, powers).real
+        y = self.op(x) + carried  # (B, C, D)
+        folded = torch.einsum("bcd,dsc->bds", x.to(powers.dtype), powers.flip(-1))  # (B, D, s)
+        self.state = self.poles * powers[..., -1] * self.state + folded  # z^C h + Σ
         return y
 
     def step(self, x: torch.Tensor) -> torch.Tensor:
@@ -140,17 +161,20 @@ class TogeipiHistory(_Context):
         self.inputs = self.sparse.new_zeros(batch, length, op.dim)  # (B, L, D) u_0..u_(L-1)
 
     def prefill(self, x: torch.Tensor) -> torch.Tensor:
-        """The first t inputs at once: x [B, t, D] -> y [B, t, D]."""
+        """The next t inputs at once: x [B, t, D] -> y [B, t, D]."""
         B, t, D = x.shape
+        start = self.count
         self._make_room(t)
-        u = self.op.in_proj(x)  # (B, t, D)
-        self.inputs[:, :t] = u
+        stop = start + t
+        self.inputs[:, start:stop] = self.op.in_proj(x)
+        u = self.inputs[:, :stop]  # (B, stop, D) every input so far
         H = self.reversed.shape[0]
-        column = self.reversed[:, self.length - t:].flip(-1)[:, None, :]  # (H, 1, t)
-        uh = u.view(B, t, H, D // H).permute(0, 2, 3, 1)  # (B, H, d, t)
-        conv = circulant_product(uh, column, fft_size(t))  # (B, H, d, t)
-        self.count = t
-        return self._output(self.sparse[:t, :t] @ u, conv.reshape(B, D, t).transpose(1, 2))
+        column = self.reversed[:, self.length - stop:].flip(-1)[:, None, :]  # (H, 1, stop)
+        uh = u.reshape(B, stop, H, D // H).permute(0, 2, 3, 1)  # (B, H, d, stop)
+        conv = circulant_product(uh, column, fft_size(stop))[..., start:]  # (B, H, d, t)
+        self.count = stop
+        return self._output(self.sparse[start:stop, :stop] @ u,
+                            conv.reshape(B, D, t).transpose(1, 2))
 
     def step(self, x: torch.Tensor) -> torch.Tensor:
         """The next input x_t [B, D] -> y_t [B, D]."""

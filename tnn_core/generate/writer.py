@@ -7,9 +7,12 @@ goes through the model at once (``Decoder.prefill``), then each sampled characte
 at a time (``Decoder.step``). The decoder is built for the whole text, prompt plus
 ``tokens``, so every logit it gives equals ``model(text)`` at that position (``decoder``).
 
-Sampling (``next_token``): logits / temperature, then the ``top_k`` most likely tokens
-kept (0: all), then one draw from the softmax with the run's own generator; temperature 0
-takes the most likely token. The same seed writes the same text.
+Sampling (``next_token``): (logits - their maximum) / temperature, then the ``top_k``
+most likely tokens kept (0: all), then one draw from the softmax with the run's own
+generator; temperature 0 takes the most likely token. Shifting first changes no
+probability and keeps every scaled logit <= 0, so a tiny temperature (down to the
+smallest float, 5e-324) sends the others to -inf instead of overflowing: it takes the most
+likely token, as 0 does. The same seed writes the same text.
 
 Letters: B batch, V vocabulary.
 """
@@ -53,7 +56,8 @@ def next_token(logits: torch.Tensor, sampling: Sampling,
     """One token per row: logits [B, V] -> [B] long."""
     if sampling.temperature == 0:
         return logits.argmax(dim=-1)
-    scaled = logits.double() / sampling.temperature  # (B, V)
+    logits = logits.double()
+    scaled = (logits - logits.amax(dim=-1, keepdim=True)) / sampling.temperature  # (B, V) <= 0
     if 0 < sampling.top_k < scaled.shape[-1]:
         kth = scaled.topk(sampling.top_k, dim=-1).values[:, -1:]  # (B, 1)
         scaled = scaled.masked_fill(scaled < kth, float("-inf"))

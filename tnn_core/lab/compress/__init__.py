@@ -9,6 +9,7 @@ display units (``units``): an accuracy as a percentage (a drop in percentage poi
 per character as they are.
 """
 
+from tnn_core.compress.guard import added_parameters, larger_model_sentence
 from tnn_core.compress.measure import FINETUNE_PARAMETERS
 from tnn_core.compress.plan import METHODS
 from tnn_core.compress.planner import GRID_BANDS, GRID_RANKS, SPEED_ROUNDS, default_delta
@@ -16,7 +17,6 @@ from tnn_core.lab.common.background import JOB_THREADS, BackgroundJob
 from tnn_core.lab.common.conversion import QuickConversion, convertible, quick_conversion
 from tnn_core.lab.common.work_slots import NoPlace
 from tnn_core.lab.compress.jobs import (
-    added_parameters,
     conversion_job,
     make_plan,
     methods,
@@ -41,7 +41,7 @@ from tnn_core.training.checkpoint import CheckpointError
 from tnn_core.training.verdicts import amount
 
 __all__ = ["JOB_THREADS", "Unit", "amount", "convertible", "methods", "make_plan",
-           "added_parameters", "default_delta", "conversion_job",
+           "added_parameters", "larger_model_sentence", "default_delta", "conversion_job",
            "QuickConversion", "quick_conversion", "search_points", "search_job",
            "start_in_place", "progress_text", "SpeedRow", "speed_row", "change_sentence",
            "ResultView", "result_view", "Candidate", "SearchView", "search_view", "save_name",

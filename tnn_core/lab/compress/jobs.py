@@ -16,19 +16,18 @@ import torch
 from torch import nn
 
 from tnn_core.compress.convert import check_convertible
-from tnn_core.compress.guard import check_compression, check_source, converted_config
+from tnn_core.compress.guard import check_compression, check_source
 from tnn_core.compress.pipeline import CompressionResult, compress
 from tnn_core.compress.plan import METHODS, CompressionPlan, LayerPlan
 from tnn_core.compress.planner import SPEED_FACTORS, PlanScore, SearchResult, grid, search
 from tnn_core.lab.common.background import JOB_THREADS, BackgroundJob, start_in_place
 from tnn_core.lab.compress.units import Unit
 from tnn_core.models import ModelConfig
-from tnn_core.training.budget import parameter_count
 from tnn_core.training.evaluate import evaluation_size
 from tnn_core.training.scores import Scores
 from tnn_core.training.tasks import Task
 
-__all__ = ["methods", "make_plan", "added_parameters", "conversion_job", "search_points",
+__all__ = ["methods", "make_plan", "conversion_job", "search_points",
            "search_job", "start_in_place", "progress_text"]
 
 
@@ -63,12 +62,6 @@ def make_plan(rows: list[tuple], config: ModelConfig, n0: int, uniform: bool) ->
         raise ValueError(str(err).replace("layers[", "layer ").replace("] is", " is")
                          .replace("] cannot", " cannot")) from None
     return plan
-
-
-def added_parameters(config: ModelConfig, plan: CompressionPlan, n0: int) -> int:
-    """Parameters the converted model has beyond its source (negative: fewer), known before
-    converting: r knots per channel can outnumber a small kernel generator."""
-    return parameter_count(converted_config(config, plan, n0)) - parameter_count(config)
 
 
 def _private(model: nn.Module, device: str) -> nn.Module:
