@@ -103,6 +103,18 @@ def test_a_tiny_temperature_writes_the_greedy_text(cases, tmp_path, temperature)
     assert texts[temperature] == texts["0"]
 
 
+# -- evaluate --------------------------------------------------------------------------------
+def test_an_evaluation_shows_its_batches_on_stderr_and_keeps_stdout_json(cases, tmp_path):
+    """evaluate was silent until its JSON (35 s for digits-ski on a loaded machine): a bar
+    of the batches scored goes to stderr; stdout is still the one JSON object."""
+    code, stdout, stderr = run_case(cases, tmp_path, "tnn_core.training.evaluate",
+                                    str(ROOT / "checkpoints" / "digits-tno.safetensors"))
+    assert code == 0, stderr
+    assert json.loads(stdout)["sequences"] == 360
+    assert "evaluating:" in stderr and "batch" in stderr
+    assert "error:" not in stderr
+
+
 # -- report ----------------------------------------------------------------------------------
 def test_a_report_of_many_layers_and_channels_keeps_its_promise(cases, tmp_path):
     """12 layers x 192 channels at n = 512 took 102 s (its evaluation 12 s): the spectra

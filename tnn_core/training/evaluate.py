@@ -33,6 +33,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from tqdm import tqdm
 
 from tnn_core.allocator import keep_freed_memory
 from tnn_core.checks import check_int, check_number
@@ -48,6 +49,7 @@ from tnn_core.training.budget import (
     pass_cost,
 )
 from tnn_core.training.checkpoint import CheckpointInfo, load
+from tnn_core.training.progress import progress_bar
 from tnn_core.training.scores import Scores
 from tnn_core.training.tasks import IGNORE, Task, task_from_info
 from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
@@ -82,6 +84,19 @@ def deadline_after(seconds: float = SECONDS_LIMIT) -> Deadline:
     """A wall-clock ``deadline`` for ``evaluate``: ``seconds`` from now (the command line's
     ``--time-limit``, on the user's own machine)."""
     return Deadline(time.monotonic() + seconds, time.monotonic)
+
+
+@dataclass(frozen=True)
+class ShownDeadline(Deadline):
+    """The command line's deadline: each check (one before every batch) also moves a bar of
+    batches begun on stderr (``training.progress``), so a long evaluation is never silent."""
+
+    bar: tqdm | None = None
+
+    def passed(self) -> bool:
+        if self.bar is not None:
+            self.bar.update(1)
+        return super().passed()
 
 
 def work_deadline_after(seconds: float = SECONDS_LIMIT) -> Deadline:
@@ -359,13 +374,15 @@ def _evaluate_command(args: argparse.Namespace) -> dict:
     text = None if args.text is None else read_bounded(args.text, MAX_TEXT_BYTES, "--text")
     task = task_from_info(info.task, data=text)
     _budget(model, task, args)
-    if args.same_windows is not None:
-        rows = same_window_sweep(model, task, _factors(args.same_windows),
-                                 deadline_after(args.time_limit))
-        result = {"checkpoint": info.source, "same_windows": [_window_row(row) for row in rows]}
-    else:
-        result = {"checkpoint": info.source,
-                  **evaluate_model(model, task, args.length, deadline_after(args.time_limit))}
+    with progress_bar(None, "evaluating", "batch") as bar:
+        deadline = ShownDeadline(time.monotonic() + args.time_limit, time.monotonic, bar)
+        if args.same_windows is not None:
+            rows = same_window_sweep(model, task, _factors(args.same_windows), deadline)
+            result = {"checkpoint": info.source,
+                      "same_windows": [_window_row(row) for row in rows]}
+        else:
+            result = {"checkpoint": info.source,
+                      **evaluate_model(model, task, args.length, deadline)}
     return _checked_numbers(result)
 
 

@@ -17,8 +17,9 @@ __all__ = ["LOG_SECONDS", "progress_bar", "say"]
 LOG_SECONDS = 10.0  # the shortest time between two progress lines when stderr is no terminal
 
 
-def progress_bar(total: int, what: str, unit: str) -> tqdm:
-    """A bar of ``total`` ``unit``s described by ``what`` ("spectra"), on stderr."""
+def progress_bar(total: int | None, what: str, unit: str) -> tqdm:
+    """A bar of ``total`` ``unit``s described by ``what`` ("spectra"), on stderr; with
+    ``total`` None it counts them and their rate."""
     terminal = sys.stderr.isatty()
     return tqdm(total=total, desc=what, unit=unit, file=sys.stderr, ascii=not terminal,
                 dynamic_ncols=terminal, ncols=None if terminal else 80,
