@@ -91,6 +91,13 @@ for line in iter(sys.stdin.readline, ""):
 """
 
 
+def short_argv(argv: list[str], width: int = 80) -> str:
+    """``argv`` for a failure message: each argument cut to ``width`` characters (a case's
+    prompt can be 62,790 of them)."""
+    return " ".join(a if len(a) <= width else f"{a[:width]}… ({len(a):,} characters)"
+                    for a in argv)
+
+
 class CaseServer:
     """One importing process; ``run`` forks a child of it per case."""
 
@@ -118,8 +125,9 @@ class CaseServer:
             raise RuntimeError(f"the case server ended: {self._log.read().decode()[-2000:]}")
         status = json.loads(answer)["status"]
         stdout, stderr = files["stdout"].read_text(), files["stderr"].read_text()
-        assert status != "timeout", f"{argv} did not end in {seconds} s:\n{stderr[-2000:]}"
-        assert status == 0, f"{argv}: the child exited {status}:\n{stderr[-2000:]}"
+        shown = short_argv(argv)
+        assert status != "timeout", f"{shown} did not end in {seconds} s:\n{stderr[-2000:]}"
+        assert status == 0, f"{shown}: the child exited {status}:\n{stderr[-2000:]}"
         return json.loads(files["report"].read_text()), stdout, stderr
 
     def close(self) -> None:

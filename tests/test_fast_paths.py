@@ -136,6 +136,29 @@ def test_band_conv_equals_conv1d(n):
             assert_grads_equal(y, ref, (x, w), torch.randn(ref.shape, dtype=F64, generator=g))
 
 
+@pytest.mark.parametrize("n", [1, 2, 5, 13])
+@pytest.mark.parametrize("m, left", [(64, 0), (64, 63), (65, 32), (65_536, 32_768)])
+def test_a_band_longer_than_the_sequence_keeps_only_the_taps_in_reach(n, m, left):
+    """SKI's m may pass n (the config allows 65,536): taps of lag ≥ n meet no row and
+    get gradient 0, and nothing of m's size beyond the taps is built (a band of 65,536 at
+    n = 64 asked 3 TB of the tap gradient before)."""
+    g = torch.Generator().manual_seed(n + m)
+    w = torch.randn(3, m, dtype=F64, generator=g, requires_grad=True)
+    x = torch.randn(2, n, 3, dtype=F64, generator=g, requires_grad=True)
+    near = slice(max(0, left - n + 1), min(m, left + n))  # the taps of lag < n
+    ref = F.conv1d(F.pad(x.transpose(1, 2), (left - near.start, near.stop - 1 - left)),
+                   w[:, None, near], groups=3).transpose(1, 2)  # conv1d on those taps alone
+    y = band_conv(x, w, left)
+    torch.testing.assert_close(y, ref, rtol=0, atol=1e-12)
+    grad_out = torch.randn(ref.shape, dtype=F64, generator=g)
+    (gw,) = torch.autograd.grad(y, (w,), grad_out)
+    (gw_ref,) = torch.autograd.grad(ref, (w,), grad_out)
+    torch.testing.assert_close(gw, gw_ref, rtol=0, atol=1e-12)
+    outside = torch.ones(m, dtype=torch.bool)
+    outside[near] = False
+    assert not gw[:, outside].any()
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 31, 100, 257])
 @pytest.mark.parametrize("pad", [0, 1, 4, 7, 16])
 def test_band_weight_grad_gemm_equals_direct_sum(n, pad):

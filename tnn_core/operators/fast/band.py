@@ -11,15 +11,33 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-__all__ = ["band_conv", "conv_cl", "extend_taps", "weight_grad", "weight_grad_gemm"]
+__all__ = ["band_conv", "conv_cl", "extend_taps", "taps_grad", "weight_grad", "weight_grad_gemm"]
 
 
-def extend_taps(weight: torch.Tensor, left: int) -> tuple[torch.Tensor, int]:
-    """Taps [D, m] (tap j at lag ``left - j``) zero-extended to a symmetric [D, 2 pad + 1]
-    with pad = max(left, m-1-left), so that ``conv_cl(x, ext, pad)`` is the band."""
-    m = weight.shape[-1]
-    pad = max(left, m - 1 - left)
-    return F.pad(weight, (pad - left, pad - (m - 1 - left))), pad
+def extend_taps(weight: torch.Tensor, left: int, n: int) -> tuple[torch.Tensor, int, int]:
+    """(ext, pad, offset): taps [D, m] (tap j at lag ``left - j``) as a symmetric
+    [D, 2 pad + 1] such that ``conv_cl(x, ext, pad)`` is the band on a length-n x; tap j is
+    column j + offset. pad = max(left, m-1-left), zero-extending the shorter side, but at
+    most n - 1: a tap of a larger lag meets no row (SKI's m may exceed n, and a band of
+    65,536 at n = 64 would build a padded copy of 65,600 rows per channel, and a tap
+    gradient of 10^12 numbers, for taps that do nothing)."""
+    D, m = weight.shape
+    pad = min(max(left, m - 1 - left), max(n - 1, 0))
+    offset = pad - left
+    lo, hi = max(0, -offset), min(m, 2 * pad + 1 - offset)  # the taps within reach
+    ext = weight.new_zeros(D, 2 * pad + 1)
+    ext[:, lo + offset : hi + offset] = weight[:, lo:hi]
+    return ext, pad, offset
+
+
+def taps_grad(grad_ext: torch.Tensor, offset: int, m: int) -> torch.Tensor:
+    """The gradient of the m taps [D, m] from that of ``extend_taps``'s ext [D, 2 pad + 1]
+    (tap j is column j + offset); a tap out of reach has gradient 0."""
+    D, columns = grad_ext.shape
+    grad = grad_ext.new_zeros(D, m)
+    lo, hi = max(0, -offset), min(m, columns - offset)
+    grad[:, lo:hi] = grad_ext[:, lo + offset : hi + offset]
+    return grad
 
 
 _GEMM_MIN_TAPS = 15  # from here the blocked GEMM beats oneDNN on CPU: docs/benchmarks.md
@@ -84,10 +102,9 @@ class _BandConvCL(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, weight, left: int):
-        m = weight.shape[-1]
-        ext, pad = extend_taps(weight, left)  # (D, 2 pad + 1)
+        ext, pad, offset = extend_taps(weight, left, x.shape[1])  # (D, 2 pad + 1)
         ctx.save_for_backward(x, ext)
-        ctx.pad, ctx.offset, ctx.m = pad, pad - left, m
+        ctx.pad, ctx.offset, ctx.m = pad, offset, weight.shape[-1]
         return conv_cl(x, ext, pad)
 
     @staticmethod
@@ -100,7 +117,7 @@ class _BandConvCL(torch.autograd.Function):
         if ctx.needs_input_grad[0]:
             grad_x = conv_cl(grad_y, ext.flip(-1), pad)  # (B, n, D)
         if ctx.needs_input_grad[1]:
-            grad_w = weight_grad(grad_y, x, ext, pad)[:, ctx.offset : ctx.offset + ctx.m]
+            grad_w = taps_grad(weight_grad(grad_y, x, ext, pad), ctx.offset, ctx.m)
         return grad_x, grad_w, None
 
 

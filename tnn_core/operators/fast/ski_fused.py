@@ -13,7 +13,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from tnn_core.core.toeplitz import fft_size
-from tnn_core.operators.fast.band import conv_cl, extend_taps, weight_grad
+from tnn_core.operators.fast.band import conv_cl, extend_taps, taps_grad, weight_grad
 from tnn_core.operators.fast.interp import interp_w, interp_wt
 
 __all__ = ["ski_bidirectional"]
@@ -34,13 +34,13 @@ class _SkiBidirectional(torch.autograd.Function):
         Z = torch.fft.rfft(interp_wt(x, r).transpose(1, 2), n=Nr)  # (B, D, F)
         u = torch.fft.irfft(Z * KA, n=Nr)[..., :r].transpose(1, 2)  # (B, r, D): A Wᵀ x
         if band_weight is None:
-            y, ext, pad, m = interp_w(u, n), None, 0, 0  # (B, n, D)
+            y, ext, pad, offset, m = interp_w(u, n), None, 0, 0, 0  # (B, n, D)
         else:
             m = band_weight.shape[-1]
-            ext, pad = extend_taps(band_weight, left)  # (D, 2 pad + 1)
+            ext, pad, offset = extend_taps(band_weight, left, n)  # (D, 2 pad + 1)
             y = conv_cl(x, ext, pad).add_(interp_w(u, n))  # (B, n, D)
         ctx.save_for_backward(x, ext, Z, KA)
-        ctx.r, ctx.pad, ctx.offset, ctx.m = r, pad, pad - left, m
+        ctx.r, ctx.pad, ctx.offset, ctx.m = r, pad, offset, m
         ctx.Nr, ctx.column_len = Nr, column.shape[-1]
         return y
 
@@ -60,7 +60,7 @@ class _SkiBidirectional(torch.autograd.Function):
             if ext is not None:
                 grad_x = conv_cl(grad_y, ext.flip(-1), pad).add_(grad_x)  # (B, n, D)
         if need_w:
-            grad_w = weight_grad(grad_y, x, ext, pad)[:, ctx.offset : ctx.offset + ctx.m]
+            grad_w = taps_grad(weight_grad(grad_y, x, ext, pad), ctx.offset, ctx.m)
         if need_column:
             S = (torch.conj_physical(Z) * GU).sum(0)  # (D, F)
             grad_column = torch.fft.irfft(S, n=Nr)[..., : ctx.column_len]  # (D, len)
