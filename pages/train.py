@@ -139,7 +139,7 @@ if in_address is not None and in_address[1] is not None:
     watch(*in_address)
     run = in_address[1]
 owner_key = st.session_state.get("train_owner_key")
-running = run is not None and owner_key is not None and not run.snapshot().finished
+running = run is not None and not run.snapshot().finished  # a watcher's view follows it too
 # Streamlit forgets a widget's value when its page is left. While a run exists, the form
 # shows the settings it was started with, also after the person visits another page.
 for form_key, value in st.session_state.get("train_form", {}).items():

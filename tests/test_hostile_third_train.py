@@ -90,6 +90,7 @@ def test_another_session_with_the_link_only_watches_and_its_end_stops_nothing(us
             assert not has_stop(watcher)  # no Stop: it cannot end the run
             assert "owner" not in watcher.query_params
             assert any("belongs to another browser session" in i.value for i in watcher.info)
+            assert not watcher.error, [e.value for e in watcher.error]  # it runs: no failure
             end_session(watcher)
             time.sleep(0.2)
             assert not run.stopped, "a watcher's end stopped the owner's run"
