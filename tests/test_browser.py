@@ -122,7 +122,8 @@ def test_speed_page_runs_and_stops_a_benchmark(browser_page, server):
     # SKI against TNO over the band m (n = 1024 and 4096): one more chart and its verdicts
     charts = page.locator("[data-testid='stPlotlyChart']").count()
     page.get_by_role("button", name="Measure").nth(1).click()
-    page.locator("[data-testid='stPlotlyChart']").nth(charts).wait_for(timeout=300_000)
+    # a background job: the page is idle between its polls, so wait for the chart it draws
+    page.locator(".st-key-chart-band-crossover .js-plotly-plot").wait_for(timeout=300_000)
     wait_idle(page)
     assert page.locator("[data-testid='stPlotlyChart']").count() == charts + 1
     assert_clean(page, "speed-band-crossover")
