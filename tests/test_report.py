@@ -256,7 +256,8 @@ def test_a_model_without_toeplitz_kernels_is_refused(digits_ski):
     _, info, task, _ = digits_ski
     config = ModelConfig(task="classify", vocab_size=17, num_classes=10, dim=16, layers=1,
                          operator=OperatorConfig(kind="togeipi", heads=2))
-    with pytest.raises(ValueError, match="layer 0's operator must be one of .*'togeipi'"):
+    with pytest.raises(ValueError, match=r"layer 0's operator is togeipi; a spectral report needs "
+                                         r"channel-wise Toeplitz layers \(tno, ski, fd, ssm\)$"):
         report_for(build_model(config), info, task)
 
 

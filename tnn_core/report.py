@@ -132,8 +132,8 @@ def _band_and_rank(model: nn.Module, n: int, band: int | None, rank: int | None
     for layer in range(model.config.layers):
         operator = model.config.layer_operator(layer)
         if operator.kind not in CHANNEL_KINDS:
-            raise ValueError(f"layer {layer}'s operator must be one of {CHANNEL_KINDS} (channel"
-                             f"-wise Toeplitz) for a spectral report; got {operator.kind!r}")
+            raise ValueError(f"layer {layer}'s operator is {operator.kind}; a spectral report "
+                             f"needs channel-wise Toeplitz layers ({', '.join(CHANNEL_KINDS)})")
         ski = operator.kind == "ski"
         m = band if band is not None else operator.band if ski else min(DEFAULT_BAND, 2 * n - 2)
         r = rank if rank is not None else operator.rank if ski else min(DEFAULT_RANK, n)
