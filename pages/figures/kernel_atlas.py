@@ -202,7 +202,7 @@ def _tiles(atlas: inspect_lab.AtlasView) -> inspect_lab.Channels:
     st.plotly_chart(tile_grid(
         [view.matrix for view in views], [f"L{layer} c{channel}" for layer, channel in shown],
         [limit or view.limit for view in views], shared,
-        f"The first {tiles} channels in this order: {'T − band' if off_band else 'T'} "
+        f"The first {len(shown)} channels in this order: {'T − band' if off_band else 'T'} "
         f"({scale_note})"), key="chart-atlas")
     return table
 
