@@ -2,12 +2,8 @@
 
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -17,7 +13,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest, app_test, local_script_runner
 
 from pages._ui import checkpoints as ui_checkpoints
-from tests import compress_fixtures
+from tests import app_server, compress_fixtures
 from tnn_core.analysis.norms import single_threaded_blas
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,23 +123,13 @@ def pytest_xdist_make_scheduler(config, log):
 _SERVERS: list[subprocess.Popen] = []  # the server streamlit_server started, while it runs
 
 
-def _stop(server: subprocess.Popen) -> None:
-    """3 s to exit, then SIGKILL: its exit waits for a warm-up step under way."""
-    server.terminate()
-    try:
-        server.wait(timeout=3)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait(timeout=20)
-
-
 def pytest_runtest_teardown(item, nextitem):
     """After the last test of SERVER_FILES (they run one after another: collection sorts
     them first), the server stops: left to the process's end it kept a tenth of a core
     busy while the worker ran other files."""
     if _SERVERS and _file(item.nodeid) in SERVER_FILES and (
             nextitem is None or _file(nextitem.nodeid) not in SERVER_FILES):
-        _stop(_SERVERS.pop())
+        app_server.stop(_SERVERS.pop())
 
 
 @pytest.fixture(scope="session")
@@ -154,39 +140,19 @@ def streamlit_server():
     the opening view of all ten shipped checkpoints is about a minute of one core, and
     the tests open few of them. Train's saves go to a temporary folder. It stops after the
     last of SERVER_FILES (pytest_runtest_teardown)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     user_dir = tempfile.mkdtemp(prefix="toeplitz-lab-user-")
-    env = dict(os.environ, STREAMLIT_SERVER_FILE_WATCHER_TYPE="none",
-               TOEPLITZ_LAB_USER_CHECKPOINTS=user_dir, TOEPLITZ_LAB_WARM_UP="digits-tno")
+    env = {"TOEPLITZ_LAB_USER_CHECKPOINTS": user_dir, "TOEPLITZ_LAB_WARM_UP": "digits-tno"}
     shots = ROOT / "tests" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
     worker = os.environ.get("PYTEST_XDIST_WORKER")  # one log per process under pytest -n
-    log = open(shots / f"streamlit-server{'-' + worker if worker else ''}.log", "w")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.fileWatcherType", "none",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    _SERVERS.append(proc)
+    log = shots / f"streamlit-server{'-' + worker if worker else ''}.log"
     try:
-        for _ in range(240):
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.25)
-        else:
-            pytest.fail("streamlit server did not answer /_stcore/health within 60 s")
-        yield url
+        with app_server.app_server(env, log) as (url, proc):
+            _SERVERS.append(proc)
+            yield url
+            if proc in _SERVERS:  # not stopped after the last of SERVER_FILES
+                _SERVERS.remove(proc)
     finally:
-        if proc in _SERVERS:  # not stopped after the last of SERVER_FILES
-            _SERVERS.remove(proc)
-            _stop(proc)
-        log.close()
         shutil.rmtree(user_dir, ignore_errors=True)
 
 

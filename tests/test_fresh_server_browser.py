@@ -12,63 +12,26 @@ its own. Screenshots go to tests/screenshots/fresh-server-PAGE.png.
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.app_idle import follow_socket, wait_idle
+from tests.app_server import app_server
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "tests" / "screenshots"
-START_S = 60  # the server answers its health check within this
 
 pytestmark = pytest.mark.browser
 
 
 @contextlib.contextmanager
 def fresh_server():
-    """``streamlit run app.py`` on a free port, as conftest's ``streamlit_server`` starts
-    it, for one test: its URL. Stopped (3 s, then killed) when the test ends."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = dict(os.environ, STREAMLIT_SERVER_FILE_WATCHER_TYPE="none",
-               TOEPLITZ_LAB_WARM_UP="digits-tno")
+    """``streamlit run app.py`` (``app_server``) for one test, nothing visited yet: its URL."""
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with open(SHOTS / "fresh-server.log", "w") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-             "--server.port", str(port), "--server.fileWatcherType", "none",
-             "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            url = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + START_S
-            while not _healthy(url):
-                if time.monotonic() > deadline or server.poll() is not None:
-                    pytest.fail(f"streamlit did not answer /_stcore/health within {START_S} s")
-                time.sleep(0.25)
-            yield url
-        finally:
-            server.terminate()
-            try:
-                server.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait(timeout=20)
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok"
-    except OSError:
-        return False
+    with app_server({"TOEPLITZ_LAB_WARM_UP": "digits-tno"}, SHOTS / "fresh-server.log") as (
+            url, _):
+        yield url
 
 
 TITLES = {"inspect": "Inspect checkpoint", "lessons": "Lessons", "compress": "Compress"}

@@ -7,19 +7,15 @@ other visitor to make Streamlit let the closed session go (issue 35).
 
 from __future__ import annotations
 
-import os
 import re
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from pages._ui.session import DISCONNECTED_GRACE_S, REAP_EVERY_S
 from tests.app_idle import follow_socket, wait_idle
+from tests.app_server import app_server
 from tnn_core.training.checkpoint import read_info
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,40 +27,12 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def lone_server(tmp_path_factory):
-    """``streamlit run app.py`` for this module alone (conftest's server has other
-    visitors, whose visits would let closed sessions go): (its URL, its user folder)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    """``streamlit run app.py`` (``app_server``) for this module alone (conftest's server has
+    other visitors, whose visits would let closed sessions go): (its URL, its user folder)."""
     user_dir = tmp_path_factory.mktemp("user")
-    env = dict(os.environ, STREAMLIT_SERVER_FILE_WATCHER_TYPE="none",
-               TOEPLITZ_LAB_USER_CHECKPOINTS=str(user_dir), TOEPLITZ_LAB_WARM_UP="none")
-    log = open(user_dir.parent / "server.log", "w")  # noqa: SIM115
-    server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.fileWatcherType", "none",
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=1).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.25)
-        else:
-            pytest.fail("the server did not answer /_stcore/health within 60 s")
+    env = {"TOEPLITZ_LAB_USER_CHECKPOINTS": str(user_dir), "TOEPLITZ_LAB_WARM_UP": "none"}
+    with app_server(env, user_dir.parent / "server.log") as (url, _):
         yield url, user_dir
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=20)
-        log.close()
 
 
 def open_tab(chromium, url: str):
