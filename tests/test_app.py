@@ -280,7 +280,7 @@ def test_inspect_page_draws_one_subsampling_rule():
                    if "applies at n = 1024 (row 0 on top)" in s["layout"]["title"]["text"])
     assert channel["layout"]["title"]["text"].endswith("(1 row/column in 6 shown)")
     assert channel["data"][0]["z"]["shape"] == "171, 171"
-    grid = next(s for s in specs if s["layout"]["title"]["text"].startswith("The first 12"))
+    grid = next(s for s in specs if s["layout"]["title"]["text"].startswith("The first 8 channels"))
     assert [trace["z"]["shape"] for trace in grid["data"]] == ["64, 64"] * 8  # 2 layers × 4
 
 

@@ -53,10 +53,11 @@ def test_flop_growth():
         assert 2.0 < flops.fft_product_flops(2 * n) / flops.fft_product_flops(n) < 2.3
 
 
-@pytest.mark.parametrize("band", range(1, 12))
-def test_band_taps_are_the_ones_the_convolution_runs(band):
-    ext, _ = extend_taps(torch.zeros(1, band), band // 2)
-    assert flops.band_taps(band) == ext.shape[-1]
+@pytest.mark.parametrize("n", [1, 2, 5, 4096])
+@pytest.mark.parametrize("band", [*range(1, 12), 64, 65_536])
+def test_band_taps_are_the_ones_the_convolution_runs(band, n):
+    ext, _, _ = extend_taps(torch.zeros(1, band), band // 2, n)
+    assert flops.band_taps(band, n) == ext.shape[-1]
 
 
 def test_fft_crossover_n():

@@ -68,13 +68,14 @@ def fft_product_flops(n: int, batch: int = 1, dim: int = 1, kernel_transform: bo
     return per_sequence * batch * dim + kernel * dim
 
 
-def band_taps(band: int) -> int:
-    """Taps the band convolution runs: m zero-extended to the symmetric 2⌊m/2⌋ + 1
-    around lag 0 (``fast.band.extend_taps`` with left = m//2): m for odd m, m + 1 for
-    even m."""
+def band_taps(band: int, n: int) -> int:
+    """Taps the band convolution runs at length n: m zero-extended to the symmetric
+    2⌊m/2⌋ + 1 around lag 0 (``fast.band.extend_taps`` with left = m//2), m for odd m and
+    m + 1 for even m, but none of a lag beyond n - 1 (at most 2n - 1)."""
     check_int("band", band, 1)
+    check_int("n", n, 1)
     left = band // 2
-    return 2 * max(left, band - 1 - left) + 1
+    return 2 * min(max(left, band - 1 - left), n - 1) + 1
 
 
 def ski_flops(n: int, rank: int, band: int, batch: int = 1, dim: int = 1) -> float:
@@ -92,7 +93,7 @@ def ski_flops(n: int, rank: int, band: int, batch: int = 1, dim: int = 1) -> flo
     """
     _check_sizes(n, batch, dim)
     check_int("rank", rank, 2)
-    taps = band_taps(band)
+    taps = band_taps(band, n)
     Nr = fft_size(rank)
     bins = Nr // 2 + 1
     per_sequence = (2.0 * taps * n  # the band convolution
