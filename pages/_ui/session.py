@@ -11,6 +11,7 @@ token ends at most ``DISCONNECTED_GRACE_S + REAP_EVERY_S`` after the tab closed.
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 import time
 import weakref
@@ -19,6 +20,8 @@ from collections.abc import Callable
 import streamlit as st
 
 from pages._ui import streamlit_internals
+
+_LOG = logging.getLogger(__name__)
 
 DISCONNECTED_GRACE_S = 60.0  # a session that reconnects within this (a network blip) lives on
 REAP_EVERY_S = 10.0  # how often the reaper looks at the watched sessions
@@ -77,8 +80,12 @@ class _Reaper:
     def _loop(self) -> None:
         while True:
             time.sleep(REAP_EVERY_S)
-            if self.reap(time.monotonic()):
-                gc.collect()  # a session's state is in reference cycles: end its token now
+            try:
+                if self.reap(time.monotonic()):
+                    gc.collect()  # a session's state is in reference cycles: end its token
+            except Exception:  # noqa: BLE001 - the reaper outlives one bad look
+                _LOG.exception("the session reaper failed; it looks again in %s s",
+                               REAP_EVERY_S)
 
     def reap(self, now: float) -> bool:
         """Close the sessions disconnected for DISCONNECTED_GRACE_S by ``now``; True if any."""
@@ -86,7 +93,13 @@ class _Reaper:
             watched = list(self._watched.items())
         closed = False
         for sid, token in watched:
-            if token() is not None and streamlit_internals.session_connected(sid):
+            connected = streamlit_internals.session_connected(sid)
+            if connected is None:  # the server has gone (a test's): nothing left to close
+                with self._lock:
+                    self._watched.pop(sid, None)
+                self._disconnected_since.pop(sid, None)
+                continue
+            if token() is not None and connected:
                 self._disconnected_since.pop(sid, None)
                 continue
             since = self._disconnected_since.setdefault(sid, now)
