@@ -172,7 +172,9 @@ with st.form("train-form", border=True):
                                 max_upload_size=MAX_TEXT_BYTES // 2**20,
                                 help="Train on this text instead of Python's source. It is "
                                      "split 90/10 into training and validation.")
-    start = st.form_submit_button("Start", type="primary", disabled=running,
+    # one run of one's own at a time; watching another's leaves Start free
+    start = st.form_submit_button("Start", type="primary",
+                                  disabled=running and owner_key is not None,
                                   icon=":material/play_arrow:")
 
 if start:

@@ -91,6 +91,8 @@ def test_another_session_with_the_link_only_watches_and_its_end_stops_nothing(us
             assert "owner" not in watcher.query_params
             assert any("belongs to another browser session" in i.value for i in watcher.info)
             assert not watcher.error, [e.value for e in watcher.error]  # it runs: no failure
+            start = next(b for b in watcher.button if b.label == "Start")
+            assert not start.disabled  # "Start a run of your own with the form above"
             end_session(watcher)
             time.sleep(0.2)
             assert not run.stopped, "a watcher's end stopped the owner's run"
