@@ -70,7 +70,12 @@ SERVER_FILES = (
 # start first and the short files fill in around them. By default it hands out the files
 # with most tests first, and a long file of few tests (the lesson walk) ran alone at the end.
 LONG_FILES = SERVER_FILES + (
+    "tests/test_every_kind_opens.py",  # 100
+    "tests/test_fresh_server_browser.py",  # 93, three servers of its own
+    "tests/test_loaded_server.py",  # 90, beside a busy loop
     "tests/test_budget.py",  # 75
+    "tests/test_hostile_third_commands.py",  # 75
+    "tests/test_train_ownership_browser.py",  # 65, a server of its own
     "tests/test_figure_decomposition.py",  # 70
     "tests/test_lessons.py",  # 40
     "tests/test_compress.py",  # 40
