@@ -65,6 +65,18 @@ def ended(name: str, what: str):
     return None if error is not None else job.result
 
 
+def follow(name: str, column, text, kept: str):
+    """A measurement's job ``name``: while it runs, its progress in ``column`` (``watch``);
+    once it has ended, its result kept in the session as ``kept``. What is kept (None before
+    a measurement)."""
+    if running(name):
+        with column:
+            watch(name, text)
+    elif name in st.session_state and (view := ended(name, "The measurement")):
+        st.session_state[kept] = view
+    return st.session_state.get(kept)
+
+
 st.title("Speed")
 st.markdown("The point of SKI-TNN and FD-TNN is speed. Time every operator **on this "
             "machine**, side by side (interleaved rounds after warm-up; each point is the "
@@ -199,13 +211,10 @@ if p1.button("Measure", key="pareto_run", icon=":material/scatter_plot:", disabl
               help="Disabled while another timing on this page runs: both would share the "
                    "CPU. About 10 s."):
     start("pareto_job", speed.pareto_job(pareto_n, frame.device()))
-if running("pareto_job"):
-    with p1:
-        watch("pareto_job", lambda bands: f"Decomposed and timed {len(bands)} of "
-                                          f"{len({m for _, m in speed.PARETO_SETTINGS})} bands")
-elif "pareto_job" in st.session_state and (view := ended("pareto_job", "The measurement")):
-    st.session_state["pareto"] = view
-pareto: speed.ParetoView | None = st.session_state.get("pareto")
+pareto: speed.ParetoView | None = follow(
+    "pareto_job", p1, lambda bands: f"Decomposed and timed {len(bands)} of "
+                                    f"{len({m for _, m in speed.PARETO_SETTINGS})} bands",
+    "pareto")
 if pareto:
     fig = go.Figure()
     for series, ranks, flop_speedups in zip(pareto.by_band, pareto.ranks,
@@ -242,13 +251,10 @@ if b1.button("Measure", key="band_run", icon=":material/stacked_line_chart:", di
                   "CPU."):
     ns = tuple(n for n in (1024, 4096, 16384) if n <= band_max_n)
     start("band_job", speed.band_crossover_job(ns, frame.device()))
-if running("band_job"):
-    with b1:
-        watch("band_job", lambda lengths: f"Timed TNO and SKI at m = 4…64 for "
-                                          f"{len(lengths)} length{'s' * (len(lengths) != 1)}")
-elif "band_job" in st.session_state and (view := ended("band_job", "The measurement")):
-    st.session_state["band_cross"] = view
-measured: speed.BandView | None = st.session_state.get("band_cross")
+measured: speed.BandView | None = follow(
+    "band_job", b1, lambda lengths: f"Timed TNO and SKI at m = 4…64 for "
+                                    f"{len(lengths)} length{'s' * (len(lengths) != 1)}",
+    "band_cross")
 if measured:
     fig = go.Figure()
     for series in measured.lines:
