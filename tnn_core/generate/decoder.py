@@ -108,25 +108,27 @@ def _prompt_layer(layer: TNNLayer, x: torch.Tensor, mix) -> torch.Tensor:
     """``_layer`` over t positions x [B, t, d], the mixer ``mix`` given all t at once and
     everything else PREFILL_CHUNK positions at a time: a long prompt's activations take
     the room of its mixer's inputs and outputs [B, t, D], not of every intermediate."""
-    gtu = layer.gtu
-    chunks = range(0, x.shape[1], PREFILL_CHUNK)
-    v = torch.cat([F.silu(gtu.v_proj(layer.norm1(x[:, c:c + PREFILL_CHUNK]))) for c in chunks],
-                  dim=1)  # (B, t, D)
-    mixed = mix(v)  # (B, t, D)
-    del v
+    chunks = [slice(c, c + PREFILL_CHUNK) for c in range(0, x.shape[1], PREFILL_CHUNK)]
+    mixed = mix(torch.cat([_mixer_input(layer, x[:, c]) for c in chunks], dim=1))  # (B, t, D)
     out = torch.empty_like(x)  # (B, t, d)
     for c in chunks:
-        piece = x[:, c:c + PREFILL_CHUNK]  # (B, C, d)
-        u = F.silu(gtu.u_proj(layer.norm1(piece)))  # (B, C, D)
-        piece = piece + gtu.out_proj(u * mixed[:, c:c + PREFILL_CHUNK])
-        out[:, c:c + PREFILL_CHUNK] = piece + layer.glu(layer.norm2(piece))
+        out[:, c] = _after_mixer(layer, x[:, c], mixed[:, c])
     return out
 
 
 def _layer(layer: TNNLayer, x: torch.Tensor, mix) -> torch.Tensor:
     """One TNN layer with ``mix`` as its token mixer: x [B, d] or [B, t, d], as x."""
+    return _after_mixer(layer, x, mix(_mixer_input(layer, x)))
+
+
+def _mixer_input(layer: TNNLayer, x: torch.Tensor) -> torch.Tensor:
+    """What the layer's GTU hands its token mixer: SiLU(W_v N(x)), x [..., d] -> [..., D]."""
+    return F.silu(layer.gtu.v_proj(layer.norm1(x)))
+
+
+def _after_mixer(layer: TNNLayer, x: torch.Tensor, mixed: torch.Tensor) -> torch.Tensor:
+    """The rest of the layer given its mixer's output ``mixed`` [..., D]: the GTU's gate and
+    output, x + W_o(SiLU(W_u N(x)) ⊙ mixed), then x + GLU(N(x)); x [..., d] -> [..., d]."""
     gtu = layer.gtu
-    a = layer.norm1(x)
-    u, v = F.silu(gtu.u_proj(a)), F.silu(gtu.v_proj(a))  # (..., D)
-    x = x + gtu.out_proj(u * mix(v))
+    x = x + gtu.out_proj(F.silu(gtu.u_proj(layer.norm1(x))) * mixed)
     return x + layer.glu(layer.norm2(x))
