@@ -8,6 +8,9 @@ Two models share the layer stack; the operator kind is one field of the config,
 so every model exists in tno, ski and fd form:
     CausalLM            embedding -> layers -> norm -> tied head, logits [B, n, V]
     SequenceClassifier  embedding -> layers -> norm -> mean pool -> head, logits [B, C]
+A third holds token mixers alone, for a model whose other parts the lab does not have
+(imported from the authors' code, ``tnn_core.convert``): it is looked at, never run.
+    MixerStack          one operator per layer, D = dim channels each; maps no tokens
 
 Neither has a maximum length: a model built and trained at n runs at any n.
 Letters: B batch, n length, d model width, V vocabulary, C classes.
@@ -26,7 +29,7 @@ from tnn_core.checks import check_choice, check_fields, check_int
 from tnn_core.operators import DRAW_LOCK, OperatorConfig, Togeipi, build_operator
 
 __all__ = ["ModelConfig", "GTU", "GLU", "TNNLayer", "CausalLM", "SequenceClassifier",
-           "build_model", "MAX_VOCAB", "MAX_CLASSES", "MAX_DIM", "MAX_LAYERS", "MAX_EXPAND_RATIO"]
+           "MixerStack", "build_model", "MAX_VOCAB", "MAX_CLASSES", "MAX_DIM", "MAX_LAYERS", "MAX_EXPAND_RATIO"]
 
 # Upper bounds of the config fields: each far above any model this lab trains, low enough
 # that one field alone cannot ask for more than a few GB (the checkpoint loader adds a
@@ -42,7 +45,9 @@ MAX_EXPAND_RATIO = 16
 class ModelConfig:
     """A TNN model. Unknown fields raise."""
 
-    task: Literal["lm", "classify"] = "classify"  # classify: pooled label; lm: next token
+    # classify: pooled label; lm: next token; kernels: the token mixers alone (MixerStack),
+    # each of dim channels (expand_ratio 1), with no task
+    task: Literal["lm", "classify", "kernels"] = "classify"
     vocab_size: int = 128  # input tokens
     num_classes: int = 10  # classify only: output classes
     dim: int = 64  # d, the model width
@@ -55,7 +60,7 @@ class ModelConfig:
     layer_operators: tuple[OperatorConfig, ...] = ()
 
     def __post_init__(self):
-        check_choice("task", self.task, ("lm", "classify"))
+        check_choice("task", self.task, ("lm", "classify", "kernels"))
         for name, low, high in (("vocab_size", 1, MAX_VOCAB), ("num_classes", 2, MAX_CLASSES),
                                 ("dim", 1, MAX_DIM), ("layers", 1, MAX_LAYERS),
                                 ("expand_ratio", 1, MAX_EXPAND_RATIO)):
@@ -64,6 +69,9 @@ class ModelConfig:
             check_int("glu_dim", self.glu_dim, 1, MAX_EXPAND_RATIO * MAX_DIM)
         if not isinstance(self.operator, OperatorConfig):
             raise ValueError(f"operator must be an OperatorConfig; got {self.operator!r}")
+        if self.task == "kernels" and self.expand_ratio != 1:
+            raise ValueError(f"expand_ratio must be 1 for task='kernels' (dim is the mixers' "
+                             f"channel count); got {self.expand_ratio}")
         if self.task == "lm" and not self.operator.causal:
             raise ValueError("operator.causal must be True for task='lm' (a language model "
                              "may not see the future); got False")
@@ -92,8 +100,10 @@ class ModelConfig:
         data = asdict(self)
         data["operator"] = self.operator.to_dict()
         data["layer_operators"] = [layer.to_dict() for layer in self.layer_operators]
-        if self.task == "lm":
+        if self.task != "classify":
             del data["num_classes"]
+        if self.task == "kernels":  # no embedding and no GLU
+            del data["vocab_size"], data["glu_dim"]
         return data
 
     @classmethod
@@ -215,8 +225,33 @@ class SequenceClassifier(_Backbone):
         return self.head(self.features(tokens).mean(dim=1))
 
 
+class MixerStack(nn.Module):
+    """The token mixers of a model whose embedding, gates and head the lab does not have
+    (``task="kernels"``): ``layers[i]`` is layer i's operator on ``config.dim`` channels.
+
+    Every view of a learned kernel works on it (``operators()``); it maps no tokens, so
+    ``forward`` refuses with the reason."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.layers = nn.ModuleList(build_operator(config.layer_operator(i), config.dim)
+                                    for i in range(config.layers))
+
+    def operators(self) -> list:
+        """The token mixers, one per layer."""
+        return list(self.layers)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        raise ValueError("this model holds token mixers only (its embedding, gates and head "
+                         "are not the lab's): it has no task to run on tokens; look at its "
+                         "kernels, or apply one mixer with model.operators()[i](x)")
+
+
 def build_model(config: ModelConfig) -> nn.Module:
     """The model of ``config``; its weights drawn under ``operators.DRAW_LOCK`` (seed them
     with ``operators.seeded_weights``)."""
     with DRAW_LOCK:
+        if config.task == "kernels":
+            return MixerStack(config)
         return CausalLM(config) if config.task == "lm" else SequenceClassifier(config)

@@ -69,6 +69,7 @@ from torch import nn
 from tnn_core import __version__
 from tnn_core.checks import short_repr
 from tnn_core.models import ModelConfig, build_model
+from tnn_core.operators import build_operator
 from tnn_core.training.budget import BudgetError, check_sweep, meta_layers, parameter_count
 from tnn_core.training.checkpoint_header import (
     DTYPES,
@@ -81,10 +82,10 @@ from tnn_core.training.checkpoint_header import (
     read_header,
 )
 from tnn_core.training.history import final_metrics, validated_history
-from tnn_core.training.tasks import TASKS, task_shape
+from tnn_core.training.tasks import KERNELS_ONLY, TASKS, task_shape
 
 __all__ = ["CheckpointError", "CheckpointInfo", "FORMAT", "MAX_PARAMETERS", "SHIPPED_DIR",
-           "STALE_TEMP_SECONDS", "save", "write_atomically", "load",
+           "STALE_TEMP_SECONDS", "save", "to_bytes", "write_atomically", "load",
            "load_bytes", "read_info", "migrate_train_config"]
 
 log = logging.getLogger(__name__)
@@ -125,6 +126,14 @@ def save(path: str | os.PathLike, model: nn.Module, task_info: dict, history: di
     Refuses non-finite weights and a header above MAX_HEADER_BYTES. ``model_config``
     defaults to ``model.config``."""
     path = Path(path)
+    write_atomically(path, to_bytes(model, task_info, history, model_config))
+    log.info("saved %s", path)
+    return path
+
+
+def to_bytes(model: nn.Module, task_info: dict, history: dict | None = None,
+             model_config: ModelConfig | None = None) -> bytes:
+    """The checkpoint file's bytes (``save`` writes them; an upload keeps them in memory)."""
     config = model_config or getattr(model, "config", None)
     if not isinstance(config, ModelConfig):
         raise ValueError("model_config must be a ModelConfig (or the model must carry one); "
@@ -143,9 +152,7 @@ def save(path: str | os.PathLike, model: nn.Module, task_info: dict, history: di
         raise ValueError(f"refusing to save a header of {header_bytes:,} bytes: the loader "
                          f"reads at most MAX_HEADER_BYTES = {MAX_HEADER_BYTES:,} (shorten the "
                          f"history)")
-    write_atomically(path, data)
-    log.info("saved %s (%d bytes)", path, len(data))
-    return path
+    return data
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -244,6 +251,8 @@ def _expected_tensors(config: ModelConfig, source: str) -> dict[str, torch.Size]
     operator of ``layer_operators``; layers with the same operator are identical, so layer
     i's entries are its operator's layer renamed. A config with 10^6 layers thus costs
     one layer's construction before it is refused."""
+    if config.task == KERNELS_ONLY:
+        return _expected_mixers(config, source)
     one, layers = meta_layers(config)
     count = parameter_count(config)
     if count > MAX_PARAMETERS:
@@ -255,6 +264,21 @@ def _expected_tensors(config: ModelConfig, source: str) -> dict[str, torch.Size]
         layer = layers[config.layer_operator(i)]
         expected.update({f"layers.{i}.{name}": t.shape for name, t in layer.state_dict().items()})
     return expected
+
+
+def _expected_mixers(config: ModelConfig, source: str) -> dict[str, torch.Size]:
+    """``_expected_tensors`` of a kernels-only model (``models.MixerStack``): layer i's
+    operator alone, each distinct operator built once on the meta device."""
+    with torch.device("meta"):
+        built = {op: build_operator(op, config.dim)
+                 for op in {config.layer_operator(i) for i in range(config.layers)}}
+    sizes = {op: sum(p.numel() for p in m.state_dict().values()) for op, m in built.items()}
+    count = sum(sizes[config.layer_operator(i)] for i in range(config.layers))
+    if count > MAX_PARAMETERS:
+        raise CheckpointError(f"{source}: its model config asks for {count:,} parameters; the "
+                              f"limit is MAX_PARAMETERS = {MAX_PARAMETERS:,}")
+    return {f"layers.{i}.{name}": t.shape for i in range(config.layers)
+            for name, t in built[config.layer_operator(i)].state_dict().items()}
 
 
 def _validated(data: bytes, source: str) -> tuple[CheckpointInfo, dict[str, TensorEntry]]:
@@ -269,7 +293,9 @@ def _validated(data: bytes, source: str) -> tuple[CheckpointInfo, dict[str, Tens
         shape = task_shape(meta["task"])
     except (TypeError, ValueError) as err:
         raise CheckpointError(f"{source}: bad task metadata: {err}") from None
-    checks = [("task", shape.kind), ("vocab_size", shape.vocab_size)]
+    checks = [("task", shape.kind)]
+    if shape.kind != KERNELS_ONLY:
+        checks.append(("vocab_size", shape.vocab_size))
     if shape.kind == "classify":
         checks.append(("num_classes", shape.num_classes))
     for name, wanted in checks:
@@ -278,7 +304,7 @@ def _validated(data: bytes, source: str) -> tuple[CheckpointInfo, dict[str, Tens
                                   f"{getattr(config, name)!r}, but its task {shape.name} "
                                   f"needs {wanted!r}")
     history = meta["history"]
-    if isinstance(history, dict) and "metric_name" in history:  # its numbers are the task's
+    if isinstance(history, dict) and "metric_name" in history and shape.name in TASKS:  # its numbers are the task's
         history = {**history, "metric_name": TASKS[shape.name][0].metric_name}  # metric
     try:
         meta["history"] = validated_history(history)  # training/history.py
@@ -287,7 +313,8 @@ def _validated(data: bytes, source: str) -> tuple[CheckpointInfo, dict[str, Tens
     expected = _expected_tensors(config, source)
     element = DTYPES[next(iter(entries.values())).dtype][1] if entries else 4
     try:
-        check_sweep(config, shape.seq_len, shape.extrapolates, max(element, 4))
+        if shape.kind != KERNELS_ONLY:  # token mixers alone are never evaluated
+            check_sweep(config, shape.seq_len, shape.extrapolates, max(element, 4))
     except BudgetError as err:
         raise CheckpointError(f"{source}: task seq_len {shape.seq_len} with this model: "
                               f"{err}") from None

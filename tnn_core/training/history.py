@@ -27,7 +27,9 @@ training kernels), the loop's resume, the compress pipeline. Every key is option
     lineage                where a converted or fine-tuned checkpoint came from (written by
                            ``compress.pipeline.save_converted``): an object with, each
                            optional, ``source`` {name: label, sha256: 64 hex digits},
-                           ``plan`` (an object), ``finetune`` {steps: integer, lr: number,
+                           ``plan`` (an object), ``imported`` (an object: the format,
+                           module and every setting of a model imported by
+                           ``tnn_core.convert``), ``finetune`` {steps: integer, lr: number,
                            parameters: label}, ``metrics`` {source, converted, finetuned:
                            each {metric: number, ci95: [low, high], sequences: integer}} and
                            ``commands`` (at most MAX_COMMANDS texts, oldest first)
@@ -181,6 +183,8 @@ def _lineage(raw) -> dict:
                              f"{short_repr(out['source']['sha256'])}")
     if "plan" in raw:
         out["plan"] = _object("lineage.plan", raw["plan"])
+    if "imported" in raw:  # tnn_core.convert: the source's format and every setting used
+        out["imported"] = _object("lineage.imported", raw["imported"])
     if "finetune" in raw:
         tune = _object("lineage.finetune", raw["finetune"])
         out["finetune"] = {"steps": _integer("lineage.finetune.steps", tune.get("steps"), 0),

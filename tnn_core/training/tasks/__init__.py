@@ -9,6 +9,12 @@ Each task is a ``Task`` (``base``): ``batch(split, batch_size, generator, length
 fixed ``validation(batch_size, batches, length=None)`` batches, ``chance``,
 ``baselines()``, and ``info()``, the dict that ``task_from_info`` rebuilds it from
 (it goes into checkpoint metadata, with charlm's vocabulary).
+
+A checkpoint of token mixers alone (``models.MixerStack``, imported by ``tnn_core.convert``)
+has no task: its task record is ``{"name": "kernels", "settings": {"seq_len": n},
+"source": {...}}`` (``kernels_only_info``), where n is the length its kernels are looked at
+by default (the source's training length). ``is_kernels_only`` tells it; ``task_from_info``
+refuses it with the sentence a view that needs a task shows.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, is_dataclass
 
-from tnn_core.checks import check_choice, config_from_dict, short_repr
+from tnn_core.checks import check_choice, check_int, config_from_dict, short_repr
 from tnn_core.training.tasks.base import IGNORE, Task
 from tnn_core.training.tasks.charlm import CharLMConfig, CharLMTask
 from tnn_core.training.tasks.digits import LEVELS, DigitsConfig, DigitsTask
@@ -24,7 +30,8 @@ from tnn_core.training.tasks.listops import TOKENS, ListOpsConfig, ListOpsTask
 from tnn_core.training.tasks.recall import RecallConfig, RecallTask
 
 __all__ = ["IGNORE", "TASKS", "Task", "TaskShape", "get_task", "task_from_info", "task_config",
-           "task_shape",
+           "task_shape", "KERNELS_ONLY", "MAX_KERNEL_LENGTH", "is_kernels_only",
+           "kernels_only_info", "kernels_only_reason",
            "CharLMConfig", "CharLMTask", "DigitsConfig", "DigitsTask", "ListOpsConfig",
            "ListOpsTask", "RecallConfig", "RecallTask"]
 
@@ -34,6 +41,48 @@ TASKS: dict[str, tuple[type[Task], type]] = {  # name -> (task class, its config
     "digits": (DigitsTask, DigitsConfig),
     "recall": (RecallTask, RecallConfig),
 }
+
+
+KERNELS_ONLY = "kernels"  # the task name of a checkpoint of token mixers alone
+MAX_KERNEL_LENGTH = 65_536  # its seq_len, as OperatorConfig's sizes
+_SOURCE_TEXT = 300  # characters of a kernels-only source's name, format or module
+
+
+def is_kernels_only(info) -> bool:
+    """Whether a checkpoint's task record is that of token mixers alone (no task)."""
+    return isinstance(info, dict) and info.get("name") == KERNELS_ONLY
+
+
+def kernels_only_info(seq_len: int, source: dict) -> dict:
+    """The task record of a kernels-only checkpoint: its default length and where it came
+    from (strings: ``name``, ``format``, ``sha256``)."""
+    info = {"name": KERNELS_ONLY, "settings": {"seq_len": seq_len}, "source": dict(source)}
+    _kernels_shape(info)
+    return info
+
+
+def kernels_only_reason(info: dict) -> str:
+    """One sentence: why a view that needs a task is not shown for this checkpoint."""
+    source = info.get("source") or {}
+    where = f" (imported from {source['format']})" if source.get("format") else ""
+    return (f"This checkpoint holds token mixers only{where}: its embedding and head are not "
+            f"the lab's, so it has no task to score, evaluate or generate with; every view of "
+            f"its kernels works.")
+
+
+def _kernels_shape(info: dict) -> TaskShape:
+    settings = info.get("settings")
+    if not isinstance(settings, dict) or set(settings) != {"seq_len"}:
+        raise ValueError(f"kernels task settings must be {{'seq_len': n}}; got "
+                         f"{short_repr(settings)}")
+    seq_len = check_int("kernels task seq_len", settings["seq_len"], 1, MAX_KERNEL_LENGTH)
+    source = info.get("source", {})
+    if not (isinstance(source, dict) and all(
+            isinstance(k, str) and isinstance(v, str) and len(v) <= _SOURCE_TEXT
+            for k, v in source.items())):
+        raise ValueError(f"kernels task source must be a dict of strings of at most "
+                         f"{_SOURCE_TEXT} characters; got {short_repr(source)}")
+    return TaskShape(KERNELS_ONLY, KERNELS_ONLY, 1, None, seq_len, True)
 
 
 def _entry(name: str) -> tuple[type[Task], type]:
@@ -62,7 +111,7 @@ class TaskShape:
     """What a model needs from a task, known from ``Task.info()`` without building its data."""
 
     name: str
-    kind: str  # "lm" or "classify"
+    kind: str  # "lm", "classify" or "kernels" (token mixers alone: no task)
     vocab_size: int
     num_classes: int | None  # classify only
     seq_len: int  # the training length n
@@ -97,6 +146,8 @@ def task_shape(info) -> TaskShape:
         raise ValueError(f"task info must be a dict with a string 'name'; got "
                          f"{short_repr(info)}")
     name = info["name"]
+    if name == KERNELS_ONLY:
+        return _kernels_shape(info)
     task_cls, _ = _entry(name)
     config = task_config(name, _settings(info))
     if name == "charlm":
@@ -133,6 +184,8 @@ def task_from_info(info: dict, data: bytes | None = None) -> Task:
     file to read. ``data`` for a model of the stdlib corpus is refused.
     """
     name = task_shape(info).name
+    if name == KERNELS_ONLY:
+        raise ValueError(kernels_only_reason(info))
     config = task_config(name, _settings(info))
     if name != "charlm":
         if data is not None:
