@@ -6,9 +6,10 @@ from dataclasses import asdict, dataclass, fields
 from typing import Literal
 
 from tnn_core.checks import check_choice, check_fraction, check_int, check_number, config_from_dict
+from tnn_core.core.rpe import ACTIVATIONS
 
 __all__ = ["OperatorKind", "KINDS", "ALL_KINDS", "TRAINED_KINDS", "CHANNEL_KINDS", "FD_INPUTS",
-           "SKI_LOW_RANKS", "OperatorConfig"]
+           "SKI_LOW_RANKS", "TNO_POSITIONS", "DECAY_MODES", "FFT_GRIDS", "OperatorConfig"]
 
 OperatorKind = Literal["tno", "ski", "fd", "togeipi", "ssm"]
 KINDS: tuple[str, ...] = ("tno", "ski", "fd")  # the Toeplitz kinds: kernel(n), matrix(n) [D, n, n]
@@ -16,12 +17,21 @@ ALL_KINDS: tuple[str, ...] = KINDS + ("togeipi", "ssm")  # plus the Togeipi mixe
 # project) and the diagonal SSM a causal model is converted to (compress.recurrent)
 TRAINED_KINDS: tuple[str, ...] = KINDS + ("togeipi",)  # what a training run builds
 CHANNEL_KINDS: tuple[str, ...] = KINDS + ("ssm",)  # one n x n Toeplitz matrix per channel
-_ACTIVATIONS = ("relu", "silu", "gelu")
+_ACTIVATIONS = tuple(ACTIVATIONS)  # the RPE's and the TNO kernel's (core.rpe)
 _PSF_ACTIVATIONS = ("none", "gelu")
 FD_INPUTS = ("omega", "cosine")  # what the FD RPE reads: ω (Algorithm 2) or cos ω
 # ski: where A's lag coefficients come from: the warped RPE (the paper's SKI-TNN) or knots
 # held directly (a model converted by tnn_core.compress)
 SKI_LOW_RANKS = ("rpe", "knots")
+# tno: what the RPE reads at lag k of a length-n kernel: k, k/(n-1) or exp(k/(n-1))
+# (tnn-pytorch Tno par_type 1, 2, 3; at n = 1 the only lag 0 reads 0, 0 and 1)
+TNO_POSITIONS = ("lag", "fraction", "exp_fraction")
+# tno: γ^|k| with one γ = decay, a fixed γ per channel, or γ = decay + (1 - decay)·σ(logit)
+# learned per channel (tnn-pytorch Tno: no decay flag / use_decay / use_multi_decay)
+DECAY_MODES = ("scalar", "channel", "learned")
+# fd: the FFT size N for length n: fft_size(n) (5-smooth) or the next power of two >= 2n
+# (ski-tnn TnoFD); the RPE reads N/2+1 frequencies, so the grid changes the kernel
+FFT_GRIDS = ("smooth", "power_of_two")
 # Upper bounds of the size fields, far above what the lab trains; a parameter or memory
 # limit on the whole model belongs to its user (the checkpoint loader has one).
 MAX_SIZE = 65_536  # rank, band, max_length
@@ -31,8 +41,9 @@ MAX_HEADS = 4_096
 MAX_STATE = 4_096  # ssm: modes per channel
 # the fields each kind reads, beside kind and causal (grep its module: ``config.<field>``)
 _USED = {
-    "tno": ("decay", "rpe_dim", "rpe_layers", "activation"),
-    "fd": ("rpe_dim", "rpe_layers", "activation", "fd_input"),
+    "tno": ("decay", "rpe_dim", "rpe_layers", "activation", "positions", "decay_mode",
+            "rpe_residual", "kernel_activation"),
+    "fd": ("rpe_dim", "rpe_layers", "activation", "fd_input", "rpe_residual", "fft_grid"),
     "ski": ("decay", "rank", "band", "low_rank"),  # A from the RPE on the time warp λ
     "ski knots": ("rank", "band", "low_rank", "knot_length"),  # A held as knots: no λ
     "togeipi": ("heads", "sparse_density", "max_length", "sparse_l1", "psf_activation"),
@@ -56,11 +67,17 @@ class OperatorConfig:
     knot_length: int = 2  # ski, low_rank="knots": n0, with knots at the lags l (n0-1)/(r-1)
     rpe_dim: int | None = None  # RPE MLP width e; None means max(D // 8, 32) (official README)
     rpe_layers: int = 1  # hidden layers of the RPE MLP (tno, fd)
-    activation: str = "relu"  # RPE MLP activation: relu, silu or gelu (FD Theorems 2-4)
+    activation: str = "relu"  # RPE MLP activation, a name of core.rpe.ACTIVATIONS
+    rpe_residual: bool = False  # tno, fd: each hidden RPE layer is x = layer(x) + x
+    positions: str = "lag"  # tno: the RPE reads k, k/(n-1) or exp(k/(n-1)) (TNO_POSITIONS)
+    decay_mode: str = "scalar"  # tno: λ^|k|, or γ_c^|k| per channel fixed/learned (DECAY_MODES)
+    # tno: applied to every t_k after the decay (tnn-pytorch act_type); causal zeros stay 0
+    kernel_activation: str = "identity"
     # fd: the RPE reads "omega" (ω in [0, π], Algorithm 2: the response's periodic extension
     # has kinks at 0 and π) or "cosine" (cos ω, and sin ω times the imaginary half when
     # bidirectional: a response as smooth as the MLP on the whole circle, Theorems 2-3)
     fd_input: str = "omega"
+    fft_grid: str = "smooth"  # fd: N = fft_size(n), or the next power of two >= 2n (FFT_GRIDS)
     heads: int = 8  # togeipi: H heads, one Toeplitz point spread function each; D % H == 0
     sparse_density: float = 0.3  # togeipi: fraction of the sparse matrix's entries kept (top |.|)
     max_length: int = 1024  # togeipi: longest n (the sparse matrix is max_length x max_length)
@@ -86,6 +103,12 @@ class OperatorConfig:
             check_int("rpe_dim", self.rpe_dim, 1, MAX_RPE_DIM)
         check_choice("activation", self.activation, _ACTIVATIONS)
         check_choice("fd_input", self.fd_input, FD_INPUTS)
+        if not isinstance(self.rpe_residual, bool):
+            raise ValueError(f"rpe_residual must be True or False; got {self.rpe_residual!r}")
+        check_choice("positions", self.positions, TNO_POSITIONS)
+        check_choice("decay_mode", self.decay_mode, DECAY_MODES)
+        check_choice("kernel_activation", self.kernel_activation, _ACTIVATIONS)
+        check_choice("fft_grid", self.fft_grid, FFT_GRIDS)
         check_int("heads", self.heads, 1, MAX_HEADS)
         check_fraction("sparse_density", self.sparse_density)
         check_int("max_length", self.max_length, 1, MAX_SIZE)
@@ -99,6 +122,10 @@ class OperatorConfig:
         for f in fields(self):  # a setting the kind never reads is its default: one config
             if f.name not in used:  # per operator, and to_dict round-trips
                 object.__setattr__(self, f.name, f.default)
+        if self.positions == "exp_fraction" and not self.causal:
+            raise ValueError("positions must be 'lag' or 'fraction' for a bidirectional "
+                             "operator (exp_fraction has no negative lags, as par_type 3); "
+                             "got 'exp_fraction' with causal=False")
 
     def rpe_width(self, dim: int) -> int:
         return self.rpe_dim if self.rpe_dim is not None else max(dim // 8, 32)

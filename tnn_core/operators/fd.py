@@ -1,7 +1,11 @@
 """FD-TNO: the frequency-domain Toeplitz operator of "SKI to go Faster".
 
 The RPE MLP is evaluated on the real-frequency grid ω_k = 2πk/N, k = 0..N/2,
-with N = ``fft_size(n)`` >= 2n, so a longer sequence is a finer frequency grid.
+with N = ``grid_size(n)`` >= 2n, so a longer sequence is a finer frequency grid.
+``config.fft_grid`` chooses N: "smooth" = ``fft_size(n)`` (5-smooth), or "power_of_two",
+the next power of two >= 2n of the authors' ``TnoFD`` (ski-tnn laxtnn/modules/tno_fd.py,
+whose RPE reads linspace(0, π, N/2+1): the same grid). The grid changes the kernel: the
+RPE is sampled at other frequencies.
 
 * Causal (Algorithm 2): the MLP gives the real part R(ω); the imaginary part is
   -Hilbert{R}, computed by ``spectrum.causal_spectrum``. ``kernel(n)`` is exactly
@@ -36,7 +40,7 @@ from __future__ import annotations
 
 import torch
 
-from tnn_core.core.rpe import RpeMLP, simple_rms_norm
+from tnn_core.core.rpe import RpeMLP
 from tnn_core.core.spectrum import causal_spectrum, frequency_grid, kernel_from_spectrum
 from tnn_core.core.toeplitz import fft_size
 from tnn_core.operators.base import TokenMixer
@@ -50,7 +54,15 @@ class FD(TokenMixer):
     def __init__(self, config: OperatorConfig, dim: int):
         super().__init__(config, dim)
         out = dim if config.causal else 2 * dim
-        self.rpe = RpeMLP(config.rpe_width(dim), out, config.rpe_layers, config.activation)
+        self.rpe = RpeMLP(config.rpe_width(dim), out, config.rpe_layers, config.activation,
+                          config.rpe_residual)
+
+    def grid_size(self, n: int) -> int:
+        """The FFT size N >= 2n for length n (``config.fft_grid``): ``fft_size(n)``, or the
+        next power of two >= 2n (ski-tnn TnoFD: n = 100 -> 256)."""
+        if self.config.fft_grid == "power_of_two":
+            return 1 << (2 * self.check_length(n) - 1).bit_length()
+        return fft_size(n)
 
     def rpe_input(self, N: int) -> torch.Tensor:
         """What the RPE reads on the size-N grid, [F]: ω_k, or cos ω_k (``config.fd_input``)."""
@@ -70,7 +82,7 @@ class FD(TokenMixer):
         # out[:D] + i weight out[D:] for out = rpe(input).T, with the output layer applied as
         # W hᵀ so that the real and imaginary halves come out contiguous
         p = self._param()
-        h = self._rpe_features(self.rpe_input(N))  # (F, e)
+        h = self.rpe.features(self.rpe_input(N))  # (F, e)
         out = torch.addmm(self.rpe.out.bias[:, None], self.rpe.out.weight, h.T)  # (2D, F)
         if self.config.fd_input == "cosine":
             weight = torch.sin(frequency_grid(N, device=p.device, dtype=p.dtype))  # (F,) odd
@@ -79,18 +91,10 @@ class FD(TokenMixer):
         weight[0] = weight[-1] = 0  # a real kernel's response is real at ω = 0 and π
         return torch.complex(out[: self.dim], out[self.dim :] * weight)  # (D, F)
 
-    def _rpe_features(self, positions: torch.Tensor) -> torch.Tensor:
-        """The RPE MLP up to its output layer: positions [P] -> [P, e]."""
-        rpe = self.rpe
-        h = rpe.inp(positions[:, None])  # (P, e)
-        for linear in rpe.hidden:
-            h = linear(rpe.activation(simple_rms_norm(h)))  # (P, e)
-        return rpe.activation(simple_rms_norm(h))  # (P, e)
-
     def kernel(self, n: int) -> torch.Tensor:
         """Lag coefficients [D, 2n-1] of the map applied at length n. Causal: lags 0..n-1
         from ``causal_column`` and exact zeros at lags -(n-1)..-1, not an irfft's round-off."""
-        N = fft_size(self.check_length(n))
+        N = self.grid_size(n)
         if not self.config.causal:
             return kernel_from_spectrum(self.spectrum(N), n, N)  # (D, 2n-1)
         column = self.causal_column(n, N)  # (D, n)
@@ -107,7 +111,7 @@ class FD(TokenMixer):
 
     def mix(self, x: torch.Tensor) -> torch.Tensor:
         n = x.shape[-1]
-        N = fft_size(n)
+        N = self.grid_size(n)
         if not torch.is_grad_enabled():
             return spectral_product(x, self.cached(("spectrum", N), lambda: self.spectrum(N)), N)
         if self.config.causal:
