@@ -1,6 +1,6 @@
 """The house: imports follow the architecture one way, with no cycles (README, Layout).
 
-    core <- operators <- models <- analysis, training, bench <- compress <- lab <- pages
+    core <- operators <- models <- analysis, training, bench <- compress, convert <- lab <- pages
 
 Read from the source with ``ast`` (imports inside functions count too), so a lazy import
 cannot hide a cycle or a layer skipped backwards.
@@ -28,10 +28,11 @@ ALLOWED = {
     "bench": {"checks", "core", "operators", "models", "analysis", "allocator"},
     "compress": {"checks", "files", "core", "operators", "models", "analysis", "training",
                  "bench", "generate", "allocator"},
+    "convert": {"checks", "files", "core", "operators", "models", "training"},
     "report": {"checks", "files", "core", "operators", "models", "analysis", "training"},
     "generate": {"checks", "core", "operators", "models", "training"},
     "lab": {"checks", "files", "core", "operators", "models", "analysis", "training", "bench",
-            "compress", "report", "generate", "allocator"},
+            "compress", "convert", "report", "generate", "allocator"},
 }
 SCREEN = {"streamlit", "plotly", "altair", "pandas"}
 

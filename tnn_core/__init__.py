@@ -11,6 +11,8 @@ Layout (each part imports only the parts above it; tests/test_layout.py enforces
     training/                 tasks, the training loop and CLI, evaluation, checkpoints
     bench/                    timing and memory of the operators (``python -m tnn_core.bench``)
     compress/                 trained models converted to band + low rank or a recurrence
+    convert/                  models trained with the authors' code, read without running
+                              code and imported as their kernels (``python -m tnn_core.convert``)
     generate                  a causal LM a token at a time (``python -m tnn_core.generate``)
     report                    a checkpoint's model card and per-layer spectra
     lab/                      what each app page computes, as frozen dataclasses

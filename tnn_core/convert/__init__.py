@@ -1,0 +1,1 @@
+"""Importing models trained with the authors' code."""
