@@ -165,3 +165,38 @@ def test_a_tensor_of_the_wrong_shape_is_one_sentence(tmp_path, capsys):
     assert cli.main([str(src), "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "1.token_mixer.toep." in err and "(16, 17)" in err and "Traceback" not in err
+
+
+def test_a_fairseq_cfg_encoder_with_multi_decay(tmp_path):
+    """A bidirectional model's mixers under encoder.sentence_encoder.layers.{i}., its
+    settings in cfg["model"] (use_multi_decay, par_type 2, 2 RPE layers)."""
+    rng = np.random.default_rng(5)
+    model = {}
+    for i in range(2):
+        p = f"encoder.sentence_encoder.layers.{i}.self_attn.gtu.toep."
+        model |= rpe_state(rng, p, 8, 2, 6)
+        model[f"{p}gamma"] = torch.tensor(rng.normal(0, 1, (2, 1, 3)), dtype=torch.float32)
+    cfg = {"model": {"causal": False, "use_decay": False, "use_multi_decay": True,
+                     "gamma": 0.95, "par_type": 2, "tno_type": "tno",
+                     "encoder_attention_heads": 2, "tokens_per_sample": 64},
+           "task": {"_name": "masked_lm"}}
+    model_out, info = _convert(tmp_path, {"model": model, "cfg": cfg}, name="roberta.pt")
+    record = info.history["lineage"]["imported"]["settings"]
+    assert record["decay"] == {"value": "multi", "from": "saved args"}
+    assert info.task["settings"] == {"seq_len": 64}
+    for i, op in enumerate(model_out.operators()):
+        for n in LENGTHS:
+            theirs = tno_kernel(model, f"encoder.sentence_encoder.layers.{i}.self_attn.gtu."
+                                       f"toep.", n, False, 2, "multi", 0.95)
+            _close(op.kernel(n).detach(), theirs)
+
+
+def test_a_safetensors_state_dict_converts(tmp_path):
+    from safetensors.torch import save_file
+    state = tnn_stack_state(seed=9, layers=1, dim=2, rpe_layers=1, gamma=0.99)
+    src, out = tmp_path / "w.safetensors", tmp_path / "o.safetensors"
+    save_file(state, str(src))
+    assert cli.main([str(src), "--out", str(out), "--causal"]) == 0
+    model, _ = checkpoint.load(out)
+    _close(model.operators()[0].kernel(512).detach(),
+           tno_kernel(state, "0.token_mixer.toep.", 512, True))
