@@ -48,6 +48,8 @@ def test_a_tnn_pytorch_stack_opens_exactly(tmp_path, causal, rpe_layers, gamma):
     flags = ["--causal" if causal else "--no-causal"]
     model, info = _convert(tmp_path, state, *flags, legacy=rpe_layers == 3)
     assert is_kernels_only(info.task) and info.model_config.layers == 2
+    assert info.task["source"]["name"] == "src.pt"
+    assert info.history["lineage"]["source"]["name"] == "src.pt"
     for i, op in enumerate(model.operators()):
         for n in LENGTHS:
             theirs = tno_kernel(state, f"{i}.token_mixer.toep.", n, causal,

@@ -67,10 +67,10 @@ def import_foreign(foreign: ForeignFile, flags: dict, name: str,
                                  for t in s.values()) else torch.float32
     state = {f"layers.{i}.{k}": v.to(dtype) for i, (_, _, s) in enumerate(mapped)
              for k, v in s.items()}
-    for name, wanted in model.state_dict().items():
-        got = state.get(name)
+    for key, wanted in model.state_dict().items():
+        got = state.get(key)
         if got is None or got.shape != wanted.shape:
-            layer, rest = name.split(".", 2)[1:]
+            layer, rest = key.split(".", 2)[1:]
             raise NotImportable(f"{mixers[int(layer)].prefix}: its tensor for the lab's {rest} "
                                 f"has shape {None if got is None else tuple(got.shape)}; the "
                                 f"mixer's other tensors need {tuple(wanted.shape)}")
