@@ -259,7 +259,6 @@ def test_one_per_kind_covers_every_kind_shipped():
 def test_inspect_page_loads_a_shipped_checkpoint_of_each_kind(name):
     at = open_page("pages/inspect.py")
     at.selectbox(key="checkpoint").set_value(name)
-    at.slider(key="atlas_channels").set_value(4)
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert metric(at, "Task") in ("charlm", "listops", "digits", "recall")
@@ -272,7 +271,6 @@ def test_inspect_page_draws_one_subsampling_rule():
     import json
 
     at = open_page("pages/inspect.py")
-    at.slider(key="atlas_channels").set_value(4)
     at.slider(key="atlas_n").set_value(1024).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
@@ -280,8 +278,9 @@ def test_inspect_page_draws_one_subsampling_rule():
                    if "applies at n = 1024 (row 0 on top)" in s["layout"]["title"]["text"])
     assert channel["layout"]["title"]["text"].endswith("(1 row/column in 6 shown)")
     assert channel["data"][0]["z"]["shape"] == "171, 171"
-    grid = next(s for s in specs if s["layout"]["title"]["text"].startswith("The first 8 channels"))
-    assert [trace["z"]["shape"] for trace in grid["data"]] == ["64, 64"] * 8  # 2 layers × 4
+    grid = next(s for s in specs if s["layout"]["title"]["text"].startswith("The first 12 "
+                                                                          "channels"))
+    assert [trace["z"]["shape"] for trace in grid["data"]] == ["64, 64"] * 12
 
 
 def test_decomposition_opens_a_learned_kernel():

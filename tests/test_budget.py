@@ -15,14 +15,17 @@ import pytest
 
 from tnn_core.models import ModelConfig, build_model
 from tnn_core.operators import OperatorConfig
+from tnn_core.training import budget
 from tnn_core.training.budget import (
     MEMORY_LIMIT,
     BudgetError,
     Cost,
     check_cost,
     check_sweep,
+    fitting_batch,
     parameter_count,
     pass_cost,
+    view_notes,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,17 +143,75 @@ def test_the_estimate_bounds_the_measured_peak_of_a_pass(cases, tmp_path, name, 
     assert measured <= estimate <= 6 * measured + 64 * 2**20, (measured, estimate)
 
 
+PAPER_LM = ModelConfig(task="lm", vocab_size=101, dim=512, layers=6, expand_ratio=3,
+                      operator=OperatorConfig(causal=True, decay=0.99, rpe_dim=64,
+                                              rpe_layers=6))  # TNN's LM, Appendix D
+
+
+@pytest.fixture
+def development_rate(monkeypatch):
+    """The 2-core development CPU's rate, idle: estimates that do not depend on this machine."""
+    monkeypatch.setattr(budget, "calibrated_rate", lambda: 2e10)
+    monkeypatch.setattr(budget, "load_slowdown", lambda: 1.0)
+
+
 def test_ski_rank_counts_in_the_estimate():
-    """A checkpoint of r = 65536 with matching tensors is small on disk, large to run."""
-    small, large = (_config("ski", "classify", False), ModelConfig(
-        task="classify", vocab_size=101, num_classes=10, dim=64, layers=2,
-        operator=OperatorConfig(kind="ski", rank=65536, band=9)))
+    """A checkpoint of r = 65536 with matching tensors is small on disk, large to run: its
+    sweep goes one sequence at a time, and at twice the width not even one fits."""
+    small = _config("ski", "classify", False)
+    large = ModelConfig(task="classify", vocab_size=101, num_classes=10, dim=64, layers=2,
+                        operator=OperatorConfig(kind="ski", rank=65536, band=9))
     assert pass_cost(large, 16, 256).bytes > 30 * pass_cost(small, 16, 256).bytes
-    with pytest.raises(BudgetError, match=r"the limit is 1,024 MiB \(\d+\.\dx over\)"):
-        check_sweep(large, 256, extrapolates=True)
+    assert check_sweep(large, 256, extrapolates=True).batches == (1, 1, 1)
+    wider = ModelConfig(**{**large.__dict__, "dim": 128})
+    with pytest.raises(BudgetError, match=r"^evaluating it at n = 256 \(one sequence at a "
+                                          r"time\) needs about [\d,]+ MiB; the limit is 1,024 "
+                                          r"MiB \(\d+\.\dx over\)$"):
+        check_sweep(wider, 256, extrapolates=True)
 
 
-def test_a_refusal_says_which_limit_and_by_how_much():
+@pytest.mark.parametrize("n", [1, 7, 512, 2048, 32768])
+@pytest.mark.parametrize("name", ["tno", "ski r=8192", "togeipi"])
+def test_the_sweeps_batch_is_the_largest_halving_that_fits(name, n):
+    config = _config(name, "lm" if name != "ski r=8192" else "classify", name != "ski r=8192")
+    try:
+        batch = fitting_batch(config, n, 16)
+    except BudgetError:
+        assert pass_cost(config, 1, n).bytes > MEMORY_LIMIT
+        return
+    assert batch in (1, 2, 4, 8, 16)
+    assert pass_cost(config, batch, n).bytes <= MEMORY_LIMIT
+    assert batch == 16 or pass_cost(config, 2 * batch, n).bytes > MEMORY_LIMIT
+
+
+def test_the_papers_language_model_loads_and_its_sweep_is_chunked(development_rate):
+    """Refused before ("at n = 2,048 (16 sequences) needs about 2,508 MiB"): now 4 sequences
+    a pass at 4n, and its time is said, not refused."""
+    plan = check_sweep(PAPER_LM, 512, extrapolates=True)
+    assert plan.lengths == (512, 1024, 2048) and plan.batches == (16, 8, 4)
+    for n, batch in zip(plan.lengths, plan.batches, strict=True):
+        assert pass_cost(PAPER_LM, batch, n).bytes <= MEMORY_LIMIT
+    assert plan.operations == sum(8 * pass_cost(PAPER_LM, 16, n).operations
+                                  for n in plan.lengths)
+    assert plan.seconds == pytest.approx(plan.operations / 2e10)
+    (note,) = view_notes(PAPER_LM, 512, extrapolates=True)
+    assert note.startswith("Inspect's length sweep (n = 512, n = 1,024, n = 2,048 (8 batches "
+                           f"of 16 each)) would take about {plan.seconds:,.0f} s")
+    assert "the 60 s a page waits (SECONDS_LIMIT" in note and note.endswith("background")
+
+
+def test_a_model_too_large_to_open_is_named_at_the_start(development_rate, monkeypatch):
+    monkeypatch.setattr(budget, "SECONDS_LIMIT", 1e30)
+    assert view_notes(PAPER_LM, 512, True) == []  # 79 MB
+    wide = ModelConfig(**{**PAPER_LM.__dict__, "dim": 1024, "layers": 8})
+    (note,) = view_notes(wide, 64, True)
+    size = parameter_count(wide) * 4 / 1e6
+    assert note == (f"its checkpoint of about {size:,.0f} MB will not open in the lab: the "
+                    "loader and the upload read at most 200 MB (MAX_BYTES in "
+                    "tnn_core/training/checkpoint_header.py)")
+
+
+def test_a_refusal_says_which_limit_and_by_how_much(development_rate):
     with pytest.raises(BudgetError, match=r"^a pass needs about 2,048 MiB; the limit is 1,024 "
                                           r"MiB \(2\.0x over\)$"):
         check_cost("a pass", Cost(2 * MEMORY_LIMIT, 0))
@@ -160,14 +221,43 @@ def test_a_refusal_says_which_limit_and_by_how_much():
     assert check_cost("a pass", Cost(MEMORY_LIMIT, 60 * 2e10)).bytes == MEMORY_LIMIT
 
 
-def test_the_time_estimate_refuses_a_deep_long_model_whose_evaluation_never_ended():
-    """The corpus's charlm model at seq_len 1700 with 48 layers: 5.7 MB, within every
-    other limit, its evaluation never finished."""
+def test_a_deep_long_model_loads_and_its_sweep_runs_in_the_background(development_rate):
+    """The corpus's charlm model at seq_len 1700 with 48 layers (5.7 MB), refused at load
+    before for its time: now it loads, and its sweep is work for the background."""
     config = ModelConfig(task="lm", vocab_size=101, dim=44, layers=48,
                          operator=OperatorConfig(causal=True))
     assert 5e6 < 4 * parameter_count(config) < 6e6  # bytes of its float32 weights
-    with pytest.raises(BudgetError, match="would take about"):
-        check_sweep(config, 1700, extrapolates=True)
+    plan = check_sweep(config, 1700, extrapolates=True)
+    assert budget.runs_in_background(Cost(0, plan.operations))
+    assert not budget.runs_in_background(Cost(0, 59 * 2e10))
+
+
+def test_time_scales_with_the_measured_rate_and_the_load(monkeypatch):
+    monkeypatch.setattr(budget, "calibrated_rate", lambda: 4e10)
+    monkeypatch.setattr(budget, "_cores", lambda: 2)
+    for load, slowdown in ((0.0, 1.0), (1.0, 1.0), (2.0, 1.5), (7.0, 4.0)):
+        monkeypatch.setattr(budget.os, "getloadavg", lambda load=load: (load, 0.0, 0.0))
+        assert budget.load_slowdown() == slowdown
+        assert Cost(0, 8e10).seconds == pytest.approx(2 * slowdown)
+
+
+CALIBRATE = """
+import torch
+from tnn_core.training import budget
+torch.manual_seed(5)
+torch.set_num_threads(2)
+state = torch.random.get_rng_state()
+rate = budget.calibrated_rate()
+print(rate > 0, budget.calibrated_rate() == rate, torch.equal(torch.random.get_rng_state(), state),
+      torch.get_num_threads())
+"""
+
+
+def test_the_rate_is_measured_once_per_process_leaving_the_generator_and_threads(cases,
+                                                                                 tmp_path):
+    report, stdout, _ = cases.run(tmp_path, [], 120, code=CALIBRATE)
+    assert report["code"] == 0
+    assert stdout.split() == ["True", "True", "True", "2"]  # and the threads as they were
 
 
 def test_inspect_draws_a_large_rank_channel_in_smaller_chunks_with_the_same_matrix():

@@ -98,10 +98,10 @@ def stub_model(n_lambdas=LAMBDAS):
 
 def test_atlas_rows_measure_each_channel():
     n, band = 48, 5
-    atlas = atlas_view(stub_model(), n, band, rank=8, channels=3)
+    atlas = atlas_view(stub_model(), n, band, rank=8)
     ch = atlas.channels
-    assert ch.layer.tolist() == [0, 0, 0, 1, 1, 1] and ch.channel.tolist() == [0, 1, 2] * 2
-    fitted = np.array([lam for lams in LAMBDAS for lam in lams[:3]])
+    assert ch.layer.tolist() == [0] * 4 + [1] * 4 and ch.channel.tolist() == [0, 1, 2, 3] * 2
+    fitted = np.array([lam for lams in LAMBDAS for lam in lams])
     alive = fitted > 0
     assert np.allclose(ch.decay[alive], fitted[alive], atol=1e-3)
     assert np.all(np.isnan(ch.locality[~alive]))  # the zero channel: undefined, not an error
@@ -109,34 +109,37 @@ def test_atlas_rows_measure_each_channel():
     t = synthetic_kernel("exponential", n, 0.7).numpy()
     inside = np.abs(np.arange(-(n - 1), n)) <= band // 2
     assert ch.locality[1] == pytest.approx(np.abs(t[inside]).sum() / np.abs(t).sum(), rel=1e-5)
-    assert np.all(ch.optimal[alive] <= ch.low_rank[alive] + 1e-9)
-    assert atlas.kernels.shape == (2, 3, 2 * n - 1)
+    assert np.all((0 <= ch.low_rank[alive]) & (ch.low_rank[alive] <= 1))
+    assert atlas.kernels.shape == (len(atlas.kept), 2 * n - 1)
 
 
 def test_layer_medians_are_the_medians_of_the_rows_ignoring_undefined_ones():
-    atlas = atlas_view(stub_model(), 32, 3, rank=8, channels=4)
+    atlas = atlas_view(stub_model(), 32, 3, rank=8)
     ch, layers = atlas.channels, atlas.layers
     assert layers.layer.tolist() == [0, 1]
-    for statistic in ("locality", "decay", "low_rank", "optimal"):
+    for statistic in ("locality", "decay", "low_rank"):
         for i, layer in enumerate(layers.layer):
             values = getattr(ch, statistic)[ch.layer == layer]
             assert getattr(layers, statistic)[i] == pytest.approx(np.nanmedian(values))
+            assert layers.quartiles[statistic][i] == pytest.approx(
+                np.nanpercentile(values, [25, 75]))
     assert layers.decay[0] == pytest.approx(np.median([0.5, 0.7, 0.9]), abs=1e-3)
-    assert list(layers.columns()) == ["locality", "decay", "low_rank", "optimal"]
+    assert list(layers.columns()) == ["locality", "decay", "low_rank"]
 
 
 def test_layer_median_of_only_undefined_values_is_nan():
-    atlas = atlas_view(stub_model(((0.0, 0.0), (0.5, 0.0))), 16, 3, rank=4, channels=2)
+    atlas = atlas_view(stub_model(((0.0, 0.0), (0.5, 0.0))), 16, 3, rank=4)
     assert np.isnan(atlas.layers.decay[0]) and not np.isnan(atlas.layers.decay[1])
 
 
-@pytest.mark.parametrize("statistic", ["decay", "locality", "low_rank"])
+@pytest.mark.parametrize("statistic", ["decay", "locality", "low_rank", "outlier"])
 def test_sorting_puts_the_chosen_extreme_first_and_undefined_last(statistic):
-    atlas = atlas_view(stub_model(), 32, 3, rank=8, channels=4)
+    atlas = atlas_view(stub_model(), 32, 3, rank=8)
     table = atlas.channels.sorted_by(statistic)
     values = getattr(table, statistic)
     finite = values[~np.isnan(values)]
-    expected = np.sort(finite)[::-1] if statistic == "locality" else np.sort(finite)
+    descending = statistic in ("locality", "outlier")
+    expected = np.sort(finite)[::-1] if descending else np.sort(finite)
     assert np.array_equal(finite, expected)
     assert np.all(np.isnan(values[len(finite):]))  # NaN rows at the end
     # Rows move whole: every (layer, channel) keeps its own statistics.
@@ -148,7 +151,7 @@ def test_sorting_puts_the_chosen_extreme_first_and_undefined_last(statistic):
 
 
 def test_channel_view_is_that_channels_matrix():
-    atlas = atlas_view(stub_model(), 300, 3, rank=8, channels=4)
+    atlas = atlas_view(stub_model(), 300, 3, rank=8)
     view = atlas.channel_view(1, 2)
     t = synthetic_kernel("exponential", 300, 0.95).numpy()
     rows = display_indices(300)

@@ -1,11 +1,10 @@
-"""The per-layer report and model card (tnn_core/report.py) and its per-channel maths
+"""The per-layer report and model card (tnn_core/report) and its per-channel maths
 (tnn_core/analysis/spectral_summary.py), checked against numpy and scipy in float64."""
 
 import csv
 import io
 import json
 import math
-import re
 import types
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 import scipy.stats
 import torch
 
-from tnn_core import report as report_module
+from tnn_core.analysis.atlas import MAX_LAYOUT_N
 from tnn_core.analysis.decompose import decompose
 from tnn_core.analysis.spectral_summary import (
     MAX_N,
@@ -29,9 +28,9 @@ from tnn_core.analysis.spectral_summary import (
 from tnn_core.models import ModelConfig, build_model
 from tnn_core.operators.config import OperatorConfig
 from tnn_core.report import (
+    BATCHED,
     DEFAULT_BAND,
     DEFAULT_RANK,
-    main,
     report_for,
     to_csv,
     to_json,
@@ -219,11 +218,15 @@ def test_a_ski_report_uses_each_layers_own_band_and_rank_and_its_kernels(digits_
     assert report.length == n and len(report.layers) == model.config.layers
     for layer in report.layers:
         assert (layer.operator, layer.band, layer.rank) == ("ski", operator.band, operator.rank)
-        assert len(layer.channels) == kernels.shape[1]
+        assert len(layer.channels) == kernels.shape[1] == layer.width
         for c in (0, 5):  # each layer's own kernels, channel by channel
             expected = channel_spectrum(kernels[layer.layer, c].double(), operator.band,
                                         operator.rank, operator.causal)
             assert layer.channels[c] == expected
+        for statistic in BATCHED:  # every channel's, batched, as one channel's spectrum says
+            np.testing.assert_allclose(
+                layer.batched[statistic],
+                [getattr(spectrum, statistic) for spectrum in layer.channels], atol=1e-7)
 
 
 def test_the_card_holds_metric_interval_baselines_and_training(digits_ski):
@@ -246,9 +249,10 @@ def test_band_and_rank_are_validated_against_the_training_length(digits_ski):
     with pytest.raises(ValueError, match=r"rank must be an integer in \[2, n\] = \[2, 64\]; "
                                          r"got 65"):
         report_for(model, info, task, rank=65)
-    too_long = types.SimpleNamespace(seq_len=MAX_N + 1)  # refused before evaluating anything
+    too_long = types.SimpleNamespace(seq_len=MAX_LAYOUT_N + 1)  # refused before any work
     with pytest.raises(ValueError, match=f"training length n must be an integer in "
-                                         rf"\[2, MAX_N\] = \[2, {MAX_N}\]; got {MAX_N + 1}"):
+                                         rf"\[2, MAX_LAYOUT_N\] = \[2, {MAX_LAYOUT_N}\]; "
+                                         f"got {MAX_LAYOUT_N + 1}"):
         report_for(model, info, too_long)
 
 
@@ -274,12 +278,14 @@ def test_a_non_ski_model_gets_the_defaults_or_the_given_band_and_rank():
 def test_csv_has_one_row_per_layer_and_channel_with_every_value(digits_ski):
     report = digits_ski[3]
     rows = list(csv.DictReader(io.StringIO(to_csv(report))))
-    assert len(rows) == sum(len(layer.channels) for layer in report.layers)
+    assert len(rows) == sum(layer.width for layer in report.layers)
     for row in rows[:3] + rows[-3:]:
-        spectrum = report.layers[int(row["layer"])].channels[int(row["channel"])]
+        layer = report.layers[int(row["layer"])]
+        spectrum = layer.channels[int(row["channel"])]
         for statistic in STATISTICS:
-            assert float(row[statistic]) == pytest.approx(getattr(spectrum, statistic),
-                                                          rel=1e-15, nan_ok=True)
+            expected = layer.batched[statistic][int(row["channel"])] if statistic in BATCHED \
+                else getattr(spectrum, statistic)
+            assert float(row[statistic]) == pytest.approx(expected, rel=1e-15, nan_ok=True)
 
 
 def test_json_holds_everything_and_no_nan(digits_ski):
@@ -328,33 +334,6 @@ def test_a_converted_checkpoint_reports_its_lineage(tmp_path):
     assert '"rank":16' in text and "    convert it" in text
 
 
-# -- the command line -------------------------------------------------------------------------
-def test_cli_prints_the_report(capsys):
-    assert main([str(ROOT / "checkpoints" / "digits-fd.safetensors"), "--format", "csv"]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("layer,channel,operator,n,band,rank,stable_rank")
-
-
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--format", "xml"], "--format must be one of"),
-    (["--band", "0"], r"band must be an integer in \[1, 2n-2\]"),
-])
-def test_cli_bad_options_are_one_error_line(capsys, argv, message):
-    assert main([str(ROOT / "checkpoints" / "digits-fd.safetensors"), *argv]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("error: ")
-    assert re.search(message, err)
-
-
-def test_cli_bad_checkpoint_is_one_error_line(tmp_path, capsys):
-    bad = tmp_path / "bad.safetensors"
-    bad.write_bytes(b"not a checkpoint")
-    assert main([str(bad)]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == "" and captured.err.startswith("error: ")
-    assert captured.err.count("\n") == 1
-
-
 def test_inspect_offers_the_report_or_says_why_not():
     """lab.inspect's side of the download: the three files from one report, and a sentence
     for a model the report refuses (an operator without Toeplitz kernels)."""
@@ -371,22 +350,28 @@ def test_inspect_offers_the_report_or_says_why_not():
     togeipi = build_model(ModelConfig(dim=8, layers=1, operator=OperatorConfig(
         kind="togeipi", heads=2, max_length=64)))
     assert "togeipi" in report_refusal(togeipi, 64)
-    assert "MAX_N" in report_refusal(model, 4096)
+    assert "MAX_LAYOUT_N" in report_refusal(model, MAX_LAYOUT_N + 1)
 
 
 # -- the spectra's work bound ------------------------------------------------------------------
 def test_the_channels_reported_are_the_full_reports_own(digits_ski, monkeypatch):
     """Past the work bound a layer's statistics are those of the full report at the same
     channels (nothing approximated), and every format names the channels it shows."""
+    from tnn_core.report import build
+
     model, info, task, full = digits_ski
     L, D, n = len(full.layers), full.layers[0].width, task.seq_len
-    monkeypatch.setattr(report_module, "SPECTRA_WORK", L * 7 * n**3)
+    monkeypatch.setattr(build, "SPECTRA_WORK", L * 7 * n**3)
     sampled = report_for(model, info, task)
     for whole, part in zip(full.layers, sampled.layers, strict=True):
         assert len(part.channel_ids) == 7 and part.width == D == len(whole.channels)
         assert part.channels == tuple(whole.channels[c] for c in part.channel_ids)
-    assert f"Median over 7 of a layer's {D} channels, evenly spaced" in to_markdown(sampled)
+        for statistic in BATCHED:  # still every channel's
+            np.testing.assert_array_equal(part.batched[statistic], whole.batched[statistic])
+    assert f"over 7 of a layer's {D} channels, evenly spaced" in to_markdown(sampled)
     rows = list(csv.DictReader(io.StringIO(to_csv(sampled))))
-    assert [int(r["channel"]) for r in rows[:7]] == list(sampled.layers[0].channel_ids)
+    assert len(rows) == L * D
+    assert [int(r["channel"]) for r in rows[:D] if r["stable_rank"]] == \
+        list(sampled.layers[0].channel_ids)
     assert json.loads(to_json(sampled))["layers"][0]["channel_ids"] == \
         list(sampled.layers[0].channel_ids)

@@ -41,11 +41,11 @@ def test_the_inspect_page_opens_every_shipped_checkpoint(name, one_thread):
     assert kind in ("tno", "ski", "fd") and name.split("-")[1] == kind
     n, band = inspect_lab.opening_atlas(model.config, about.train_n)
     assert n == about.train_n
-    atlas = inspect_lab.atlas_view(model, n, band, inspect_lab.ATLAS_RANK, 4)
+    atlas = inspect_lab.atlas_view(model, n, band, inspect_lab.ATLAS_RANK)
     for table in (atlas.channels, atlas.layers):
         for column in table.columns().values():
             assert len(column)
-    assert atlas.kernels.shape == (len(operators), 4, 2 * n - 1)
+    assert atlas.kernels.shape == (len(atlas.kept), 2 * n - 1)
     assert np.all(np.isfinite(atlas.kernels))
     inspect_lab.band_description(band, model.config.operator.causal)
 

@@ -339,9 +339,10 @@ def test_cli_charlm_on_a_text_file(tmp_path, capsys):
 
 
 def test_a_run_its_checkpoint_could_not_reopen_is_refused_before_training():
-    """The loader refuses checkpoints too costly to evaluate at 4x their length, so train
-    refuses such a run at once instead of after its last step."""
-    task = get_task("charlm", {"seq_len": 8192})
+    """The loader refuses checkpoints whose one sequence at 4x their length does not fit
+    the memory limit (2,117 MiB here), so train refuses such a run at once instead of after
+    its last step."""
+    task = get_task("charlm", {"seq_len": 32768})
     model = model_for_task(ModelConfig(dim=64, layers=1, operator=OperatorConfig(causal=True)),
                            task)
     config = TrainConfig(task="charlm", steps=1, model=model)

@@ -97,25 +97,33 @@ def test_inspect_refuses_hostile_uploads_with_a_sentence():
 
 
 def test_inspect_refuses_issue_21s_uploads_before_allocating(tmp_path):
-    """The corpus's 12.8 MB SKI of rank 65536 (it took the server to 4 GB and a 32 GiB
-    request) and the 48-layer model whose evaluation never ended: refused with the budget's
-    sentence. A charlm model naming /etc/passwd as its text opens, and asks for its text."""
+    """A model of which one sequence at 4x its length does not fit the memory limit is
+    refused with the budget's sentence before anything is allocated. The corpus's 12.8 MB
+    SKI of rank 65536 (it took the server to 4 GB and a 32 GiB request) and the 48-layer
+    model whose evaluation never ended open now: one sequence of each fits, so their
+    evaluations go in chunks within the limit, in the background. A charlm model naming
+    /etc/passwd as its text opens, and asks for its text."""
     from tests.test_hostile_corpus import charlm_checkpoint, ski_checkpoint
 
     at = AppTest.from_file(APP, default_timeout=180)
     at.run()
     at.switch_page("pages/inspect.py").run()
     shown = at.selectbox(key="checkpoint").value
-    for name, path, message in (
-            ("ski", ski_checkpoint(tmp_path / "ski.safetensors", 65536), "the limit is 1,024 MiB"),
-            ("deep", charlm_checkpoint(tmp_path / "deep.safetensors", layers=48, dim=44,
-                                       seq_len=1700), "would take about")):
+    long = charlm_checkpoint(tmp_path / "long.safetensors", dim=64, seq_len=65_536)
+    at.file_uploader(key="upload").upload("long.safetensors", long.read_bytes(),
+                                          "application/octet-stream")
+    at.run()
+    assert not at.exception
+    assert any("the limit is 1,024 MiB" in e.value for e in at.error), [e.value for e in at.error]
+    assert at.selectbox(key="checkpoint").value == shown
+    for name, path in (("ski", ski_checkpoint(tmp_path / "ski.safetensors", 65536)),
+                       ("deep", charlm_checkpoint(tmp_path / "deep.safetensors", layers=48,
+                                                  dim=44, seq_len=1700))):
         at.file_uploader(key="upload").upload(f"{name}.safetensors", path.read_bytes(),
                                               "application/octet-stream")
         at.run()
         assert not at.exception, name
-        assert any(message in e.value for e in at.error), (name, [e.value for e in at.error])
-        assert at.selectbox(key="checkpoint").value == shown, name
+        assert at.selectbox(key="checkpoint").value == upload_key(path.read_bytes()), name
     legacy = charlm_checkpoint(tmp_path / "lm.safetensors", settings={"text": "/etc/passwd"},
                                source={"kind": "file", "name": "x.txt", "sha256": "0" * 64})
     at.file_uploader(key="upload").upload("lm.safetensors", legacy.read_bytes(),

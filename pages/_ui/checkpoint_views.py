@@ -30,9 +30,10 @@ WARM_UP_VARIABLE = "TOEPLITZ_LAB_WARM_UP"
 _WATCHED_SWEEPS = "_length_sweeps"
 
 
-@memo(max_entries=32, spinner="Measuring every channel…", threads=VIEW_THREADS)
-def _atlas(digest: str, n: int, band: int, rank: int, channels: int, _model) -> lab.AtlasView:
-    return lab.atlas_view(_model, n, band, rank, channels)
+@memo(max_entries=32, threads=VIEW_THREADS)  # its caller draws a progress bar
+def _atlas(digest: str, n: int, band: int, rank: int, _model,
+           _on_progress=None) -> lab.AtlasView:
+    return lab.atlas_view(_model, n, band, rank, _on_progress)
 
 
 @memo(max_entries=32, spinner="Reading the matrix the model applies…", threads=VIEW_THREADS)
@@ -75,9 +76,11 @@ def _decay_pair(keys: tuple[str, str], digests: tuple[str, str], _models,
     return lab.decay_pair(_models, keys, _task)
 
 
-def atlas(key: str, n: int, band: int, rank: int, channels: int) -> lab.AtlasView:
+def atlas(key: str, n: int, band: int, rank: int, on_progress=None) -> lab.AtlasView:
+    """The atlas of every channel (``lab.atlas_view``); ``on_progress(done, total)`` after
+    each layer measured here (not when another session or the warm-up measures it)."""
     found = opened(key)
-    return _atlas(found.digest, n, band, rank, channels, _model=found.model)
+    return _atlas(found.digest, n, band, rank, _model=found.model, _on_progress=on_progress)
 
 
 def channel_matrix(key: str, n: int, layer: int, channel: int) -> lab.ChannelMatrix:
@@ -215,7 +218,7 @@ def _opening_view(name: str):
     yield "model"
     train_n = lab.summary(found.info).train_n
     n, band = lab.opening_atlas(found.model.config, train_n)
-    _atlas(found.digest, n, band, lab.ATLAS_RANK, lab.ATLAS_CHANNELS, _model=found.model)
+    _atlas(found.digest, n, band, lab.ATLAS_RANK, _model=found.model)
     yield "atlas"
     _channel_matrix(found.digest, n, 0, 0, _model=found.model)
     yield "channel matrix"

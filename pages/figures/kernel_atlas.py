@@ -1,7 +1,8 @@
-"""Inspect's kernel atlas: every measured channel's mass in the band, fitted decay and SKI
-error, as per-layer medians, a grid of the first channels in the chosen order (``tile_grid``)
-and a table of all of them; with the band ablation, which asks whether the model needs the
-tails. Inspect calls ``show(inspected)``: a fragment, so its widgets rerun it alone."""
+"""Inspect's kernel atlas: every channel of every layer, its mass in the band, fitted decay
+and SKI error, as per-layer distributions (median and quartiles), a grid of the first
+channels in the chosen order (``tile_grid``) and a table of all of them, the layer's
+outliers first; with the band ablation, which asks whether the model needs the tails.
+Inspect calls ``show(inspected)``: a fragment, so its widgets rerun it alone."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ from tnn_core.lab import inspect as inspect_lab
 __all__ = ["show", "tile_grid", "show_band_ablation"]
 
 GRID_CELLS = 64  # rows/columns of each small heatmap in the atlas grid
-GRID_COLUMNS, GRID_ROWS = 6, 2  # the grid's tiles: the first 12 channels in the chosen order
+GRID_COLUMNS = 6  # the grid's tiles a row: the first ATLAS_TILES channels in the chosen order
 GRID_GAPS = (0.02, 0.12)  # horizontal, vertical space between tiles (fractions of the figure)
 ABLATION_JOB = "band_ablation_job"  # this session's: (checkpoint key, band, BackgroundJob)
-SORTS = {"locality": "mass in band (most local first)",
+SORTS = {"outlier": "distance from its layer's median (outliers first)",
+         "locality": "mass in band (most local first)",
          "decay": "fitted λ (fastest decay first)",
          "low_rank": "SKI error over ‖T − band‖ (lowest first)"}
 
@@ -30,13 +32,21 @@ def show(inspected: Inspected) -> None:
     n, or a row picked in its table, reruns the page (the channel view below shows them)."""
     timing.page_activity()
     st.subheader("Kernel atlas")
-    n, band, rank, channels = _settings(inspected.about.train_n)
+    n, band, rank = _settings(inspected.about.train_n)
     in_band = inspect_lab.band_description(band, inspected.causal)
+    bar = st.empty()
+
+    def on_progress(done: int, total: int) -> None:
+        bar.progress(done / total, text=f"Measuring every channel: layer {done:,} of "
+                                        f"{total:,}")
+
     try:
-        atlas = checkpoint_views.atlas(inspected.key, n, band, rank, channels)
+        atlas = checkpoint_views.atlas(inspected.key, n, band, rank, on_progress)
     except ValueError as err:
         frame.show_error(err)
         return
+    finally:
+        bar.empty()
     columns = _per_layer(inspected, atlas, n, in_band, rank)
     show_band_ablation(inspected, band, in_band)
     table = _tiles(atlas)
@@ -44,10 +54,10 @@ def show(inspected: Inspected) -> None:
     timing.page_activity()
 
 
-def _settings(train_n: int) -> tuple[int, int, int, int]:
-    """The sliders: length n, band m, rank r, channels per layer. A new n reruns the page
-    at once: the channel view below draws at it."""
-    c = st.columns(4)
+def _settings(train_n: int) -> tuple[int, int, int]:
+    """The sliders: length n, band m, rank r. A new n reruns the page at once: the channel
+    view below draws at it."""
+    c = st.columns(3)
     n = c[0].slider("Length n", 2, inspect_lab.ATLAS_MAX_N, key="atlas_n",
                     help="Kernels are evaluated at this length; each checkpoint opens at its "
                          f"training length (this one: n = {train_n}).")
@@ -58,16 +68,13 @@ def _settings(train_n: int) -> tuple[int, int, int, int]:
                             "checkpoints open at their own m.")
     rank = c[2].slider("Rank r", 2, 128, inspect_lab.ATLAS_RANK, key="atlas_rank",
                        help="SKI's inducing points for the low-rank error (at most n).")
-    channels = c[3].slider("Channels per layer", 4, 192, inspect_lab.ATLAS_CHANNELS, step=4,
-                           key="atlas_channels",
-                           help="How many channels of each layer to measure (the first ones).")
-    return n, band, rank, channels
+    return n, band, rank
 
 
 def _per_layer(inspected: Inspected, atlas: inspect_lab.AtlasView, n: int, in_band: str,
                rank: int) -> dict:
-    """What each statistic means and the per-layer medians; returns the tables' column
-    configuration (the channel table below uses it too)."""
+    """What each statistic means and its distribution in each layer (median and quartiles);
+    returns the channel table's column configuration."""
     what = ("the nearest Toeplitz kernel (the diagonal means) of the band + W A Wᵀ each "
             "channel applies, not the Toeplitz target kernel(n)"
             if inspected.kind == "ski" and not inspected.causal
@@ -76,22 +83,30 @@ def _per_layer(inspected: Inspected, atlas: inspect_lab.AtlasView, n: int, in_ba
             else "each channel's Toeplitz kernel")
     if inspected.kind == "togeipi":
         st.info(inspect_lab.TOGEIPI_PART, icon=":material/info:")
+    measured = len(atlas.channels.layer)
     st.markdown(
-        f"Every statistic describes {what}, at n = {n}, with the band {in_band}. "
-        f"**Mass in band**: the share of Σ|t_k| on the band lags. **Fitted λ**: the decay of "
-        f"|t_k|. **SKI error**: ‖T − band − W A Wᵀ‖_F at r = {min(rank, n)} over "
-        "‖T − band‖_F, the off-band part W A Wᵀ must hold (1: no better than the band alone). "
-        f"A channel with less than {100 * inspect_lab.BAND_ONLY_MASS:.0f} % of its mass off "
-        "the band shows — for λ and the errors: there is no tail to fit or approximate.")
+        f"All {measured:,} channels: every statistic describes {what}, at n = {n}, with the "
+        f"band {in_band}. **Mass in band**: the share of Σ|t_k| on the band lags. **Fitted "
+        f"λ**: the decay of |t_k|. **SKI error**: ‖T − band − W A Wᵀ‖_F at r = "
+        f"{min(rank, n)} over ‖T − band‖_F, the off-band part W A Wᵀ must hold (1: no "
+        f"better than the band alone). A channel with less than "
+        f"{100 * inspect_lab.BAND_ONLY_MASS:.0f} % of its mass off the band shows — for λ "
+        "and the error: there is no tail to fit or approximate. **Outlier**: the largest "
+        "distance of a channel's statistics from its layer's median, in robust standard "
+        "deviations (1.4826 × the median absolute deviation).")
+    st.caption(inspect_lab.OPTIMAL_ELSEWHERE)
     labels = {"locality": f"mass in band ({in_band})", "decay": "fitted λ of |t_k|",
-              "low_rank": f"SKI error / ‖T − band‖ (r = {min(rank, n)})",
-              "optimal": f"optimal error / ‖T − band‖ (r = {min(rank, n)})"}
+              "low_rank": f"SKI error / ‖T − band‖ (r = {min(rank, n)})"}
+    st.markdown("**Per layer**: median [25th–75th percentile] over its channels")
+    layers = atlas.layers
+    st.dataframe(pd.DataFrame(
+        {label: [f"{numbers.fmt(median, '.3f')} [{numbers.fmt(low, '.3f')}–"
+                 f"{numbers.fmt(high, '.3f')}]" for median, (low, high)
+                 in zip(getattr(layers, name), layers.quartiles[name], strict=True)]
+         for name, label in labels.items()}, index=pd.Index(layers.layer, name="layer")))
     columns = {name: st.column_config.NumberColumn(label, format="%.3f")
                for name, label in labels.items()}
-    st.markdown("**Per layer** (medians over the measured channels)")
-    st.dataframe(pd.DataFrame(atlas.layers.columns(),
-                              index=pd.Index(atlas.layers.layer, name="layer")),
-                 column_config=columns)
+    columns["outlier"] = st.column_config.NumberColumn("outlier (robust σ)", format="%.1f")
     return columns
 
 
@@ -103,6 +118,9 @@ def show_band_ablation(inspected: Inspected, band: int, in_band: str) -> None:
     refusal = inspect_lab.cannot_ablate(inspected.kind)
     if refusal is not None:
         st.caption(refusal)
+        return
+    if inspected.kernels_only_reason is not None:
+        st.caption(inspected.kernels_only_reason)
         return
     if task is None:
         st.caption(f"This checkpoint's task cannot be rebuilt here, so it cannot be evaluated: "
@@ -191,11 +209,9 @@ def _tiles(atlas: inspect_lab.AtlasView) -> inspect_lab.Channels:
                          help="Zero the band lags so the tails are not swamped by the "
                               "diagonal.")
     shared = t2.toggle("One colour scale for all tiles", key="atlas_shared_scale",
-                       help="Off: each tile spans its own ±max|t_k|. On: one ±max over the 12 "
+                       help="Off: each tile spans its own ±max|t_k|. On: one ±max over the "
                             "tiles, so tiles compare with each other.")
-    table = atlas.channels.sorted_by(sort)
-    tiles = GRID_COLUMNS * GRID_ROWS
-    shown = list(zip(table.layer[:tiles], table.channel[:tiles], strict=True))
+    shown = atlas.tiles(sort)
     views = [atlas.channel_view(layer, channel, GRID_CELLS, off_band) for layer, channel in shown]
     limit = atlas.shared_limit(shown, off_band) if shared else None
     scale_note = "one colour scale" if shared else "each on its own colour scale"
@@ -204,13 +220,14 @@ def _tiles(atlas: inspect_lab.AtlasView) -> inspect_lab.Channels:
         [limit or view.limit for view in views], shared,
         f"The first {len(shown)} channels in this order: {'T − band' if off_band else 'T'} "
         f"({scale_note})"), key="chart-atlas")
-    return table
+    return atlas.channels.sorted_by(sort)
 
 
 def _channel_table(table: inspect_lab.Channels, columns: dict) -> None:
-    """Every measured channel; a row picked here is drilled into below (the page reruns)."""
-    st.markdown("**All measured channels.** Select a row to drill into that channel, or set "
-                "the layer and channel below.")
+    """Every measured channel, in the chosen order (a column header sorts it again); a row
+    picked here is drilled into below (the page reruns)."""
+    st.markdown(f"**All {len(table.layer):,} channels** in this order. Select a row to drill "
+                "into that channel, or set the layer and channel below.")
     event = st.dataframe(pd.DataFrame(table.columns()), key="atlas_table", on_select="rerun",
                          selection_mode="single-row", hide_index=True, height=240,
                          column_config=columns)
@@ -225,16 +242,17 @@ def _channel_table(table: inspect_lab.Channels, columns: dict) -> None:
 
 def tile_grid(tiles: list[np.ndarray], titles: list[str], limits: list[float],
               show_scale: bool, title: str) -> dict:
-    """Small heatmaps [s, s] in GRID_ROWS × GRID_COLUMNS, row 0 of each on top, as a plain
-    Plotly figure (float32 cells, no figure objects to validate on every move)."""
+    """Small heatmaps [s, s], GRID_COLUMNS a row, row 0 of each on top, as a plain Plotly
+    figure (float32 cells, no figure objects to validate on every move)."""
+    rows = max(1, -(-len(tiles) // GRID_COLUMNS))
     width = (1 - (GRID_COLUMNS - 1) * GRID_GAPS[0]) / GRID_COLUMNS
-    height = (1 - (GRID_ROWS - 1) * GRID_GAPS[1]) / GRID_ROWS
-    data, layout = [], {"height": 380, "margin": dict(l=10, r=10, t=40, b=10),
+    height = (1 - (rows - 1) * GRID_GAPS[1]) / rows
+    data, layout = [], {"height": 190 * rows, "margin": dict(l=10, r=10, t=40, b=10),
                         "title": {"text": title}, "annotations": []}
     for i, (tile, name, limit) in enumerate(zip(tiles, titles, limits, strict=True)):
         row, column = divmod(i, GRID_COLUMNS)
         left = column * (width + GRID_GAPS[0])
-        bottom = (GRID_ROWS - 1 - row) * (height + GRID_GAPS[1])
+        bottom = (rows - 1 - row) * (height + GRID_GAPS[1])
         axis = "" if i == 0 else str(i + 1)
         data.append({"type": "heatmap", "z": tile.astype(np.float32), "zmin": -limit,
                      "zmax": limit, "colorscale": "RdBu", "showscale": show_scale and i == 0,

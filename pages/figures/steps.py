@@ -26,7 +26,6 @@ from pages._ui.memo import memo
 from pages.figures import circulant, compare, decomposition, fd_kernel, recurrent_fit, toeplitz
 from tnn_core.lab import lesson as lesson_lab
 from tnn_core.lab.lesson import (
-    ATLAS_CHANNELS,
     ATLAS_RANK,
     DECAY_PAIR,
     SIDES,
@@ -191,20 +190,19 @@ def _atlas_medians(checkpoint: str) -> None:
     n = summary(info).train_n
     band = opening_atlas(model.config, n)[1]
     rank = min(ATLAS_RANK, n)
-    atlas = atlas_view(model, n, band, rank, ATLAS_CHANNELS)
+    atlas = atlas_view(model, n, band, rank)
     medians = atlas.layers
     with st.container(key="lesson-atlas", border=True):
         st.markdown(f"**{checkpoint}: the atlas's medians per layer** (n = {n}, band m = "
-                    f"{band}, r = {rank}; the first {ATLAS_CHANNELS} channels of each layer)")
+                    f"{band}, r = {rank}; every channel of each layer)")
         st.dataframe({
             "layer": medians.layer.tolist(),
             "mass in the band": [f"{v:.0%}" for v in medians.locality],
             "fitted decay λ": [numbers.fmt(v, ".3f") for v in medians.decay],
-            "SKI error / off-band": [numbers.fmt(v, ".3f") for v in medians.low_rank],
-            "SVD optimum / off-band": [numbers.fmt(v, ".3f") for v in medians.optimal]},
+            "SKI error / off-band": [numbers.fmt(v, ".3f") for v in medians.low_rank]},
             hide_index=True)
         st.caption("Mass in the band: Σ|t_k| on the band's lags over Σ|t_k|. SKI error: "
-                   "‖T − band − W A Wᵀ‖_F / ‖T − band‖_F, beside the rank-r optimum. "
+                   "‖T − band − W A Wᵀ‖_F / ‖T − band‖_F. "
                    "Inspect draws every channel as a tile.")
 
 

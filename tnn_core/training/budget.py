@@ -26,15 +26,30 @@ Memory of a pass, in bytes, is the sum of
 where N = fft_size(n) >= 2n. Time of a pass, in floating-point operations per token and
 layer: the six linear maps 2 (3 d W + 3 d g), the token mixer's FFTs FFT_OPS W log2 N
 (ski bidirectional: the band, 2 m W, and the FFTs on N_r spread over n tokens;
-togeipi: S u, 2 n d), the head 2 d V; a backward pass costs twice the forward. Seconds
-are operations / OPERATIONS_PER_SECOND, a rate measured on the 2-core development CPU
-(docs/benchmarks.md, "The cost model"), so an estimate is what that machine would take.
+togeipi: S u, 2 n d), the head 2 d V; a backward pass costs twice the forward.
+
+Seconds are operations over the rate of this machine now (``operations_per_second``): a
+real pass of a model of width 128 (``CALIBRATION``) timed on one thread once per process
+(about 0.1 s after torch's one-time start-up; 4-7e10 op/s on one core of the 2-core
+development CPU), divided by the load (``load_slowdown``: the runnable threads of other
+processes and ours over the cores), so an estimate is what one core of this machine
+would take at this moment.
+
+Memory refuses; time refuses only where a caller sets a limit (``check_cost``'s
+``seconds_limit``: a command's ``--time-limit``). The loader never refuses for time: work
+estimated above SECONDS_LIMIT is what the app runs in the background
+(``runs_in_background``), with its progress and a Stop.
+The length sweep's batch is split into chunks that fit MEMORY_LIMIT (``fitting_batch``), so
+the loader refuses only a model whose single sequence does not fit (``check_sweep``), and
+``view_notes`` says at a trainer's start which view will refuse or background its model.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import os
+import time
 from dataclasses import dataclass, replace
 
 import torch
@@ -43,37 +58,91 @@ from torch.overrides import TorchFunctionMode
 
 from tnn_core.core.toeplitz import fft_size
 from tnn_core.models import ModelConfig, TNNLayer, build_model
-from tnn_core.operators import OperatorConfig
+from tnn_core.operators import OperatorConfig, seeded_weights
+from tnn_core.training.checkpoint_header import MAX_BYTES
 
 __all__ = ["BudgetError", "TimeLimitError", "Cost", "MEMORY_LIMIT", "TRAINING_MEMORY_LIMIT",
-           "SECONDS_LIMIT", "OPERATIONS_PER_SECOND",
-           "SWEEP_FACTORS", "SWEEP_BATCHES", "SWEEP_BATCH_SIZE", "meta_layers", "pass_cost",
-           "parameter_count", "check_cost", "check_sweep"]
+           "SECONDS_LIMIT", "CALIBRATION", "calibrated_rate", "load_slowdown",
+           "operations_per_second", "runs_in_background",
+           "SWEEP_FACTORS", "SWEEP_BATCHES", "SWEEP_BATCH_SIZE", "SweepPlan", "meta_layers",
+           "pass_cost", "parameter_count", "check_cost", "fitting_batch", "check_sweep",
+           "view_notes"]
 
 MEMORY_LIMIT = 2**30  # bytes one pass may take: a shared server holds many sessions
 TRAINING_MEMORY_LIMIT = 4 * 2**30  # bytes of one training step (forward, backward, AdamW)
-SECONDS_LIMIT = 60.0  # estimated seconds one evaluation (all its passes) may take
-# the rate these passes run at, a quarter of the 8e10 measured on the 2-core development CPU
-# (docs/benchmarks.md): an estimate errs long on a busy or slower machine
-OPERATIONS_PER_SECOND = 2e10
+SECONDS_LIMIT = 60.0  # estimated seconds of work the app does while a page waits for it
+# the pass timed to measure this machine's rate, mid-way between the shipped width 64 and
+# the paper's 512 (whose rates per operation counted differ by 7x here: the RPE and Python
+# overhead are not in the count)
+CALIBRATION = ModelConfig(task="lm", vocab_size=101, dim=128, layers=1,
+                          operator=OperatorConfig(causal=True))
+CALIBRATION_BATCH, CALIBRATION_LENGTH, CALIBRATION_REPEATS = 4, 256, 3
 ACTIVE_COPIES = 12  # [tokens, W] tensors alive at once in a forward pass (u, v, the FFT, ...)
 SAVED_COPIES = 8  # [tokens, W + g] tensors a layer keeps for its backward
 KERNEL_COPIES = 4  # [W, N] tensors of a kernel and its spectrum
 SQUARE_COPIES = 6  # togeipi's [n, n] tensors: S, |S|, the mask, the top-k's values and indices
 FFT_OPS = 20  # operations per channel, token and log2 N: a forward and an inverse real FFT
 # the length sweep (``evaluate.length_sweep``, Inspect's "Beyond the training length"): every
-# checkpoint that loads can be evaluated this way within the budget
+# checkpoint that loads can be evaluated this way, in chunks that fit MEMORY_LIMIT
 SWEEP_FACTORS = (1, 2, 4)  # x the training length
 SWEEP_BATCHES, SWEEP_BATCH_SIZE = 8, 16
 
 
 class BudgetError(ValueError):
-    """A pass or evaluation above MEMORY_LIMIT or SECONDS_LIMIT; the message says by how much."""
+    """A pass above MEMORY_LIMIT, or work above a command's time limit; the message says
+    which limit and by how much."""
 
 
 class TimeLimitError(BudgetError):
     """Work stopped at its time limit while running: a property of that moment (a busy
     machine), not of its arguments, so a cache must not keep it; the next try may pass."""
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
+        os.cpu_count() or 1
+
+
+def load_slowdown() -> float:
+    """How many times slower than on an idle core work runs now, at least 1: the runnable
+    threads (the 1-minute load average, plus one of ours) over the cores."""
+    return max(1.0, (os.getloadavg()[0] + 1) / _cores())
+
+
+@functools.lru_cache(maxsize=1)
+def calibrated_rate() -> float:
+    """Operations per second of one idle core of this machine: the fastest of
+    CALIBRATION_REPEATS forward passes of CALIBRATION on one thread (after one to warm up),
+    times the load slowdown while it ran. Measured once per process, in about 0.1 s after
+    torch's one-time start-up; no global random state is touched.
+
+    One thread, because two on a loaded 2-core machine ran this pass 25 times slower (0.3 s
+    against 11 ms: each waits for the other at every operation), and even on an idle one
+    two took 26 ms; so an estimate counts one core, and errs long where work has more.
+    (torch's thread count is process-wide: for this 0.1 s other threads get one too.)"""
+    with seeded_weights(0):
+        model = build_model(CALIBRATION).eval()
+    tokens = torch.randint(0, CALIBRATION.vocab_size, (CALIBRATION_BATCH, CALIBRATION_LENGTH),
+                           generator=torch.Generator().manual_seed(0))
+    slowdown = load_slowdown()
+    best, threads = math.inf, torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.no_grad():
+            for repeat in range(CALIBRATION_REPEATS + 1):
+                start = time.perf_counter()
+                model(tokens)
+                if repeat:
+                    best = min(best, time.perf_counter() - start)
+    finally:
+        torch.set_num_threads(threads)
+    operations = pass_cost(CALIBRATION, CALIBRATION_BATCH, CALIBRATION_LENGTH).operations
+    return operations / max(best, 1e-9) * max(slowdown, load_slowdown())
+
+
+def operations_per_second() -> float:
+    """The rate work runs at on this machine now: ``calibrated_rate`` over ``load_slowdown``."""
+    return calibrated_rate() / load_slowdown()
 
 
 @dataclass(frozen=True)
@@ -85,7 +154,14 @@ class Cost:
 
     @property
     def seconds(self) -> float:
-        return self.operations / OPERATIONS_PER_SECOND
+        """What the operations take on this machine now (``operations_per_second``)."""
+        return self.operations / operations_per_second()
+
+
+def runs_in_background(cost: Cost, passes: int = 1) -> bool:
+    """Whether ``passes`` of ``cost`` are estimated above SECONDS_LIMIT: work the app runs
+    in the background, with its progress and a Stop, rather than while a page waits."""
+    return passes * cost.seconds > SECONDS_LIMIT
 
 
 class _NoInitialisers(TorchFunctionMode):
@@ -185,17 +261,64 @@ def check_cost(what: str, cost: Cost, passes: int = 1, memory_limit: int = MEMOR
     return cost
 
 
-def check_sweep(config: ModelConfig, seq_len: int, extrapolates: bool, element: int = 4) -> None:
-    """BudgetError unless the length sweep fits: its longest pass (SWEEP_BATCH_SIZE
-    sequences at the largest factor, or at seq_len for a task of fixed length) within
-    MEMORY_LIMIT and all its passes within SECONDS_LIMIT."""
-    lengths = [f * seq_len for f in SWEEP_FACTORS] if extrapolates else [seq_len]
-    longest = max(lengths)
-    check_cost(f"evaluating it at n = {longest:,} ({SWEEP_BATCH_SIZE} sequences)",
-               pass_cost(config, SWEEP_BATCH_SIZE, longest, element=element),
-               seconds_limit=None)
-    seconds = sum(SWEEP_BATCHES * pass_cost(config, SWEEP_BATCH_SIZE, n, element=element).seconds
-                  for n in lengths)
-    check_cost(f"evaluating it at {', '.join(f'n = {n:,}' for n in lengths)} "
-               f"({SWEEP_BATCHES} batches of {SWEEP_BATCH_SIZE} each)",
-               Cost(0, seconds * OPERATIONS_PER_SECOND))
+def fitting_batch(config: ModelConfig, n: int, wanted: int, element: int = 4) -> int:
+    """The most sequences of length n, at most ``wanted``, halving from it, whose pass fits
+    MEMORY_LIMIT; BudgetError naming the pass when a single sequence does not fit."""
+    batch = wanted
+    while batch > 1 and pass_cost(config, batch, n, element=element).bytes > MEMORY_LIMIT:
+        batch //= 2
+    check_cost(f"evaluating it at n = {n:,} (one sequence at a time)",
+               pass_cost(config, batch, n, element=element), seconds_limit=None)
+    return batch
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """The length sweep of a model: its lengths, the sequences of each pass (SWEEP_BATCH_SIZE
+    split into chunks that fit MEMORY_LIMIT) and the operations of all its passes."""
+
+    lengths: tuple[int, ...]
+    batches: tuple[int, ...]  # [lengths] sequences per pass at each length
+    operations: float
+
+    @property
+    def seconds(self) -> float:
+        return Cost(0, self.operations).seconds
+
+    def describe(self) -> str:
+        """"n = 512, n = 1,024 (8 batches of 16 each)", its lengths and passes in words."""
+        return (f"{', '.join(f'n = {n:,}' for n in self.lengths)} ({SWEEP_BATCHES} batches "
+                f"of {SWEEP_BATCH_SIZE} each)")
+
+
+def check_sweep(config: ModelConfig, seq_len: int, extrapolates: bool,
+                element: int = 4) -> SweepPlan:
+    """The length sweep's ``SweepPlan``: SWEEP_BATCHES batches of SWEEP_BATCH_SIZE sequences
+    at each factor of seq_len (only seq_len for a task of fixed length), each batch in chunks
+    that fit MEMORY_LIMIT. BudgetError only when one sequence at the longest length does
+    not fit; its time is no refusal (``runs_in_background`` decides where it runs)."""
+    lengths = tuple(f * seq_len for f in SWEEP_FACTORS) if extrapolates else (seq_len,)
+    batches = tuple(fitting_batch(config, n, SWEEP_BATCH_SIZE, element) for n in lengths)
+    operations = sum(SWEEP_BATCHES * pass_cost(config, SWEEP_BATCH_SIZE, n,
+                                               element=element).operations for n in lengths)
+    return SweepPlan(lengths, batches, operations)
+
+
+def view_notes(config: ModelConfig, seq_len: int, extrapolates: bool,
+               element: int = 4) -> list[str]:
+    """One sentence for each view that will refuse a model of ``config`` trained at
+    ``seq_len``, or run its work in the background, naming the view and the limit (what a
+    trainer says at its start). BudgetError when the loader itself will refuse it."""
+    notes = []
+    size = parameter_count(config) * element
+    if size > MAX_BYTES:
+        notes.append(f"its checkpoint of about {size / 1e6:,.0f} MB will not open in the lab: "
+                     f"the loader and the upload read at most {MAX_BYTES / 1e6:,.0f} MB "
+                     f"(MAX_BYTES in tnn_core/training/checkpoint_header.py)")
+    plan = check_sweep(config, seq_len, extrapolates, element)
+    if plan.seconds > SECONDS_LIMIT:
+        notes.append(f"Inspect's length sweep ({plan.describe()}) would take about "
+                     f"{plan.seconds:,.0f} s on this machine now, above the "
+                     f"{SECONDS_LIMIT:,.0f} s a page waits (SECONDS_LIMIT in "
+                     f"tnn_core/training/budget.py): it runs in the background")
+    return notes

@@ -55,7 +55,7 @@ from torch import nn
 from tnn_core import __version__
 from tnn_core.models import ModelConfig, build_model
 from tnn_core.operators import seeded_weights
-from tnn_core.training.budget import TRAINING_MEMORY_LIMIT, check_cost, check_sweep, pass_cost
+from tnn_core.training.budget import TRAINING_MEMORY_LIMIT, check_cost, pass_cost, view_notes
 from tnn_core.training.config import TrainConfig
 from tnn_core.training.distributed import process_group, resolve_device, torchrun_ranks
 from tnn_core.training.evaluate import evaluate
@@ -113,8 +113,10 @@ def train(config: TrainConfig, task: Task | None = None, callbacks: Callbacks | 
         raise ValueError(f"task must match config.task={config.task!r}; got {task.name!r}")
     model_config = config.model_config(task)
     shape = task_shape(task.info())
-    # refused now, not after the run: the loader refuses a model it cannot evaluate
-    check_sweep(model_config, shape.seq_len, shape.extrapolates)
+    # refused now, not after the run: the loader refuses a model it cannot evaluate; what a
+    # view will refuse or run in the background is said now, not found out after the run
+    for note in view_notes(model_config, shape.seq_len, shape.extrapolates):
+        log.warning("Note: %s.", note)
     check_cost(f"a training step of {config.batch_size} sequences of {task.seq_len}",
                pass_cost(model_config, config.batch_size, task.seq_len, grad=True),
                memory_limit=TRAINING_MEMORY_LIMIT, seconds_limit=None)

@@ -11,7 +11,9 @@ band + W A Wᵀ, which is not Toeplitz, so the atlas measures its nearest Toepli
 
 This unit's own views: one channel's applied matrix (``channel``), the model's report and
 lineage (``report``), the model beyond its training length (``lengths``), two runs side
-by side (``run_comparison``), and a language model writing text (``writing``). What it
+by side (``run_comparison``), a language model writing text (``writing``), and a model
+from the authors' code imported from an upload, with every layer's kernels as a download
+(``importing``). What it
 shares with other pages (the header's summary, the atlas, the band ablation, TNN's Table
 10 pair, the score on the evaluation set) lives in ``common``; this interface exposes all
 of it to the page.
@@ -20,11 +22,12 @@ of it to the page.
 from tnn_core.analysis.dense import display_line
 from tnn_core.lab.common.atlas import (
     ATLAS_BAND,
-    ATLAS_CHANNELS,
     ATLAS_MAX_BAND,
     ATLAS_MAX_N,
     ATLAS_RANK,
+    ATLAS_TILES,
     BAND_ONLY_MASS,
+    OPTIMAL_ELSEWHERE,
     STATISTICS,
     AtlasView,
     Channels,
@@ -72,6 +75,24 @@ from tnn_core.lab.inspect.channel import (
     applied_chunk,
     channel_matrix,
 )
+from tnn_core.lab.inspect.importing import (
+    FOREIGN_SUFFIXES,
+    IMPORT_CHOICES,
+    IMPORT_NUMBERS,
+    MAX_DOWNLOAD_N,
+    MAX_DOWNLOAD_NUMBERS,
+    README_SETTINGS,
+    ImportedAbout,
+    ImportedUpload,
+    ImportSetting,
+    import_upload,
+    imported_about,
+    is_kernels_only,
+    kernels_layout,
+    kernels_npz,
+    kernels_only_reason,
+    kernels_refusal,
+)
 from tnn_core.lab.inspect.lengths import (
     FACTORS,
     Extrapolation,
@@ -118,8 +139,9 @@ __all__ = [
     "COMMAND_SHOWN", "Summary", "summary", "evaluation", "TimeLimitError", "convertible",
     "display_line",
     # the kernel atlas
-    "STATISTICS", "BAND_ONLY_MASS", "ATLAS_BAND", "ATLAS_RANK", "ATLAS_CHANNELS",
-    "ATLAS_MAX_N", "ATLAS_MAX_BAND", "TOGEIPI_PART", "opening_atlas", "Channels",
+    "STATISTICS", "BAND_ONLY_MASS", "ATLAS_BAND", "ATLAS_RANK", "ATLAS_TILES",
+    "OPTIMAL_ELSEWHERE", "ATLAS_MAX_N", "ATLAS_MAX_BAND", "TOGEIPI_PART", "opening_atlas",
+    "Channels",
     "LayerMedians", "AtlasView", "atlas_view", "band_description",
     # one channel, the report, the kernels training kept
     "NO_CHANNEL_MATRIX", "ChannelMatrix", "channel_matrix", "applied_chunk", "lineage_text",
@@ -135,4 +157,9 @@ __all__ = [
     # a language model writing text
     "MAX_CHARACTERS", "MAX_PROMPT", "WritingSettings", "WriterAbout", "WritingView", "TextWriting",
     "is_language_model", "writing_refusal", "writer_about", "state_text", "vocab_of",
+    # a model from the authors' code (kernels only), every layer's kernels as a download
+    "FOREIGN_SUFFIXES", "IMPORT_CHOICES", "IMPORT_NUMBERS", "README_SETTINGS", "ImportedUpload",
+    "import_upload", "ImportSetting", "ImportedAbout", "imported_about", "is_kernels_only",
+    "kernels_only_reason", "MAX_DOWNLOAD_NUMBERS", "MAX_DOWNLOAD_N", "kernels_refusal",
+    "kernels_npz", "kernels_layout",
 ]

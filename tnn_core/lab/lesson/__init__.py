@@ -47,7 +47,6 @@ interface exposes them.
 
 from tnn_core.analysis.fd_response import fd_response
 from tnn_core.lab.common.atlas import (
-    ATLAS_CHANNELS,
     ATLAS_RANK,
     atlas_view,
     opening_atlas,
@@ -91,5 +90,5 @@ __all__ = [
     "kept_predictions",
     # what a step draws from the other pages' views
     "fd_response", "SIDES", "QuickConversion", "quick_conversion", "BandAblation",
-    "ATLAS_CHANNELS", "ATLAS_RANK", "DECAY_PAIR", "atlas_view", "opening_atlas", "summary",
+    "ATLAS_RANK", "DECAY_PAIR", "atlas_view", "opening_atlas", "summary",
 ]
