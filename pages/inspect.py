@@ -1,8 +1,11 @@
 """Page "Inspect checkpoint": what a trained model learned, layer by layer, channel by channel.
 
 Its sections live in ``pages/figures``, each given the open checkpoint (``Inspected``):
-the header, the atlas with its band ablation, one channel, and the model beyond its training
-length. The kernels its training kept and TNN's Table 10 are drawn here."""
+the uploads (a Toeplitz Lab checkpoint, or a model from the authors' code to import), the
+header, the atlas with its band ablation, one channel, and the model beyond its training
+length. The kernels its training kept and TNN's Table 10 are drawn here. Token mixers alone
+(an imported model: no task) get every view of their kernels; a section that needs a task
+is left out, and the header says in one line why."""
 
 import streamlit as st
 
@@ -12,6 +15,7 @@ from pages.figures import (
     checkpoint_header,
     checkpoint_upload,
     extrapolation,
+    foreign_upload,
     kernel_atlas,
     run_comparison,
     text_writing,
@@ -66,6 +70,7 @@ st.markdown("Open a trained model and look at the Toeplitz kernels it learned: h
 
 # -- choose ---------------------------------------------------------------------------------
 checkpoint_upload.show()
+foreign_upload.show()
 key = checkpoints.checkpoint_select(
     "No checkpoints yet: train one on the Train page, or upload one above.",
     "Shipped examples in the order they teach most (each says what it shows), your saved "
@@ -89,12 +94,15 @@ if st.session_state.get("_inspect_opened") != key or "atlas_n" not in st.session
     st.session_state["_inspect_opened"] = key
     st.session_state["atlas_n"], st.session_state["atlas_band"] = inspect_lab.opening_atlas(
         model.config, inspected.about.train_n)
+    st.session_state["kernels_n"] = inspected.about.train_n
+st.session_state.setdefault("kernels_n", inspected.about.train_n)
 
 # -- the header, another run beside it, writing text, the kernels during training -------------
 checkpoint_header.show(inspected, model, info)
-run_comparison.show(key)
-text_writing.show(inspected, model, info)
-kernels_during_training(info)
+if inspected.kernels_only_reason is None:  # token mixers alone: no curves, no training
+    run_comparison.show(key)
+    text_writing.show(inspected, model, info)
+    kernels_during_training(info)
 
 # -- kernel atlas ---------------------------------------------------------------------------
 st.session_state["_inspect_drawn_n"] = st.session_state["atlas_n"]  # what the page below draws
@@ -109,6 +117,7 @@ if drilled is None:
 
 # -- extrapolation, TNN's Table 10 ----------------------------------------------------------
 extrapolation.show(inspected, drilled)
-table10()
+if inspected.kernels_only_reason is None:
+    table10()
 
 timing.page_activity()  # the page script ends: the quiet that timings wait for starts now

@@ -18,7 +18,9 @@ def show() -> None:
         upload = st.file_uploader("Checkpoint file", type=["safetensors"], key="upload",
                                   max_upload_size=checkpoints.UPLOAD_LIMIT_MB,
                                   help="A .safetensors file written by Toeplitz Lab. Files are "
-                                       "checked before use and never unpickled.")
+                                       "checked before use and never unpickled. A model "
+                                       "trained with the authors' code (tnn-pytorch, ski-tnn) "
+                                       "opens through the import below.")
         if upload is not None and st.session_state.get("last_upload") != upload.file_id:
             st.session_state["last_upload"] = upload.file_id  # read each file once, not per rerun
             _remember(upload)

@@ -1,6 +1,7 @@
 """Inspect's "Beyond the training length": the model scored at 1×, 2× and 4× the length it
 was trained at (the length sweep, computed on a thread of its own), beside the drilled
-channel's kernel at those lengths. Inspect calls ``show(inspected, drilled)``."""
+channel's kernel at those lengths. Token mixers alone (no task) get the kernel and the one
+line on why there are no scores. Inspect calls ``show(inspected, drilled)``."""
 
 from __future__ import annotations
 
@@ -24,6 +25,12 @@ def show(inspected: Inspected, drilled: Drilled) -> None:
     """The section: the sweep's scores and the kernel at each length, or why there are none."""
     about = inspected.about
     st.subheader("Beyond the training length")
+    if inspected.kernels_only_reason is not None:
+        st.markdown(f"The chosen channel's kernel at 1×, 2× and 4× the length it opens at, "
+                    f"n = {about.train_n:,}.")
+        st.caption(inspected.kernels_only_reason)
+        st.plotly_chart(kernel_figure(inspected, drilled), key="chart-extrapolation")
+        return
     sweep = _sweep(inspected)
     measured = np.array([]) if sweep is None else sweep.metric[np.isfinite(sweep.metric)]
     if sweep is not None and len(measured) < 2:

@@ -1,5 +1,7 @@
 """The checkpoint the Inspect page shows, as each of its sections reads it (``Inspected``):
-its key, its summary, its task (or why the task cannot be rebuilt here) and its operator."""
+its key, its summary, its task (or why the task cannot be rebuilt here), its operator, and
+for token mixers alone (a model imported from the authors' code) the one line a section
+that needs a task shows instead."""
 
 from __future__ import annotations
 
@@ -23,14 +25,19 @@ class Inspected:
     causal: bool  # whether the operator is causal
     layers: int  # how many Toeplitz layers the model has
     channels: int  # channels per layer
+    # token mixers alone (task "kernels"): why a view that needs a task is not shown; None
+    # for a model with a task (rebuilt here or not)
+    kernels_only_reason: str | None
 
     @classmethod
     def of(cls, key: str, model, info, task, task_error: ValueError | None) -> Inspected:
         """The checkpoint ``key`` opened as ``model`` and ``info``, with its task."""
         operators = model.operators()
+        reason = (inspect_lab.kernels_only_reason(info.task)
+                  if inspect_lab.is_kernels_only(info.task) else None)
         return cls(key, inspect_lab.summary(info, task), task, task_error,
                    model.config.operator.kind, model.config.operator.causal, len(operators),
-                   operators[0].dim)
+                   operators[0].dim, reason)
 
     @property
     def chance_text(self) -> str:
