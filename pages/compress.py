@@ -5,6 +5,7 @@ import math
 import streamlit as st
 
 from pages._ui import checkpoint_views, checkpoints, controls, frame, session, timing
+from pages._ui.memo import memo
 from pages.figures import conversion, plan_search
 from tnn_core.lab import compress as lab
 
@@ -17,6 +18,10 @@ ERROR_MEANING = ("**Relative error** of a layer: ‖T − T̂‖_F / ‖T − ba
                  "channels at the training length, the share of the kernel's off-band part "
                  "that band + low rank misses (0: exact; 1: as bad as dropping everything off "
                  "the band).")
+
+RECURRENT_MEANING = ("**Recurrent error**: the same ratio with the band the lag 0 alone, the "
+                     "share of the kernel beyond the diagonal that s damped exponentials miss.")
+CHANGED: list[str] = []  # the controls' values this source's training length changed
 
 
 BAND_LOW_RANK, RECURRENT = "band + low rank", "recurrent (SSM), s modes"
@@ -153,6 +158,59 @@ def say_refusal(job_key: str) -> None:
             else ":material/error:")
 
 
+@memo(max_entries=16, spinner="Fitting band + low rank to every layer's kernels…")
+def band_errors(digest: str, n0: int, band: int, rank: int, method: str, _model):
+    return lab.band_errors(_model, n0, band, rank, method)
+
+
+@memo(max_entries=16, spinner="Fitting s modes to every layer's kernels…")
+def recurrent_errors(digest: str, n0: int, state: int, _model):
+    return lab.recurrent_errors(_model, n0, state)
+
+
+def kernels_only(key: str, model, record: dict) -> None:
+    """A checkpoint of token mixers alone (no task): why nothing is scored, and each layer's
+    error of band + low rank (and, causal, of the recurrence) at the length it records."""
+    config, n0, causal = model.config, lab.kernels_length(record), model.config.operator.causal
+    st.info(f"{lab.kernels_only_reason(record)} So there is no task score, converted score or "
+            "speed-up here: only how much of each layer's kernels a plan misses.",
+            icon=":material/info:")
+    most_band, most_rank = max(1, min(2 * n0 - 2, lab.MAX_SIZE)), max(2, min(n0, lab.MAX_SIZE))
+    c1, c2, c3, c4 = st.columns(4)
+    band = int(controls.control(c1.number_input, "Band m", 1, most_band,
+                                default_within("band", "m", 1, most_band, 9), key="band",
+                                help=f"Taps of the band, at most 2 n0 − 2 = {2 * n0 - 2}."))
+    rank = int(controls.control(c2.number_input, "Inducing points r", 2, most_rank,
+                                default_within("rank", "r", 2, most_rank, 32), key="rank",
+                                help=f"Rank of the low-rank part, from 2 to n0 = {n0}."))
+    method = controls.control(c3.radio, "Low-rank A", ["sample", "fit"], index=1, key="method",
+                              horizontal=True, help="fit: least squares; sample: the kernel "
+                                                    "read at the inducing lags.")
+    state = int(c4.number_input("Modes s", 1, n0, default_within(
+        "compress_state", "s", 1, n0, 16, noted=causal), key="compress_state",
+        disabled=not causal, help="Damped exponentials per channel (causal models only)."))
+    if CHANGED:
+        st.caption(f"Brought within n0 = {n0}: {'; '.join(CHANGED)}.")
+    digest, band_column, recurrent_column = checkpoints.opened(key).digest, None, None
+    try:
+        band_column = band_errors(digest, n0, band, rank, method, _model=model)
+    except ValueError as err:
+        frame.show_error(err)
+    try:
+        recurrent_column = recurrent_errors(digest, n0, state, _model=model) if causal else None
+    except ValueError as err:
+        frame.show_error(err)
+    st.caption(f"{config.operator.kind}, {'causal' if causal else 'bidirectional'}, "
+               f"{config.layers} layer{'s' if config.layers > 1 else ''} × {config.dim} "
+               f"channels; each layer's kernels fitted at n0 = {n0}, the length the checkpoint "
+               f"records: band + low rank with m = {band}, r = {rank}, {method}"
+               + (f"; a recurrence of s = {state} modes." if causal else "."))
+    st.dataframe(lab.error_rows(config, band_column, recurrent_column), hide_index=True,
+                 column_config={column: st.column_config.NumberColumn(format="%.2e")
+                                for column in (lab.BAND_COLUMN, lab.RECURRENT_COLUMN)})
+    st.markdown(ERROR_MEANING + (" " + RECURRENT_MEANING if causal else ""))
+
+
 st.title("Compress")
 st.markdown(
     "A trained TNN or FD-TNN applies one learned Toeplitz matrix per channel. Convert each "
@@ -172,7 +230,7 @@ key = checkpoints.checkpoint_select(
     "matrix per channel.")
 try:
     model, info = checkpoints.load_checkpoint(key)
-    task = checkpoints.checkpoint_task(key)
+    task = None if lab.is_kernels_only(info.task) else checkpoints.checkpoint_task(key)
 except (lab.CheckpointError, ValueError) as err:
     frame.show_error(err)
     timing.page_activity()
@@ -185,6 +243,10 @@ if not lab.convertible(model.config):
     st.error(f"{shown} cannot be converted: its "
              f"mixer is {kind}, and {why}. Only tno and fd checkpoints can be; choose one of "
              "those.", icon=":material/error:")
+    timing.page_activity()
+    st.stop()
+if task is None:
+    kernels_only(key, model, info.task)
     timing.page_activity()
     st.stop()
 config, n0 = model.config, task.seq_len
@@ -207,7 +269,6 @@ busy = running(convert_job) or running(search_job)
 # -- the plan ----------------------------------------------------------------------------------
 st.subheader("Plan")
 per_layer = st.session_state.get("per_layer", False)
-CHANGED: list[str] = []  # the controls' values this source's training length changed
 most_band, most_rank = max(1, min(2 * n0 - 2, lab.MAX_SIZE)), max(2, min(n0, lab.MAX_SIZE))
 recurrent, state_s = recurrent_choice(operator.causal, per_layer)
 c1, c2, c3 = st.columns(3)

@@ -159,17 +159,31 @@ def decomposition(source: KernelSource, n: int, causal: bool, method: str) -> No
     st.latex(r"T \;\approx\; T_{\mathrm{sparse}} + W A W^\top, \qquad "
              r"W \in \mathbb{R}^{n\times r}\ \text{(2 nonzeros per row)},\quad "
              r"A_{ij} = \tilde k(p_i - p_j), \qquad \text{cost } O(n + r\log r)")
-    if source.name == "checkpoint" and lab.convertible(
-            checkpoints.load_checkpoint(source.checkpoint)[0].config) and st.button(
-            f"Compress this model with m = {drawn.band}, r = {drawn.rank}",
-            icon=":material/compress:", key="open_compress",
-            help="Open the Compress page with this checkpoint and this band, rank and method "
-                 "for every layer."):
-        frame.open_page("pages/compress.py", {"checkpoint": source.checkpoint,
-                                              "band": drawn.band, "rank": drawn.rank,
-                                              "method": method, "per_layer": False})
+    if source.name == "checkpoint":
+        compress_button(source.checkpoint, drawn, method)
     sections_below(source, drawn, causal, method)
     timing.page_activity()  # and ended: the quiet that timings wait for starts now
+
+
+def compress_button(key: str, drawn: figure.Mounted, method: str) -> None:
+    """Compress with this m, r and method on every layer, for a model that can be converted:
+    a trained model is converted and scored there; a kernels-only one (no task) gets each
+    layer's error."""
+    model, info = checkpoints.load_checkpoint(key)
+    if not lab.convertible(model.config):
+        return
+    setting = f"m = {drawn.band}, r = {drawn.rank}"
+    kernels_only = lab.is_kernels_only(info.task)
+    if st.button(f"Each layer's error with {setting}" if kernels_only
+                 else f"Compress this model with {setting}", icon=":material/compress:",
+                 key="open_compress",
+                 help="Open the Compress page with this checkpoint and this band, rank and "
+                      "method for every layer" + (": it shows how much of each layer's "
+                      "kernels they miss (this model has no task to score)." if kernels_only
+                      else ".")):
+        frame.open_page("pages/compress.py", {"checkpoint": key, "band": drawn.band,
+                                              "rank": drawn.rank, "method": method,
+                                              "per_layer": False})
 
 
 def sections_below(source: KernelSource, drawn: figure.Mounted, causal: bool,

@@ -25,6 +25,11 @@ their settings ("tied_plans") and says what it found in one sentence ("verdict")
 Progress goes to stderr (``training.progress``): a bar over the work, and a warning line
 when a plan adds parameters to the source. stdout holds the JSON alone.
 
+A kernels-only checkpoint (the token mixers of a model from the authors' code,
+``tnn_core.convert``) has no task: its JSON holds each layer's plan and error at the length
+it records and a "note" saying why there is no metric, speed-up or converted model;
+--search, --finetune, --delta, --text and --out are refused with that reason.
+
 --recurrent --state S makes every layer of a causal model a diagonal SSM (s damped
 exponentials per channel, fitted to its kernel at the training length) that
 ``python -m tnn_core.generate`` runs as a recurrence.
@@ -52,6 +57,7 @@ from tnn_core.allocator import keep_freed_memory
 from tnn_core.checks import check_int, check_number
 from tnn_core.compress.convert import check_convertible
 from tnn_core.compress.guard import larger_model_sentence
+from tnn_core.compress.kernel_errors import plan_errors
 from tnn_core.compress.measure import FINETUNE_PARAMETERS
 from tnn_core.compress.pipeline import compress, save_converted
 from tnn_core.compress.plan import CompressionPlan
@@ -68,7 +74,12 @@ from tnn_core.operators.config import MAX_STATE
 from tnn_core.training.answer import answer
 from tnn_core.training.checkpoint import load
 from tnn_core.training.progress import progress_bar, say
-from tnn_core.training.tasks import task_from_info
+from tnn_core.training.tasks import (
+    is_kernels_only,
+    kernels_only_reason,
+    task_from_info,
+    task_shape,
+)
 from tnn_core.training.tasks.charlm import MAX_TEXT_BYTES
 
 __all__ = ["main"]
@@ -161,6 +172,25 @@ def _integers(option: str, text: str) -> tuple[int, ...]:
         raise ValueError(f"{option} must be integers separated by commas; got {text!r}") from None
 
 
+def _grid(args, n0: int) -> list[tuple[int, int]]:
+    """The (m, r) of --bands x --ranks valid at the training length n0 (ValueError: none)."""
+    points = grid(n0, _integers("--bands", args.bands), _integers("--ranks", args.ranks))
+    if not points:
+        raise ValueError(f"--bands {args.bands} and --ranks {args.ranks} give no valid "
+                         f"(m, r) at the training length n = {n0}")
+    return points
+
+
+def _plan_by_error(args, model, n0: int, points) -> CompressionPlan:
+    """--max-error EPS: per layer the cheapest grid point within EPS, else kept."""
+    check_number("--max-error", args.max_error, 0)
+    plan, _ = plan_for_error(model, n0, args.max_error, points, args.method)
+    if all(layer.kept for layer in plan.layers):
+        raise ValueError(f"no grid point meets --max-error {args.max_error} on any "
+                         f"layer; allow a larger error or larger --bands/--ranks")
+    return plan
+
+
 def _finite(value):
     """JSON has no inf or nan: they are written as null."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -251,21 +281,15 @@ def _locked_run(args: argparse.Namespace, argv: list[str] | None) -> dict:
 def _run(args: argparse.Namespace, argv: list[str] | None) -> dict:
     """Load, plan, compress and save as the options say; the JSON output."""
     model, info = load(args.checkpoint)
+    if is_kernels_only(info.task):
+        return _kernels_only(args, model, info)
     text = None if args.text is None else read_bounded(args.text, MAX_TEXT_BYTES, "--text")
     task = task_from_info(info.task, data=text)
     output: dict = {"checkpoint": info.source}
     plan = _plan(args, model.config.layers, task.seq_len)
-    points = grid(task.seq_len, _integers("--bands", args.bands),
-                  _integers("--ranks", args.ranks))
-    if plan is None and not points:
-        raise ValueError(f"--bands {args.bands} and --ranks {args.ranks} give no valid "
-                         f"(m, r) at the training length n = {task.seq_len}")
+    points = None if plan is not None else _grid(args, task.seq_len)
     if args.max_error is not None:
-        check_number("--max-error", args.max_error, 0)
-        plan, _ = plan_for_error(model, task.seq_len, args.max_error, points, args.method)
-        if all(layer.kept for layer in plan.layers):
-            raise ValueError(f"no grid point meets --max-error {args.max_error} on any "
-                             f"layer; allow a larger error or larger --bands/--ranks")
+        plan = _plan_by_error(args, model, task.seq_len, points)
     elif plan is None:
         progress = _Progress("search")
         try:
@@ -294,3 +318,28 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> dict:
                               *(sys.argv[1:] if argv is None else argv)])
         output["out"] = str(save_converted(args.out, result, info, command))
     return output
+
+
+def _kernels_only(args: argparse.Namespace, model, info) -> dict:
+    """A checkpoint of token mixers alone: each layer's error under the plan the options
+    give (--band/--rank, --plan, --recurrent, --max-error) at its recorded length; what
+    needs a task is refused with the reason."""
+    reason = kernels_only_reason(info.task)
+    for given, option in ((args.search, "--search"), (args.finetune, "--finetune"),
+                          (args.text is not None, "--text"), (args.delta is not None, "--delta")):
+        if given:
+            raise ValueError(f"{option} needs a task, and this model has none. {reason}")
+    if args.out is not None:
+        raise ValueError(f"nothing is written with --out: a kernels-only model is not "
+                         f"converted here; run without --out for each layer's error. {reason}")
+    n0 = task_shape(info.task).seq_len
+    plan = _plan(args, model.config.layers, n0)
+    if plan is None:  # --max-error (--search is refused above)
+        plan = _plan_by_error(args, model, n0, _grid(args, n0))
+    errors = plan_errors(model, plan, n0)
+    return {"checkpoint": info.source, "task": "kernels", "training_length": n0,
+            "note": f"{reason} Each layer's error is its kernels' at the recorded length "
+                    f"n = {n0}; no metric, speed-up or converted model.",
+            "layers": [{**layer.to_dict(), "error": error}
+                       for layer, error in zip(plan.layers, errors, strict=True)],
+            "plan": plan.to_dict()}

@@ -75,6 +75,7 @@ from tnn_core.lab.common.recurrent_fit import (
     recurrent_fit,
 )
 from tnn_core.lab.common.recurrent_fit import TARGETS as RECURRENT_TARGETS
+from tnn_core.training.tasks import is_kernels_only
 
 __all__ = ["live_speed", "ROUNDOFF_FLOOR", "CURVE_FLOOR", "ratio_text", "speed_text", "Settings",
            "fit_to_length", "SmoothSpectrum", "smooth_spectrum", "Theorem1Panel",
@@ -85,7 +86,8 @@ __all__ = ["live_speed", "ROUNDOFF_FLOOR", "CURVE_FLOOR", "ratio_text", "speed_t
            # what the page and its figures show beside them
            "MAX_TYPED_CHARS", "MAX_TYPED_LENGTH", "OPERATOR_CHANNELS", "SYNTHETIC",
            "display_line", "format_flops", "drawn", "js_number", "json_floats", "kernel_id",
-           "packed", "synthetic_parts", "convertible", "low_rank_entry", "TOGEIPI_PART"]
+           "packed", "synthetic_parts", "convertible", "is_kernels_only", "low_rank_entry",
+           "TOGEIPI_PART"]
 
 ROUNDOFF_FLOOR = 1e-13  # relative to a chart's largest value: below it is float64 round-off
 

@@ -4,7 +4,8 @@ s modes per channel), and what it costs the task.
 The work is ``tnn_core.compress`` (convert, measure, search); this unit builds the plan
 from the page's controls, starts the work on a background thread in a place of the server's
 heavy work (``jobs``), and turns its
-results into what the page draws (``results``, ``search``). Metric values are shown in
+results into what the page draws (``results``, ``search``); a kernels-only checkpoint (no
+task) gets each layer's error instead (``kernels_only``). Metric values are shown in
 display units (``units``): an accuracy as a percentage (a drop in percentage points), bits
 per character as they are.
 """
@@ -24,6 +25,16 @@ from tnn_core.lab.compress.jobs import (
     search_job,
     search_points,
     start_in_place,
+)
+from tnn_core.lab.compress.kernels_only import (
+    BAND_COLUMN,
+    RECURRENT_COLUMN,
+    band_errors,
+    error_rows,
+    is_kernels_only,
+    kernels_length,
+    kernels_only_reason,
+    recurrent_errors,
 )
 from tnn_core.lab.compress.results import (
     ResultView,
@@ -45,7 +56,8 @@ __all__ = ["JOB_THREADS", "Unit", "amount", "convertible", "methods", "make_plan
            "QuickConversion", "quick_conversion", "search_points", "search_job",
            "start_in_place", "progress_text", "SpeedRow", "speed_row", "change_sentence",
            "ResultView", "result_view", "Candidate", "SearchView", "search_view", "save_name",
-           "save",
+           "save", "is_kernels_only", "kernels_only_reason", "kernels_length", "band_errors",
+           "recurrent_errors", "error_rows", "BAND_COLUMN", "RECURRENT_COLUMN",
            # the page's choices and limits, the job it watches, and a file refused
            "FINETUNE_PARAMETERS", "METHODS", "GRID_BANDS", "GRID_RANKS", "SPEED_ROUNDS",
            "MAX_SIZE", "MAX_STATE", "BackgroundJob", "CheckpointError", "NoPlace"]
