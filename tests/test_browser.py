@@ -48,6 +48,12 @@ def inspect_checkpoint(page, server: str, name: str):
     return main
 
 
+def checkpoint_box(main):
+    """The page's "Checkpoint" select box (Inspect also has the import's select boxes)."""
+    return main.locator("[data-testid='stSelectbox']").filter(
+        has=main.page.get_by_text("Checkpoint", exact=True))
+
+
 def assert_clean(page, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
     exceptions = page.locator("[data-testid='stException']")
@@ -253,8 +259,8 @@ def test_train_save_and_inspect_opens_the_saved_model(browser_page, server):
     page.wait_for_url(re.compile(r"/inspect"), timeout=60_000)
     wait_idle(page)
     assert_clean(page, "train-save-and-inspect")
-    assert "browser-run (saved by you)" in main.locator(
-        "[data-testid='stSelectbox']").first.inner_html()
+    assert "browser-run (saved by you)" in checkpoint_box(
+        main).inner_html()
 
 
 def test_compress_converts_searches_and_loads_a_clicked_plan(browser_page, server):
@@ -339,8 +345,8 @@ def test_inspect_to_compress_to_inspect_carries_the_checkpoint(browser_page, ser
     page.wait_for_function("() => location.pathname.endsWith('/inspect')", timeout=60_000)
     wait_idle(page)
     assert_clean(page, "compress-save-and-inspect")
-    assert "digits-fd-m9r16 (saved by you)" in main.locator(
-        "[data-testid='stSelectbox']").first.inner_html()
+    assert "digits-fd-m9r16 (saved by you)" in checkpoint_box(
+        main).inner_html()
 
 
 def test_inspect_writes_text_with_its_time_and_state(browser_page, server):

@@ -202,3 +202,19 @@ def test_a_safetensors_state_dict_converts(tmp_path):
     model, _ = checkpoint.load(out)
     _close(model.operators()[0].kernel(512).detach(),
            tno_kernel(state, "0.token_mixer.toep.", 512, True))
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_report_kernels_gives_the_official_coefficients(tmp_path, causal):
+    """Done-when of issue 36: a torch.save'd TnnLayer stack, converted, and
+    ``report --kernels N`` returns their Tno's coefficients to 1e-5."""
+    from tnn_core.report.cli import main as report_main
+    state = tnn_stack_state(seed=11, layers=2, dim=4, rpe_layers=3, gamma=0.99)
+    _, _ = _convert(tmp_path, state, "--causal" if causal else "--no-causal")
+    npz = tmp_path / "kernels.npz"
+    assert report_main([str(tmp_path / "out.safetensors"), "--kernels", "512",
+                        "--out", str(npz)]) == 0
+    arrays = np.load(npz)
+    for i in range(2):
+        _close(torch.from_numpy(arrays[f"layer{i}"]),
+               tno_kernel(state, f"{i}.token_mixer.toep.", 512, causal))

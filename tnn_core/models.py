@@ -29,7 +29,8 @@ from tnn_core.checks import check_choice, check_fields, check_int
 from tnn_core.operators import DRAW_LOCK, OperatorConfig, Togeipi, build_operator
 
 __all__ = ["ModelConfig", "GTU", "GLU", "TNNLayer", "CausalLM", "SequenceClassifier",
-           "MixerStack", "build_model", "MAX_VOCAB", "MAX_CLASSES", "MAX_DIM", "MAX_LAYERS", "MAX_EXPAND_RATIO"]
+           "MixerStack", "build_model", "MAX_VOCAB", "MAX_CLASSES", "MAX_DIM", "MAX_LAYERS",
+           "MAX_EXPAND_RATIO"]
 
 # Upper bounds of the config fields: each far above any model this lab trains, low enough
 # that one field alone cannot ask for more than a few GB (the checkpoint loader adds a

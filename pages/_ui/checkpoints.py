@@ -18,7 +18,7 @@ from tnn_core.lab.common.kernel_sources import learned_kernel
 USER_CHECKPOINTS = Path(os.environ.get("TOEPLITZ_LAB_USER_CHECKPOINTS",
                                        Path(__file__).resolve().parents[2] / "checkpoints"
                                        / "user"))
-UPLOAD_LIMIT_MB = 50
+UPLOAD_LIMIT_MB = 200  # MiB: admits checkpoint_header.MAX_BYTES (a paper-size model is 79 MB)
 SERVER_UPLOADS = uploads.UploadStore()  # every session's, within uploads.SERVER_BUDGET bytes
 
 

@@ -22,7 +22,6 @@ layers, channels, module and each setting with its origin. Exit status 0, or 2 w
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from pathlib import Path

@@ -304,8 +304,9 @@ def _validated(data: bytes, source: str) -> tuple[CheckpointInfo, dict[str, Tens
                                   f"{getattr(config, name)!r}, but its task {shape.name} "
                                   f"needs {wanted!r}")
     history = meta["history"]
-    if isinstance(history, dict) and "metric_name" in history and shape.name in TASKS:  # its numbers are the task's
-        history = {**history, "metric_name": TASKS[shape.name][0].metric_name}  # metric
+    if isinstance(history, dict) and "metric_name" in history and shape.name in TASKS:
+        # its numbers are the task's metric
+        history = {**history, "metric_name": TASKS[shape.name][0].metric_name}
     try:
         meta["history"] = validated_history(history)  # training/history.py
     except ValueError as err:

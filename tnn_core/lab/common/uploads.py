@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 __all__ = ["SESSION_BUDGET", "SERVER_BUDGET", "upload_key", "UploadStore", "SessionUploads"]
 
-SESSION_BUDGET = 100 * 2**20  # bytes of uploads one browser session keeps
+SESSION_BUDGET = 200 * 2**20  # bytes of uploads one browser session keeps: one of MAX_BYTES
 SERVER_BUDGET = 400 * 2**20  # bytes of uploads the server keeps for all sessions
 
 
