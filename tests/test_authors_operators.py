@@ -236,9 +236,11 @@ def test_activation_names_match_the_literal():
 
 
 def test_decay_parameters():
-    channel = build_operator(OperatorConfig(kind="tno", decay_mode="channel", decay=0.7), D)
+    config = OperatorConfig(kind="tno", decay_mode="channel", decay=0.7)
+    assert "decay" not in config.to_dict()  # each channel holds its own γ_c: λ is unused
+    channel = build_operator(config, D)
     assert not channel.decay_rates.requires_grad
-    assert torch.equal(channel.decay_rates, torch.full((D,), 0.7))
+    assert torch.equal(channel.decay_rates, torch.full((D,), OperatorConfig.decay))
     learned = build_operator(OperatorConfig(kind="tno", decay_mode="learned"), D).double()
     assert learned.decay_logits.requires_grad
     assert torch.equal(learned.decay_logits, torch.zeros(D, dtype=F64))

@@ -135,6 +135,8 @@ class OperatorConfig:
         if self.kind == "ski":
             return ("kind", "causal") + (_USED["ski knots"] if self.low_rank == "knots"
                                          else _USED["ski"])
+        if self.kind == "tno" and self.decay_mode == "channel":  # each channel's own γ_c
+            return ("kind", "causal") + tuple(f for f in _USED["tno"] if f != "decay")
         return ("kind", "causal") + _USED[self.kind]
 
     def to_dict(self) -> dict:
