@@ -20,9 +20,9 @@ from tnn_core.analysis.spectral_summary import (
     STATISTICS,
     band_mass,
     channel_spectrum,
-    effective_rank,
+    csn_power_law_fit,
+    energy_rank,
     layer_spectra,
-    power_law_fit,
     stable_rank,
 )
 from tnn_core.models import ModelConfig, build_model
@@ -74,7 +74,7 @@ def test_stable_rank_of_zero_is_nan_and_of_rank_one_is_one():
     assert stable_rank(np.array([3.0, 0.0, 0.0])) == 1.0
 
 
-def _direct_effective_rank(sigma: np.ndarray, energy: float = 0.99) -> int:
+def _direct_energy_rank(sigma: np.ndarray, energy: float = 0.99) -> int:
     total = float(np.sum(sigma**2))
     running = 0.0
     for k, s in enumerate(sigma, start=1):
@@ -86,16 +86,16 @@ def _direct_effective_rank(sigma: np.ndarray, energy: float = 0.99) -> int:
 
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("seed", range(3))
-def test_effective_rank_matches_a_direct_cumulative_sum(n, seed):
+def test_energy_rank_matches_a_direct_cumulative_sum(n, seed):
     sigma = np.linalg.svd(_dense(_kernel(n, seed)), compute_uv=False)
-    assert effective_rank(sigma) == _direct_effective_rank(sigma)
+    assert energy_rank(sigma) == _direct_energy_rank(sigma)
 
 
-def test_effective_rank_at_exact_shares_and_for_zero():
+def test_energy_rank_at_exact_shares_and_for_zero():
     # 99 of 100 in the first value: exactly 99 % is enough, k = 1
-    assert effective_rank(np.sqrt(np.array([99.0, 1.0]))) == 1
-    assert effective_rank(np.ones(100)) == 99  # equal values: 99 of 100
-    assert effective_rank(np.zeros(4)) == 0
+    assert energy_rank(np.sqrt(np.array([99.0, 1.0]))) == 1
+    assert energy_rank(np.ones(100)) == 99  # equal values: 99 of 100
+    assert energy_rank(np.zeros(4)) == 0
 
 
 # -- the power-law tail -----------------------------------------------------------------------
@@ -107,7 +107,7 @@ def _pareto_quantiles(alpha: float, count: int, xmin: float = 1.0) -> np.ndarray
 
 @pytest.mark.parametrize("alpha", [1.5, 2.5, 4.0])
 def test_power_law_recovers_a_known_exponent(alpha):
-    fit = power_law_fit(_pareto_quantiles(alpha, 2000))
+    fit = csn_power_law_fit(_pareto_quantiles(alpha, 2000))
     assert fit.alpha == pytest.approx(alpha, abs=0.05)
     assert fit.ks < 0.02
 
@@ -115,9 +115,9 @@ def test_power_law_recovers_a_known_exponent(alpha):
 def test_power_law_alpha_and_ks_are_scipys_on_the_chosen_tail():
     rng = np.random.default_rng(0)
     values = np.concatenate([rng.uniform(0.1, 1.0, 300), 1 + rng.pareto(1.7, 200)])
-    fit = power_law_fit(values)
+    fit = csn_power_law_fit(values)
     tail = np.sort(values)[::-1][: fit.tail]
-    assert tail.min() == fit.xmin
+    assert tail.min() > fit.xmin and np.sum(values > fit.xmin) == fit.tail  # exceedances
     b, _, _ = scipy.stats.pareto.fit(tail, floc=0, fscale=fit.xmin)  # MLE of b = α - 1
     assert fit.alpha == pytest.approx(1 + b, rel=1e-6)
     law = scipy.stats.pareto(b=fit.alpha - 1, scale=fit.xmin)
@@ -129,39 +129,39 @@ def test_power_law_tail_is_the_smallest_ks_over_every_candidate():
     values = np.concatenate([rng.uniform(0.5, 2.0, 60), 2 + rng.pareto(2.0, 40)])
     x = np.sort(values)[::-1]
     best = math.inf
-    for k in range(10, len(x) + 1):  # brute force, scipy's KS for each xmin
-        a = 1 + k / np.sum(np.log(x[:k] / x[k - 1]))
-        law = scipy.stats.pareto(b=a - 1, scale=x[k - 1])
+    for k in range(10, len(x)):  # brute force, scipy's KS for each xmin = x[k]
+        a = 1 + k / np.sum(np.log(x[:k] / x[k]))
+        law = scipy.stats.pareto(b=a - 1, scale=x[k])
         best = min(best, scipy.stats.kstest(x[:k], law.cdf).statistic)
-    assert power_law_fit(values).ks == pytest.approx(best, abs=1e-12)
+    assert csn_power_law_fit(values).ks == pytest.approx(best, abs=1e-12)
 
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_a_channels_tail_is_fitted_to_the_eigenvalues_sigma_squared(causal):
     t = _kernel(64, 5, causal)
     sigma = np.linalg.svd(_dense(t), compute_uv=False)
-    expected = power_law_fit(sigma**2)
+    expected = csn_power_law_fit(sigma**2)
     spectrum = channel_spectrum(t, 9, 16, causal)
-    assert spectrum.alpha == pytest.approx(expected.alpha, rel=1e-9)
-    assert spectrum.alpha_tail == expected.tail
+    assert spectrum.csn_alpha == pytest.approx(expected.alpha, rel=1e-9)
+    assert spectrum.csn_tail == expected.tail
 
 
 def test_round_off_singular_values_are_left_out_and_zero_is_nan():
     ones = channel_spectrum(np.ones(127), 9, 16, False)  # T = 1 1ᵀ: σ = (64, 0, ..., 0)
-    assert ones.stable_rank == pytest.approx(1.0) and ones.effective_rank == 1
-    assert math.isnan(ones.alpha) and ones.alpha_tail == 0
+    assert ones.stable_rank == pytest.approx(1.0) and ones.energy_rank == 1
+    assert math.isnan(ones.csn_alpha) and ones.csn_tail == 0
     zero = channel_spectrum(np.zeros(127), 9, 16, False)
-    assert zero.effective_rank == 0
-    assert all(math.isnan(getattr(zero, s)) for s in ("stable_rank", "alpha", "band_mass",
+    assert zero.energy_rank == 0
+    assert all(math.isnan(getattr(zero, s)) for s in ("stable_rank", "csn_alpha", "band_mass",
                                                       "sample_error", "optimal_error"))
 
 
 def test_power_law_without_a_tail_is_nan():
-    assert math.isnan(power_law_fit(np.ones(50)).alpha)  # equal values: no power law
-    short = power_law_fit(_pareto_quantiles(2.0, 9))  # fewer than MIN_TAIL
+    assert math.isnan(csn_power_law_fit(np.ones(50)).alpha)  # equal values: no power law
+    short = csn_power_law_fit(_pareto_quantiles(2.0, 9))  # fewer than MIN_TAIL
     assert math.isnan(short.alpha) and short.tail == 0
     with pytest.raises(ValueError, match="positive"):
-        power_law_fit(np.array([1.0, 0.0, 2.0]))
+        csn_power_law_fit(np.array([1.0, 0.0, 2.0]))
 
 
 # -- band mass and the SKI errors -------------------------------------------------------------
@@ -304,9 +304,9 @@ def test_markdown_shows_the_card_and_each_layers_median(digits_ski):
     text = to_markdown(report)
     assert "# Model card:" in text and "95 % interval" in text and "majority baseline" in text
     assert "**Lineage.** None recorded" in text
-    effective = np.median([c.effective_rank for c in report.layers[0].channels])
+    energy = np.median([c.energy_rank for c in report.layers[0].channels])
     assert f"| 0 | ski | {report.layers[0].band} | {report.layers[0].rank} |" in text
-    assert f"| {effective:.3g} [" in text
+    assert f"| {energy:.3g} [" in text
 
 
 def test_a_converted_checkpoint_reports_its_lineage(tmp_path):

@@ -158,9 +158,10 @@ def model_card_downloads(inspected: Inspected, model) -> None:
             key=f"report_{name}", icon=":material/download:",
             help="A model card (task, data, metric with its 95 % interval, baselines, "
                  "training config, lineage) and, per layer and channel, the singular values "
-                 "of T at the training length: stable rank, effective rank at 99 % energy, a "
-                 "power-law fit of the tail, band mass and the SKI error at (m, r). Takes a "
-                 "few seconds the first time.")
+                 "of T at the training length: stable rank, energy rank (99 %), Roy–Vetterli's "
+                 "effective rank, the Clauset–Shalizi–Newman power-law fit of the tail (α, "
+                 "xmin, tail size, KS), band mass and the SKI error at (m, r). Takes a few "
+                 "seconds the first time.")
 
 
 def kernels_download(inspected: Inspected, model) -> None:

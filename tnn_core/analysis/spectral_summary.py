@@ -4,9 +4,11 @@ For a kernel coeffs [2n-1] (coeffs[n-1+k] = t_k) and T[i, j] = t_{i-j}, with sin
 values σ_1 >= ... >= σ_n of T (all of them, densely: ``persymmetric``):
 
     stable rank      ||T||_F² / ||T||_2² = Σ σ_i² / σ_1², in [1, n] (nan for T = 0)
-    effective rank   the smallest k with Σ_{i<=k} σ_i² >= 0.99 Σ σ_i² (0 for T = 0)
-    power-law tail   α of the largest eigenvalues λ = σ² of TᵀT, as WeightWatcher fits a
-                     layer's empirical spectral density (``power_law_fit``)
+    energy rank      the smallest k with Σ_{i<=k} σ_i² >= 0.99 Σ σ_i² (0 for T = 0)
+    Roy–Vetterli     exp(H(p)), p_i = σ_i / Σ σ_j: the effective rank of Roy & Vetterli
+                     (2007) (nan for T = 0)
+    CSN power law    α, xmin, tail size and KS distance of the Clauset–Shalizi–Newman fit
+                     to the largest eigenvalues λ = σ² of TᵀT (``csn_power_law_fit``)
     band mass        the share of ||T||_F² on the band lags, Σ_{k in band} (n-|k|) t_k² /
                      Σ_k (n-|k|) t_k²; the band is |k| <= m//2, causal 0 <= k < m
                      (``gram.band_lags``, as ``decompose`` and the band ablation read m)
@@ -35,15 +37,15 @@ from tnn_core.analysis.norms import single_threaded_blas
 from tnn_core.analysis.persymmetric import persymmetric_singular_values
 from tnn_core.checks import check_int
 
-__all__ = ["ENERGY", "MIN_TAIL", "MAX_N", "STATISTICS", "stable_rank", "effective_rank",
-           "PowerLawFit", "power_law_fit", "band_mass", "ChannelSpectrum", "channel_spectrum",
-           "layer_spectra"]
+__all__ = ["ENERGY", "MIN_TAIL", "MAX_N", "STATISTICS", "stable_rank", "energy_rank",
+           "roy_vetterli_rank", "PowerLawFit", "csn_power_law_fit", "band_mass",
+           "ChannelSpectrum", "channel_spectrum", "layer_spectra"]
 
-ENERGY = 0.99  # the effective rank keeps this share of Σ σ_i²
-MIN_TAIL = 10  # fewest eigenvalues a power-law tail is fitted to; fewer give α = nan
+ENERGY = 0.99  # the energy rank keeps this share of Σ σ_i²
+MIN_TAIL = 10  # fewest exceedances a power-law tail is fitted to; fewer give α = nan
 MAX_N = DENSE_MAX_N  # all n singular values densely: an n × n float64 matrix per channel
-STATISTICS = ("stable_rank", "effective_rank", "alpha", "alpha_ks", "alpha_tail", "band_mass",
-              "sample_error", "fit_error", "optimal_error")
+STATISTICS = ("stable_rank", "energy_rank", "roy_vetterli_rank", "csn_alpha", "csn_xmin",
+              "csn_tail", "csn_ks", "band_mass", "sample_error", "fit_error", "optimal_error")
 
 
 def stable_rank(sigma: np.ndarray) -> float:
@@ -52,56 +54,69 @@ def stable_rank(sigma: np.ndarray) -> float:
     return float(np.sum(sigma**2)) / top**2 if top > 0 else math.nan
 
 
-def effective_rank(sigma: np.ndarray, energy: float = ENERGY) -> int:
-    """The smallest k with Σ_{i<=k} σ_i² >= energy · Σ σ_i²; sigma [n] descending (0 if all 0)."""
+def energy_rank(sigma: np.ndarray, energy: float = ENERGY) -> int:
+    """The smallest k with Σ_{i<=k} σ_i² >= energy · Σ σ_i²; sigma [n] descending (0 if all 0).
+    An energy count, not Roy–Vetterli's effective rank (``roy_vetterli_rank``)."""
     cumulative = np.cumsum(np.asarray(sigma, dtype=np.float64) ** 2)  # (n,)
     if len(cumulative) == 0 or cumulative[-1] == 0:
         return 0
     return int(np.searchsorted(cumulative, energy * cumulative[-1])) + 1
 
 
+def roy_vetterli_rank(sigma: np.ndarray) -> float:
+    """exp(H(p)) = exp(-Σ p_i ln p_i), p_i = σ_i / Σ σ_j, of singular values sigma [n]
+    (0 ln 0 = 0; nan if all 0): Roy & Vetterli (2007), "The effective rank: a measure of
+    effective dimensionality", EUSIPCO, eq. (1)-(2). In [1, n]; n for a flat spectrum."""
+    s = np.asarray(sigma, dtype=np.float64)  # (n,)
+    total = float(np.sum(s))
+    if total <= 0:
+        return math.nan
+    p = s[s > 0] / total
+    return float(np.exp(-np.sum(p * np.log(p))))
+
+
 @dataclass(frozen=True)
 class PowerLawFit:
-    """ρ(λ) ∝ λ^-α for λ >= xmin, fitted to the ``tail`` largest values (nan, 0 if none)."""
+    """ρ(λ) ∝ λ^-α for λ > xmin, fitted to the ``tail`` largest values (nan, 0 if none)."""
 
     alpha: float  # the density's exponent α > 1
     ks: float  # Kolmogorov–Smirnov distance between the tail and the fitted law
-    tail: int  # k: values fitted, those >= xmin
-    xmin: float  # the smallest value in the tail
+    tail: int  # k: values fitted, the exceedances (strictly above xmin)
+    xmin: float  # the threshold: the (k+1)-th largest value
 
 
-def power_law_fit(values: np.ndarray, min_tail: int = MIN_TAIL) -> PowerLawFit:
-    """The power law of the upper tail of positive values [N], as WeightWatcher fits the
-    eigenvalues of WᵀW (Martin & Mahoney 2021, "Implicit self-regularization in deep
-    neural networks: evidence from random matrix theory and implications for learning",
-    JMLR 22(165), §3 and §5): the method of Clauset, Shalizi & Newman (2009), "Power-law
-    distributions in empirical data", SIAM Review 51(4), §3.
+def csn_power_law_fit(values: np.ndarray, min_tail: int = MIN_TAIL) -> PowerLawFit:
+    """The power law of the upper tail of positive values [N] by the method of Clauset,
+    Shalizi & Newman (2009), "Power-law distributions in empirical data", SIAM Review
+    51(4), §3: maximum likelihood for α, xmin by the smallest KS distance.
 
-    For every candidate xmin (each value with at least ``min_tail`` values >= it), α is
-    the continuous maximum-likelihood (Hill) estimate on those k values, their eq. (3.1),
-        α = 1 + k / Σ_{x >= xmin} ln(x / xmin),
-    and D the KS distance between their empirical CDF and P(x) = 1 - (x/xmin)^(1-α).
-    The fit is the xmin with the smallest D (their §3.3). A tail of equal values
-    (Σ ln = 0) has no power law; none left gives alpha nan."""
+    Each value x_(k+1) (descending order statistics x_(1) >= x_(2) >= ...) with at least
+    ``min_tail`` values strictly above it is a candidate threshold xmin; α is the Hill
+    estimate on those k exceedances, the continuous MLE of their eq. (3.1),
+        α = 1 + k / Σ_{i<=k} ln(x_(i) / x_(k+1)),
+    (Hill 1975, Ann. Statist. 3(5)), and D the KS distance between the exceedances'
+    empirical CDF and P(x) = 1 - (x/xmin)^(1-α). The fit is the xmin with the smallest D
+    (their §3.3). No candidate (too few values, or all equal) gives alpha nan."""
     x = np.sort(np.asarray(values, dtype=np.float64))[::-1]  # (N,) descending
     if np.any(x <= 0) or not np.all(np.isfinite(x)):
         raise ValueError(f"values must be positive and finite; got min {x.min(initial=0)!r}")
     N = len(x)
-    if N < min_tail:
+    if N <= min_tail:
         return PowerLawFit(math.nan, math.nan, 0, math.nan)
     logs = np.log(x)  # (N,)
-    k = np.arange(1, N + 1)  # (N,) tail size when xmin = x[k-1]
-    spread = np.cumsum(logs) - k * logs  # (N,) Σ_{i<k} ln(x_i / x_{k-1})
+    k = N - np.searchsorted(x[::-1], x, side="right")  # (N,) values strictly above x[j]
+    spread = np.concatenate([[0.0], np.cumsum(logs)])[k] - k * logs  # (N,) Σ ln(x_i / x[j])
     valid = (k >= min_tail) & (spread > 0)
     if not valid.any():
         return PowerLawFit(math.nan, math.nan, 0, math.nan)
     alpha = np.where(valid, 1 + k / np.where(valid, spread, 1), np.nan)  # (N,)
-    i = np.arange(N)  # (N,) position in the descending tail
-    inside = i[None, :] < k[:, None]  # (N, N): value i is in the tail of size k
-    ratio = np.where(inside, x[None, :] / x[:, None], 1.0)  # (N, N) x_i / xmin, >= 1
+    i = np.arange(N)  # (N,) position in the descending order
+    inside = i[None, :] < k[:, None]  # (N, N): value i exceeds threshold j
+    ratio = np.where(inside, x[None, :] / x[:, None], 1.0)  # (N, N) x_i / xmin, > 1
     cdf = 1 - ratio ** (1 - alpha[:, None])  # (N, N) fitted P at x_i
-    above = (k[:, None] - i[None, :]) / k[:, None]  # (N, N) empirical CDF just at x_i
-    below = (k[:, None] - i[None, :] - 1) / k[:, None]  # and just below it
+    size = np.maximum(k, 1)[:, None]  # (N, 1)
+    above = (k[:, None] - i[None, :]) / size  # (N, N) empirical CDF just at x_i
+    below = (k[:, None] - i[None, :] - 1) / size  # and just below it
     gap = np.where(inside, np.maximum(above - cdf, cdf - below), -np.inf)  # (N, N)
     ks = np.where(valid, gap.max(axis=1), np.inf)  # (N,)
     best = int(np.argmin(ks))
@@ -122,10 +137,12 @@ class ChannelSpectrum:
     """One channel's statistics (module docstring); nan where undefined."""
 
     stable_rank: float
-    effective_rank: int
-    alpha: float  # ρ(λ) ∝ λ^-α over the largest λ = σ² (``power_law_fit``)
-    alpha_ks: float  # its KS distance
-    alpha_tail: int  # eigenvalues in its tail
+    energy_rank: int  # fewest σ_i holding ENERGY of Σ σ_i²
+    roy_vetterli_rank: float  # exp(H(σ / Σ σ))
+    csn_alpha: float  # ρ(λ) ∝ λ^-α over the largest λ = σ² (``csn_power_law_fit``)
+    csn_xmin: float  # its threshold
+    csn_tail: int  # eigenvalues strictly above it
+    csn_ks: float  # its KS distance
     band_mass: float
     sample_error: float  # ||T - band - W A Wᵀ||_F / ||T||_F, A sampled as SKI-TNN does
     fit_error: float  # the same with A fitted (least squares)
@@ -140,13 +157,14 @@ def channel_spectrum(coeffs, band: int, rank: int, causal: bool) -> ChannelSpect
     with single_threaded_blas():
         sigma = persymmetric_singular_values(dense_toeplitz(t))  # (n,) descending
     floor = n * np.finfo(np.float64).eps * sigma[0]  # below: round-off, not spectrum
-    fit = power_law_fit(sigma[sigma > floor] ** 2)
+    fit = csn_power_law_fit(sigma[sigma > floor] ** 2)
     curve = error_curve(t, band, [rank], causal=causal)
     if len(curve.ranks) != 1:
         raise ValueError(f"rank must be an integer in [2, n] = [2, {n}]; got {rank!r}")
     return ChannelSpectrum(
-        stable_rank=stable_rank(sigma), effective_rank=effective_rank(sigma),
-        alpha=fit.alpha, alpha_ks=fit.ks, alpha_tail=fit.tail,
+        stable_rank=stable_rank(sigma), energy_rank=energy_rank(sigma),
+        roy_vetterli_rank=roy_vetterli_rank(sigma), csn_alpha=fit.alpha, csn_xmin=fit.xmin,
+        csn_tail=fit.tail, csn_ks=fit.ks,
         band_mass=band_mass(t, band, causal), sample_error=float(curve.sample[0]),
         fit_error=float(curve.fit[0]), optimal_error=float(curve.optimal[0]))
 

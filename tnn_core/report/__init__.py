@@ -12,8 +12,9 @@ sentence says why there is none), the baselines, the model and training config, 
 lineage a converted checkpoint records. Then, per layer, statistics of each channel's n × n
 Toeplitz matrix at the training length n (``analysis.spectral_summary``): for every
 channel, the band's share of ||T||_F² and SKI's band + rank-r error (sampled and fitted);
-for the channels that fit a work bound (all of the shipped models'), stable and effective
-rank, the power-law tail of the spectrum and the Eckart–Young optimum. The band m and rank
+for the channels that fit a work bound (all of the shipped models'), stable rank, energy
+rank, Roy–Vetterli's effective rank, the Clauset–Shalizi–Newman power-law fit of the
+eigenvalues and the Eckart–Young optimum. The band m and rank
 r are a SKI layer's own, else DEFAULT_BAND and DEFAULT_RANK; ``band``/``rank``
 (--band/--rank) set them for every layer. Progress goes to stderr.
 

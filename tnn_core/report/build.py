@@ -4,8 +4,9 @@ channels' Toeplitz matrices at the training length n (``Report``, by ``report_fo
 Every channel of every layer, batched (``analysis.atlas.ski_statistics``): the band's
 share of ||T||_F² and SKI's band + rank-r error, sampled and fitted; the paper's 6 × 1,536
 channels at n = 512 in about a second. The statistics that take all n singular values of
-a channel's n × n matrix (``analysis.spectral_summary``: stable and effective rank, the
-power-law tail, the Eckart–Young optimum; 40 ms a channel at n = 512 here) keep within
+a channel's n × n matrix (``analysis.spectral_summary``: stable rank, energy rank,
+Roy–Vetterli's effective rank, the Clauset–Shalizi–Newman power-law fit of the eigenvalues,
+the Eckart–Young optimum; 40 ms a channel at n = 512 here) keep within
 SPECTRA_WORK (layers × channels × n³): every channel, else as many evenly spaced channels
 in each layer as fit (``channels_reported``), and only up to n = MAX_N (dense matrices).
 

@@ -19,10 +19,12 @@ __all__ = ["FORMATS", "COLUMNS", "RENDERERS", "lineage_markdown", "to_markdown",
            "to_json"]
 
 FORMATS = ("markdown", "csv", "json")
+# every channel's columns first (BATCHED), then the spectra's
 COLUMNS = (("band_mass", "band mass"), ("sample_error", "SKI error (sample)"),
            ("fit_error", "SKI error (fit)"), ("stable_rank", "stable rank"),
-           ("effective_rank", "effective rank (99 %)"), ("alpha", "α"), ("alpha_ks", "KS"),
-           ("optimal_error", "optimal error"))  # every channel's first (BATCHED), then spectra
+           ("energy_rank", "energy rank (99 %)"),
+           ("roy_vetterli_rank", "effective rank (Roy–Vetterli)"), ("csn_alpha", "CSN α"),
+           ("csn_tail", "CSN tail"), ("csn_ks", "CSN KS"), ("optimal_error", "optimal error"))
 
 
 # -- markdown -----------------------------------------------------------------------------
@@ -92,9 +94,13 @@ def lineage_markdown(lineage: dict, metric_name: str | None = None) -> str:
                "checkpoints recorded their source."
     parts = []
     source = lineage.get("source") or {}
+    imported = lineage.get("imported") or {}
     if source:
-        parts.append(f"converted from {source.get('name', '?')} (SHA-256 "
-                     f"{str(source.get('sha256', '?'))[:16]}…)")
+        how = (f"imported from the authors' {imported.get('module', 'mixer')}s in "
+               if imported else "converted from ")
+        parts.append(f"{how}{source.get('name', '?')} (SHA-256 "
+                     f"{str(source.get('sha256', '?'))[:16]}…"
+                     f"{', ' + str(imported['format']) if imported.get('format') else ''})")
     if "plan" in lineage:
         parts.append(f"plan {json.dumps(lineage['plan'], separators=(',', ':'))}")
     if "finetune" in lineage:
@@ -121,7 +127,7 @@ def _over(report: Report) -> str:
     spectra = every if K == D else (f"{K} of a layer's {D:,} channels, evenly spaced (all "
                                     f"{D:,} pass the work bound)")
     return (f"Median [25th–75th percentile]: band mass and SKI's errors over {every}; the "
-            f"spectra (stable and effective rank, α, KS, optimal error) over {spectra}.")
+            f"spectra (ranks, CSN fit, optimal error) over {spectra}.")
 
 
 def to_markdown(report: Report) -> str:
@@ -142,10 +148,14 @@ def to_markdown(report: Report) -> str:
     lines += ["", "σ_i: singular values of T, T[i, j] = t_(i-j). Band mass: the share of "
               f"‖T‖_F² on the band lags {band}. SKI error: ‖T − band − W A Wᵀ‖_F / ‖T‖_F at "
               "(m, r), A sampled (as SKI-TNN) or fitted; optimal: the Eckart–Young error of "
-              "the best rank-r part. Stable rank: ‖T‖_F² / ‖T‖_2². Effective rank: the fewest "
-              "σ_i holding 99 % of Σ σ_i². α: the exponent of the power law ρ(λ) ∝ λ^-α "
-              "fitted to the largest eigenvalues λ = σ² by maximum likelihood, the tail chosen "
-              "by the smallest KS distance (WeightWatcher's fit; KS near 0 is a good fit)."]
+              "the best rank-r part. Stable rank: ‖T‖_F² / ‖T‖_2². Energy rank: the fewest "
+              "σ_i holding 99 % of Σ σ_i². Effective rank (Roy–Vetterli): exp(H(p)), "
+              "p_i = σ_i / Σ σ_j. CSN α: the Clauset–Shalizi–Newman fit of ρ(λ) ∝ λ^-α to the "
+              "eigenvalues λ = σ² above a threshold xmin: the Hill estimate on the tail's "
+              "eigenvalues strictly above xmin, xmin chosen by the smallest KS distance "
+              "(CSN KS; near 0 is a close fit; no goodness-of-fit p-value). T's σ_i follow "
+              "its frequency response (Szegő), so α describes the kernel's smoothness, not "
+              "how well a layer trained (docs/metrics.md)."]
     if not report.causal and any(layer.operator == "ski" for layer in report.layers):
         lines += ["", "A SKI layer applies band + W A Wᵀ, which is not Toeplitz: its T is the "
                   "Toeplitz kernel that band + W A Wᵀ approximates."]
