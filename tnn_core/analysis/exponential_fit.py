@@ -20,9 +20,11 @@ The fit (``fit_exponentials``), per channel, on the lags 1..n-1 of a kernel at l
    it, so that the recurrence never grows.
 2. Residues c by least squares, each lag l weighted by the n - l entries it fills in the
    n x n matrix: the fit minimises ||T - T̂||_F at length n for the poles found. d = k_0.
-3. Of the orders M <= 2s on a fixed ladder (``_ORDERS``) whose modes (pairs plus real
-   poles) number at most s, the one with the smallest ||T - T̂||_F: so the error never
-   grows with s.
+3. Of the orders M <= 2s of ``_ORDERS`` (every one up to 128, then a ladder) up to the
+   Hankel size and rank, those whose modes (pairs plus real poles) number at most s, the
+   one with the smallest ||T - T̂||_F: so the error never grows with s, and for s <= 64 p
+   pairs and r real poles (order 2p + r <= 2s) are always a candidate (issue 37: a ladder
+   that skipped 18 and 22 missed sums of 9, 11 and 12 exponentials by up to 1.8e-4).
 
 When the samples are a sum of at most s exponentials, the fit is exact up to round-off;
 n - 1 samples allow M <= (n - 1) // 2 poles. Every channel is fitted at once, each pencil
@@ -44,11 +46,13 @@ __all__ = ["ExponentialFit", "fit_exponentials", "fit_exponentials_ladder",
            "exponential_kernel", "MAX_MODES"]
 
 MAX_MODES = 4_096  # s at most: far above what a kernel of the lab's lengths can use
-# the pencil orders tried: every one up to 16, then steps of a quarter of the power of two
-# below (16, 20, ... 32, 40, ... 64, 80, ...): a fixed ladder, so that s's candidates are
-# among s + 1's, and a few large orders rather than all of them
-_ORDERS = np.array(sorted({*range(1, 17)} | {step * k for step in 2 ** np.arange(2, 12)
-                                             for k in range(4, 9)}))
+# the pencil orders tried: every one up to 128 (any mix of pairs and real poles up to s = 64
+# modes is a candidate), then steps of a quarter of the power of two below (128, 160, ...
+# 256, 320, ...): a least-squares fit costs O(n M²) per order, so every order up to a
+# Hankel size of 1023 (n = 2048) would cost 105x these at s = 4096 (these: 1.2x the old
+# ladder's, which was dense up to 16 only)
+_ORDERS = np.array(sorted({*range(1, 129)} | {step * k for step in 2 ** np.arange(5, 12)
+                                              for k in range(4, 9)}))
 
 
 @dataclass(frozen=True)
@@ -117,8 +121,10 @@ class _Candidate:
 
 def _candidates(samples: torch.Tensor, s: int, weight: torch.Tensor) -> list[_Candidate]:
     """For each channel's samples y_0..y_(N-1) [D, N], every pencil order M <= 2s of
-    ``_ORDERS``, all channels at once (torch's batched SVD, eigenvalues and least squares,
-    on torch's threads)."""
+    ``_ORDERS`` up to the Hankel size and the largest channel's rank (an order beyond a
+    channel's rank is not valid for it), all channels at once (torch's batched SVD,
+    eigenvalues and least squares, on torch's threads). Cost: one SVD, then O(N M²) per
+    order and channel."""
     D, N = samples.shape
     if N == 0:
         return []
@@ -132,7 +138,7 @@ def _candidates(samples: torch.Tensor, s: int, weight: torch.Tensor) -> list[_Ca
     rank = (sigma > sigma[:, :1] * 1e-13).sum(dim=1)  # (D,) beyond it the pencil sees round-off
     target = samples * weight  # (D, N)
     found = []
-    for order in _ORDERS[_ORDERS <= min(2 * s, L, N - L)]:
+    for order in _ORDERS[_ORDERS <= min(2 * s, L, N - L, int(rank.max()))]:
         v = vh[:, :order].mT  # (D, L+1, M) leading right singular vectors
         z = torch.linalg.eigvals(torch.linalg.pinv(v[:, :-1]) @ v[:, 1:])  # (D, M) conj pairs
         kept = z.imag >= 0  # one mode per pair, and the real poles
