@@ -22,6 +22,7 @@ layers, channels, module and each setting with its origin. Exit status 0, or 2 w
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -30,7 +31,7 @@ from tnn_core.convert.importer import import_foreign, save_imported
 from tnn_core.convert.reader import read_foreign
 from tnn_core.convert.settings import AUTHOR_ACTIVATIONS, DECAYS, MIXERS
 from tnn_core.files import exclusive_output
-from tnn_core.training.answer import answer
+from tnn_core.training.answer import answer_text
 
 __all__ = ["main", "parser"]
 
@@ -87,4 +88,4 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
     command = shlex.join(["python", "-m", "tnn_core.convert", *argv])
-    return answer(lambda: _run(args, command), "the import", "nothing: the file is too large")
+    return answer_text(lambda: json.dumps(_run(args, command)) + "\n", "the import")
