@@ -9,6 +9,7 @@
     fd_study        where FD's time goes against TNO's
     togeipi_table   the Togeipi course project's table against attention
     analysis_latency  the Decomposition page's compute path, per stage
+    paper_scale     the paper's LM and RoBERTa's size: open, atlas, report, peak RSS
     timing          median_ms, fft_vs_dense (the Basics page), the shared number formats
     flops           deterministic flop counts of the dense, FFT and SKI products
 
