@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.app_idle import follow_socket, wait_idle
 from tests.app_server import app_server
@@ -119,9 +120,20 @@ def test_an_imported_model_opens_with_its_atlas_drill_down_and_kernels(page, sou
 
 
 def assert_authors_kernels(page, folder: Path, state: dict, n: int, causal: bool) -> None:
-    """The kernels download, clicked, holds the authors' kernels of ``state`` at n."""
-    with page.expect_download() as info:
-        page.locator(".st-key-kernels_npz button:visible").first.click()
+    """The kernels download, clicked, holds the authors' kernels of ``state`` at n.
+
+    A click that lands while the app reruns (the atlas's fragment can rerun the page once
+    after its first draw) is dropped by the browser's Streamlit client, as it would be for a
+    person, who clicks again: so does this, once the app is idle, up to three times."""
+    for attempt in range(3):
+        wait_idle(page)
+        try:
+            with page.expect_download(timeout=40_000) as info:
+                page.locator(".st-key-kernels_npz button:visible").first.click()
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
     path = folder / "kernels.npz"
     info.value.save_as(path)
     arrays = np.load(path)
