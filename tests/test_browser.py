@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.app_idle import follow_socket, wait_idle
 
@@ -71,7 +72,9 @@ def test_shared_link_opens_exactly_that_view(browser_page, server):
     wait_idle(browser_page)
     assert_clean(browser_page, "basics-shared-link")
     sidebar = browser_page.locator("[data-testid='stSidebar']")
-    assert sidebar.get_by_role("spinbutton", name="Seed").input_value() == "7"
+    # the sidebar takes the link's seed in the frame's rerun, which may follow the first
+    # idle moment on a fresh server: wait for it rather than read the first value
+    expect(sidebar.get_by_role("spinbutton", name="Seed")).to_have_value("7", timeout=30_000)
     main = browser_page.locator("[data-testid='stMain']")
     figure = main.locator("[data-testid='figure'][data-figure='toeplitz']")  # Basics' figure
     assert figure.locator("input[name='n']").input_value() == "200"
