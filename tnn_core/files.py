@@ -34,7 +34,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["FileRefused", "exclusive_output", "read_bounded"]
+__all__ = ["FileRefused", "exclusive_output", "open_regular", "read_bounded"]
 
 _CHUNK = 1 << 20  # bytes per read call
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -51,6 +51,22 @@ def _kind(mode: int) -> str:
         if test(mode):
             return name
     return "not a regular file"
+
+
+def open_regular(path: str | os.PathLike, what: str = "file"):
+    """The regular file at ``path`` opened for reading by seeking (links followed,
+    ``O_NONBLOCK``, so a FIFO cannot block); FileRefused if it cannot be opened or is not
+    a regular file. For a file read in parts, too large for ``read_bounded``."""
+    name = os.fspath(path)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        raise FileRefused(f"cannot read {what} {name}: {err.strerror}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise FileRefused(f"{what} {name} is {_kind(mode)}, not a regular file; give a file")
+    return os.fdopen(fd, "rb")
 
 
 def read_bounded(path: str | os.PathLike, limit: int, what: str = "file") -> bytes:

@@ -37,7 +37,6 @@ import io
 import math
 import os
 import pickle
-import stat
 import struct
 import zipfile
 from collections.abc import Iterator
@@ -57,6 +56,7 @@ from tnn_core.convert.pickle_data import (
     load_inert,
     plain,
 )
+from tnn_core.files import FileRefused, open_regular
 from tnn_core.training.checkpoint_header import MAX_BYTES, CheckpointError, read_header
 
 __all__ = ["CONTAINERS", "FOREIGN_MAX_BYTES", "MAX_RANK", "MAX_ZIP_DIRECTORY", "MAX_ZIP_MEMBERS",
@@ -76,9 +76,6 @@ _STORAGES = {"FloatStorage": torch.float32, "DoubleStorage": torch.float64,
 _WIDENED = (torch.float16, torch.bfloat16)  # read as float32
 _TENSOR = "torch._utils._rebuild_tensor_v2"
 _PARAMETERS = ("torch._utils._rebuild_parameter", "torch._utils._rebuild_parameter_with_state")
-_NOT_REGULAR = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO (named pipe)",
-                stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
-                stat.S_IFSOCK: "a socket"}
 _CORRUPT = (pickle.UnpicklingError, EOFError, zipfile.BadZipFile, UnicodeDecodeError)
 
 
@@ -127,14 +124,9 @@ def _opened(path_or_bytes, source: str) -> Iterator[tuple[io.BufferedIOBase, int
 
 def _open_regular(path, source: str) -> io.BufferedReader:
     try:
-        fd = os.open(os.fspath(path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as err:
-        raise CheckpointError(f"cannot read {source}: {err.strerror}") from None
-    kind = _NOT_REGULAR.get(stat.S_IFMT(os.fstat(fd).st_mode))
-    if kind is not None:
-        os.close(fd)
-        raise CheckpointError(f"{source} is {kind}, not a regular file; give a file")
-    return os.fdopen(fd, "rb")
+        return open_regular(path, "the checkpoint")
+    except FileRefused as err:
+        raise CheckpointError(f"{source}: {err}") from None
 
 
 def _read(handle, size: int, source: str) -> ForeignFile:
