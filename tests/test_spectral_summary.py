@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
+from tnn_core.analysis.power_law import csn_power_law_fit
 from tnn_core.analysis.spectral_summary import (
     STATISTICS,
     channel_spectrum,
-    csn_power_law_fit,
     energy_rank,
     roy_vetterli_rank,
 )

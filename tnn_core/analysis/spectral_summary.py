@@ -8,7 +8,10 @@ values σ_1 >= ... >= σ_n of T (all of them, densely: ``persymmetric``):
     Roy–Vetterli     exp(H(p)), p_i = σ_i / Σ σ_j: the effective rank of Roy & Vetterli
                      (2007) (nan for T = 0)
     CSN power law    α, xmin, tail size and KS distance of the Clauset–Shalizi–Newman fit
-                     to the largest eigenvalues λ = σ² of TᵀT (``csn_power_law_fit``)
+                     to the largest eigenvalues λ = σ² of TᵀT (``power_law``), and its
+                     goodness-of-fit p-value (their semi-parametric bootstrap, GOF_DRAWS
+                     sets) for GOF_CHANNELS evenly spaced channels of a layer (nan for the
+                     others: about 0.2 s a channel at n = 256)
     band mass        the share of ||T||_F² on the band lags, Σ_{k in band} (n-|k|) t_k² /
                      Σ_k (n-|k|) t_k²; the band is |k| <= m//2, causal 0 <= k < m
                      (``gram.band_lags``, as ``decompose`` and the band ablation read m)
@@ -35,17 +38,19 @@ from tnn_core.analysis.decompose import DENSE_MAX_N, as_kernel
 from tnn_core.analysis.dense import dense_toeplitz, diagonal_lengths, frobenius_sq
 from tnn_core.analysis.norms import single_threaded_blas
 from tnn_core.analysis.persymmetric import persymmetric_singular_values
+from tnn_core.analysis.power_law import csn_p_value, csn_power_law_fit
 from tnn_core.checks import check_int
 
-__all__ = ["ENERGY", "MIN_TAIL", "MAX_N", "STATISTICS", "stable_rank", "energy_rank",
-           "roy_vetterli_rank", "PowerLawFit", "csn_power_law_fit", "band_mass",
-           "ChannelSpectrum", "channel_spectrum", "layer_spectra"]
+__all__ = ["ENERGY", "MAX_N", "GOF_CHANNELS", "STATISTICS", "stable_rank", "energy_rank",
+           "roy_vetterli_rank", "band_mass", "ChannelSpectrum", "channel_spectrum",
+           "layer_spectra"]
 
 ENERGY = 0.99  # the energy rank keeps this share of Σ σ_i²
-MIN_TAIL = 10  # fewest exceedances a power-law tail is fitted to; fewer give α = nan
 MAX_N = DENSE_MAX_N  # all n singular values densely: an n × n float64 matrix per channel
+GOF_CHANNELS = 8  # channels of a layer given the power law's p-value (the bootstrap's cost)
 STATISTICS = ("stable_rank", "energy_rank", "roy_vetterli_rank", "csn_alpha", "csn_xmin",
-              "csn_tail", "csn_ks", "band_mass", "sample_error", "fit_error", "optimal_error")
+              "csn_tail", "csn_ks", "csn_p", "band_mass", "sample_error", "fit_error",
+              "optimal_error")
 
 
 def stable_rank(sigma: np.ndarray) -> float:
@@ -75,54 +80,6 @@ def roy_vetterli_rank(sigma: np.ndarray) -> float:
     return float(np.exp(-np.sum(p * np.log(p))))
 
 
-@dataclass(frozen=True)
-class PowerLawFit:
-    """ρ(λ) ∝ λ^-α for λ > xmin, fitted to the ``tail`` largest values (nan, 0 if none)."""
-
-    alpha: float  # the density's exponent α > 1
-    ks: float  # Kolmogorov–Smirnov distance between the tail and the fitted law
-    tail: int  # k: values fitted, the exceedances (strictly above xmin)
-    xmin: float  # the threshold: the (k+1)-th largest value
-
-
-def csn_power_law_fit(values: np.ndarray, min_tail: int = MIN_TAIL) -> PowerLawFit:
-    """The power law of the upper tail of positive values [N] by the method of Clauset,
-    Shalizi & Newman (2009), "Power-law distributions in empirical data", SIAM Review
-    51(4), §3: maximum likelihood for α, xmin by the smallest KS distance.
-
-    Each value x_(k+1) (descending order statistics x_(1) >= x_(2) >= ...) with at least
-    ``min_tail`` values strictly above it is a candidate threshold xmin; α is the Hill
-    estimate on those k exceedances, the continuous MLE of their eq. (3.1),
-        α = 1 + k / Σ_{i<=k} ln(x_(i) / x_(k+1)),
-    (Hill 1975, Ann. Statist. 3(5)), and D the KS distance between the exceedances'
-    empirical CDF and P(x) = 1 - (x/xmin)^(1-α). The fit is the xmin with the smallest D
-    (their §3.3). No candidate (too few values, or all equal) gives alpha nan."""
-    x = np.sort(np.asarray(values, dtype=np.float64))[::-1]  # (N,) descending
-    if np.any(x <= 0) or not np.all(np.isfinite(x)):
-        raise ValueError(f"values must be positive and finite; got min {x.min(initial=0)!r}")
-    N = len(x)
-    if N <= min_tail:
-        return PowerLawFit(math.nan, math.nan, 0, math.nan)
-    logs = np.log(x)  # (N,)
-    k = N - np.searchsorted(x[::-1], x, side="right")  # (N,) values strictly above x[j]
-    spread = np.concatenate([[0.0], np.cumsum(logs)])[k] - k * logs  # (N,) Σ ln(x_i / x[j])
-    valid = (k >= min_tail) & (spread > 0)
-    if not valid.any():
-        return PowerLawFit(math.nan, math.nan, 0, math.nan)
-    alpha = np.where(valid, 1 + k / np.where(valid, spread, 1), np.nan)  # (N,)
-    i = np.arange(N)  # (N,) position in the descending order
-    inside = i[None, :] < k[:, None]  # (N, N): value i exceeds threshold j
-    ratio = np.where(inside, x[None, :] / x[:, None], 1.0)  # (N, N) x_i / xmin, > 1
-    cdf = 1 - ratio ** (1 - alpha[:, None])  # (N, N) fitted P at x_i
-    size = np.maximum(k, 1)[:, None]  # (N, 1)
-    above = (k[:, None] - i[None, :]) / size  # (N, N) empirical CDF just at x_i
-    below = (k[:, None] - i[None, :] - 1) / size  # and just below it
-    gap = np.where(inside, np.maximum(above - cdf, cdf - below), -np.inf)  # (N, N)
-    ks = np.where(valid, gap.max(axis=1), np.inf)  # (N,)
-    best = int(np.argmin(ks))
-    return PowerLawFit(float(alpha[best]), float(ks[best]), int(k[best]), float(x[best]))
-
-
 def band_mass(coeffs, band: int, causal: bool) -> float:
     """Share of ||T||_F² on the band's lags for a kernel coeffs [2n-1] (nan for T = 0)."""
     t = as_kernel(coeffs)
@@ -143,21 +100,25 @@ class ChannelSpectrum:
     csn_xmin: float  # its threshold
     csn_tail: int  # eigenvalues strictly above it
     csn_ks: float  # its KS distance
+    csn_p: float  # its goodness-of-fit p-value (nan: not computed for this channel)
     band_mass: float
     sample_error: float  # ||T - band - W A Wᵀ||_F / ||T||_F, A sampled as SKI-TNN does
     fit_error: float  # the same with A fitted (least squares)
     optimal_error: float  # Eckart–Young: no rank-r part beside the fitted band does better
 
 
-def channel_spectrum(coeffs, band: int, rank: int, causal: bool) -> ChannelSpectrum:
-    """``ChannelSpectrum`` of a kernel coeffs [2n-1], 2 <= n <= MAX_N, at band m, rank r."""
+def channel_spectrum(coeffs, band: int, rank: int, causal: bool, gof: bool = True
+                     ) -> ChannelSpectrum:
+    """``ChannelSpectrum`` of a kernel coeffs [2n-1], 2 <= n <= MAX_N, at band m, rank r;
+    the power law's p-value when ``gof``, else nan."""
     t = as_kernel(coeffs)
     n = (len(t) + 1) // 2
     check_int("n", n, 2, MAX_N, "[2, MAX_N]")
     with single_threaded_blas():
         sigma = persymmetric_singular_values(dense_toeplitz(t))  # (n,) descending
     floor = n * np.finfo(np.float64).eps * sigma[0]  # below: round-off, not spectrum
-    fit = csn_power_law_fit(sigma[sigma > floor] ** 2)
+    eigenvalues = sigma[sigma > floor] ** 2  # (N,) of TᵀT
+    fit = csn_power_law_fit(eigenvalues)
     curve = error_curve(t, band, [rank], causal=causal)
     if len(curve.ranks) != 1:
         raise ValueError(f"rank must be an integer in [2, n] = [2, {n}]; got {rank!r}")
@@ -165,15 +126,20 @@ def channel_spectrum(coeffs, band: int, rank: int, causal: bool) -> ChannelSpect
         stable_rank=stable_rank(sigma), energy_rank=energy_rank(sigma),
         roy_vetterli_rank=roy_vetterli_rank(sigma), csn_alpha=fit.alpha, csn_xmin=fit.xmin,
         csn_tail=fit.tail, csn_ks=fit.ks,
+        csn_p=csn_p_value(eigenvalues, fit) if gof else math.nan,
         band_mass=band_mass(t, band, causal), sample_error=float(curve.sample[0]),
         fit_error=float(curve.fit[0]), optimal_error=float(curve.optimal[0]))
 
 
-def layer_spectra(kernels: torch.Tensor, band: int, rank: int, causal: bool
-                  ) -> list[ChannelSpectrum]:
-    """``channel_spectrum`` of each channel of one layer's kernels [D, 2n-1]."""
+def layer_spectra(kernels: torch.Tensor, band: int, rank: int, causal: bool,
+                  gof_channels: int = GOF_CHANNELS) -> list[ChannelSpectrum]:
+    """``channel_spectrum`` of each channel of one layer's kernels [D, 2n-1], the p-value
+    for ``gof_channels`` of them, evenly spaced (all when D is at most that)."""
     if kernels.dim() != 2:
         raise ValueError(f"kernels must have shape [D, 2n-1]; got {tuple(kernels.shape)}")
     n = (kernels.shape[-1] + 1) // 2
     check_int("n", n, 2, MAX_N, "[2, MAX_N]")  # before any n × n matrix
-    return [channel_spectrum(row.double(), band, rank, causal) for row in kernels]
+    D = kernels.shape[0]
+    tested = set(np.linspace(0, D - 1, min(D, gof_channels)).round().astype(int).tolist())
+    return [channel_spectrum(row.double(), band, rank, causal, gof=c in tested)
+            for c, row in enumerate(kernels)]
