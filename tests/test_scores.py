@@ -182,3 +182,75 @@ def test_score_sums_each_sequence_as_a_direct_float64_computation(n):
     assert scores.loss == pytest.approx(loss.sum(1).numpy(), rel=1e-12)
     assert scores.correct.tolist() == (logits.argmax(-1) == targets).sum(1).tolist()
     assert scores.targets.tolist() == [n] * len(tokens)
+
+
+# -- consecutive windows: the block bootstrap (tests/test_interval_coverage.py: coverage) ----------
+def _ar1(length: int, rho: float, seed: int) -> np.ndarray:
+    rng, out = np.random.default_rng(seed), np.empty(length)
+    out[0] = rng.standard_normal() / math.sqrt(1 - rho**2)
+    for t in range(1, length):
+        out[t] = rho * out[t - 1] + rng.standard_normal()
+    return out
+
+
+def _windows(values: np.ndarray, contiguous: bool = True) -> Scores:
+    counts = np.full(len(values), 256.0)
+    return Scores("bpc", False, values * math.log(2) * counts, np.zeros(len(values)), counts,
+                  contiguous=contiguous)
+
+
+def test_contiguous_windows_widen_the_interval_by_their_dependence():
+    """AR(1) at ρ = 0.7: the variance of the mean is (1 + ρ) / (1 - ρ) = 5.7 times the
+    independent one, so the block interval is about √5.7 = 2.4 times the naive one, and
+    seeded: the same scores give the same interval."""
+    values = 2.0 + 0.1 * _ar1(4000, 0.7, 9)
+    block, naive = _windows(values), _windows(values, contiguous=False)
+    assert block.metric == naive.metric
+    ratio = (block.ci95[1] - block.ci95[0]) / (naive.ci95[1] - naive.ci95[0])
+    assert ratio == pytest.approx(math.sqrt(1.7 / 0.3), rel=0.15)
+    assert block.ci95 == _windows(values).ci95
+    assert block.ci95[0] < block.metric < block.ci95[1]
+
+
+def test_independent_windows_keep_about_the_naive_interval():
+    """No dependence: the rule picks blocks of 1 and the interval is the iid bootstrap-t's,
+    within a few % of the percentile interval's width."""
+    values = 2.0 + 0.1 * np.random.default_rng(10).standard_normal(2000)
+    block, naive = _windows(values), _windows(values, contiguous=False)
+    assert (block.ci95[1] - block.ci95[0]) == pytest.approx(naive.ci95[1] - naive.ci95[0],
+                                                            rel=0.05)
+
+
+def test_merging_windows_keeps_them_contiguous():
+    values = 2.0 + 0.1 * _ar1(64, 0.5, 11)
+    assert _windows(values).merged(4, 16).contiguous
+    assert not _windows(values, contiguous=False).merged(4, 16).contiguous
+
+
+def test_a_paired_block_difference_of_a_constant_shift_is_that_shift():
+    """Both models on the same windows, the other worse by exactly 0.1 bpc in every window:
+    every resample's change is 0.1, so the interval is the point."""
+    values = 2.0 + 0.1 * _ar1(500, 0.7, 12)
+    change = difference(_windows(values), _windows(values + 0.1), paired=True)
+    assert change.worse_by == pytest.approx(0.1, abs=1e-12)
+    assert (change.low, change.high) == pytest.approx((0.1, 0.1), abs=1e-12)
+
+
+def test_constant_or_single_windows_give_the_point_and_overflow_gives_no_interval():
+    assert _windows(np.full(50, 1.5)).ci95 == pytest.approx((1.5, 1.5), abs=1e-12)
+    assert _windows(np.array([1.5])).ci95 == pytest.approx((1.5, 1.5), abs=1e-12)
+    overflowing = _windows(np.array([1.0, np.inf, 2.0, 1.0]))
+    assert all(math.isnan(end) for end in overflowing.ci95)
+
+
+def test_charlm_scores_are_contiguous_and_other_tasks_are_not():
+    """charlm's evaluation set tiles its text (``tiles_text``); recall is a language model
+    too, but its sequences are drawn independently."""
+    task = CharLMTask.from_bytes(TEXT, "fox.txt", CharLMConfig(seq_len=16))
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(task="lm", vocab_size=task.vocab_size, dim=8, layers=1,
+                                    operator=OperatorConfig(causal=True)))
+    assert score(model, task).contiguous
+    recall = get_task("recall")
+    assert recall.kind == "lm" and not recall.tiles_text
+    assert not get_task("digits").tiles_text and not get_task("listops").tiles_text

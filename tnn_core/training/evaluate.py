@@ -136,13 +136,18 @@ def _per_position(model: nn.Module, batches, dtype: str, deadline: Deadline | No
         model.train(was_training)
 
 
-def _scores(task: Task, sums: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> Scores:
-    """Scores from per-batch sums [B] of loss, right and counted."""
+def _scores(task: Task, sums: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
+            in_order: bool) -> Scores:
+    """Scores from per-batch sums [B] of loss, right and counted. The windows of a task
+    whose evaluation set tiles one text (``Task.tiles_text``: charlm's consecutive windows),
+    scored ``in_order``, give contiguous Scores, whose intervals resample blocks of
+    neighbouring windows; another language model's sequences (recall) and random
+    validation windows are drawn independently and keep the plain bootstrap."""
     loss, right, counted = (torch.cat(part).cpu().numpy() for part in zip(*sums, strict=True))
     if counted.sum() == 0:
         raise ValueError(f"task {task.name} gave no targets to evaluate")
     return Scores(task.metric_name, task.higher_is_better, loss.astype(np.float64), right,
-                  counted)
+                  counted, contiguous=in_order and task.tiles_text)
 
 
 def _summed(loss: torch.Tensor, right: torch.Tensor, keep: torch.Tensor, start: int = 0):
@@ -151,10 +156,11 @@ def _summed(loss: torch.Tensor, right: torch.Tensor, keep: torch.Tensor, start: 
 
 
 def score_batches(model: nn.Module, task: Task, batches, dtype: str = "float32",
-                  deadline: Deadline | None = None) -> Scores:
-    """``model``'s per-sequence loss, correct predictions and targets over ``batches``."""
+                  deadline: Deadline | None = None, in_order: bool = True) -> Scores:
+    """``model``'s per-sequence loss, correct predictions and targets over ``batches``;
+    ``in_order``: the batches are the evaluation set's windows in their order."""
     return _scores(task, [_summed(*out) for out in _per_position(model, batches, dtype,
-                                                                  deadline)])
+                                                                  deadline)], in_order)
 
 
 def evaluation_batch(config: ModelConfig, n: int, element: int = 4) -> int:
@@ -195,7 +201,8 @@ def evaluate(model: nn.Module, task: Task, batches: int = 8, batch_size: int = 3
     Returns loss (nats), accuracy, the task's metric with its ci95 and the number of
     sequences, perplexity (lm), length and the number of targets counted."""
     n = task.check_length(length)
-    scores = score_batches(model, task, task.validation(batch_size, batches, n), dtype, deadline)
+    scores = score_batches(model, task, task.validation(batch_size, batches, n), dtype, deadline,
+                           in_order=False)  # random windows, drawn independently
     return _metrics(task, scores, n)
 
 
@@ -272,8 +279,8 @@ def same_window_sweep(model: nn.Module, task: Task, factors=(1, 2, 4, 8, 16),
         for out in _per_position(model, batches, "float32", deadline):
             every.append(_summed(*out))
             last.append(_summed(*out, start=length - n0))
-        rows.append({"factor": factor, "length": length, "all": _scores(task, every),
-                     "last": _scores(task, last)})
+        rows.append({"factor": factor, "length": length, "all": _scores(task, every, in_order=True),
+                     "last": _scores(task, last, in_order=True)})
     return rows
 
 
