@@ -5,7 +5,7 @@ import math
 import streamlit as st
 
 from pages._ui import checkpoint_views, checkpoints, controls, frame, session, timing
-from pages._ui.memo import memo
+from pages._ui.memo import VIEW_THREADS, memo
 from pages.figures import conversion, plan_search
 from tnn_core.lab import compress as lab
 
@@ -14,16 +14,13 @@ frame.receive_values("pages/compress.py")
 
 PARAMETER_LABELS = {"all": "all parameters",
                     "low_rank": "only the converted layers' band taps and knots"}
-ERROR_MEANING = ("**Relative error** of a layer: ‖T − T̂‖_F / ‖T − band(T)‖_F over its "
-                 "channels at the training length, the share of the kernel's off-band part "
-                 "that band + low rank misses (0: exact; 1: as bad as dropping everything off "
-                 "the band).")
-
-RECURRENT_MEANING = ("**Recurrent error**: the same ratio with the band the lag 0 alone, the "
-                     "share of the kernel beyond the diagonal that s damped exponentials miss.")
+ERROR_MEANING = (f"**Relative error** of a layer: {lab.RELATIVE_ERROR} over its channels at "
+                 "the training length, T the n0 × n0 Toeplitz matrix of a channel's kernel and "
+                 "T̂ its conversion's (0: exact; the band's lags are fitted exactly, so it is "
+                 "what the rest misses, measured against the whole matrix).")
+RECURRENT_MEANING = ("**Recurrent error**: the same ratio, the lag 0 kept exactly and the other "
+                     "lags fitted by s damped exponentials.")
 CHANGED: list[str] = []  # the controls' values this source's training length changed
-
-
 BAND_LOW_RANK, RECURRENT = "band + low rank", "recurrent (SSM), s modes"
 RECURRENT_HELP = (
     "recurrent: each channel's kernel at the training length fitted by s damped complex "
@@ -168,6 +165,23 @@ def recurrent_errors(digest: str, n0: int, state: int, _model):
     return lab.recurrent_errors(_model, n0, state)
 
 
+@memo(max_entries=8, threads=VIEW_THREADS)  # a fit a minute long: drawn when it is done
+def sweep_errors(digest: str, n0: int, _model):
+    return lab.error_sweep(_model, n0, lab.PAGE_STATES)
+
+
+def state_sweep(key: str) -> None:
+    """Each layer's error at every s the page tries (``lab.state_sweep``), fitted aside."""
+    found = sweep_errors.start(checkpoints.opened(key).digest, n0, _model=model)
+    if not found.done():
+        return timing.poll_until(found.done, lambda: st.caption(lab.SWEEP_WAITING))
+    if isinstance(found.exception(), ValueError):
+        return frame.show_error(found.exception())
+    st.dataframe(lab.sweep_table(config, found.result()), hide_index=True, column_config={
+        f"layer {i}": st.column_config.NumberColumn(format="%.2e") for i in range(config.layers)})
+    st.caption(lab.sweep_caption(found.result()))
+
+
 def kernels_only(key: str, model, record: dict) -> None:
     """A checkpoint of token mixers alone (no task): why nothing is scored, and each layer's
     error of band + low rank (and, causal, of the recurrence) at the length it records."""
@@ -240,9 +254,8 @@ if not lab.convertible(model.config):
     why = {"togeipi": "that is not one Toeplitz matrix per channel",
            "ssm": "that already is a recurrence"}.get(kind, "that already is band + low rank")
     shown = checkpoints.checkpoint_choices()[key] if key.startswith("upload:") else key
-    st.error(f"{shown} cannot be converted: its "
-             f"mixer is {kind}, and {why}. Only tno and fd checkpoints can be; choose one of "
-             "those.", icon=":material/error:")
+    st.error(f"{shown} cannot be converted: its mixer is {kind}, and {why}. Only tno and fd "
+             "checkpoints can be; choose one of those.", icon=":material/error:")
     timing.page_activity()
     st.stop()
 if task is None:
@@ -258,9 +271,8 @@ EVALUATION_SET = (f"the task's evaluation set, {task.describe_evaluation()}: the
                   "model, so each change is measured pair by pair")
 st.caption(f"{task.name}: {operator.kind}, {'causal' if operator.causal else 'bidirectional'}, "
            f"{config.layers} layer{'s' if config.layers > 1 else ''} × {config.dim} channels, "
-           f"trained at n0 = {n0}. The "
-           f"{unit.name} is measured on {EVALUATION_SET}; the source scores "
-           f"{source_scores.text()}.")
+           f"trained at n0 = {n0}. The {unit.name} is measured on {EVALUATION_SET}; the "
+           f"source scores {source_scores.text()}.")
 
 convert_job: lab.BackgroundJob | None = st.session_state.get("compress_job")
 search_job: lab.BackgroundJob | None = st.session_state.get("compress_search")
@@ -303,6 +315,8 @@ try:
 except ValueError as err:
     plan = None
     frame.show_error(err)
+if recurrent or (per_layer and any(row[2] == "recurrent" for row in rows)):
+    state_sweep(key)
 if plan is not None and (larger := lab.larger_model_sentence(config, plan, n0)) is not None:
     st.warning(larger, icon=":material/warning:")
 
@@ -344,30 +358,21 @@ else:
 
 # -- the search --------------------------------------------------------------------------------
 st.subheader("Search: the fastest plan within a budget")
-st.markdown(
-    "The search first converts **each layer alone** at every (m, r) of the grid and measures "
-    "the drop of the metric (its sensitivity), then builds candidate plans (every grid point "
-    "on all layers, and per layer the cheapest point whose drop stays within a share of δ), "
-    "scores them **most promising first**, and keeps the **fastest at the training length "
-    "within δ** of the source: a plan is within δ only when the whole 95 % interval of its "
-    "drop is, and it is the fastest only when its speed-up's interval lies above every other "
-    f"plan's (the plans tied for it are re-timed up to {lab.SPEED_ROUNDS} times, then reported "
-    "as tied). A minute or so for a small model.")
+st.markdown(lab.SEARCH_EXPLAINED)
 s1, s2, s3 = st.columns(3)
-noise = lab.default_delta(source_scores)
+tolerance = lab.default_delta(unit.name)
 # an accuracy cannot drop below 0: δ stops at the source's accuracy, in points
 most = (max(math.floor(unit.scale * source_scores.metric * 10) / 10, 0.1)
         if unit.name == "accuracy" else 10.0)
 delta_display = s1.number_input(
     f"Allowed drop δ ({unit.drop_unit})", 0.0, most,
-    min(round(unit.scale * noise, 1 if unit.name == "accuracy" else 3), most),
+    min(round(unit.scale * tolerance, 1 if unit.name == "accuracy" else 3), most),
     step=0.5 if unit.name == "accuracy" else 0.01, key=f"search_delta_{key}",
     help=f"How much worse than the source a plan may be: percentage points of accuracy (at "
-         f"most the source's own), or bits per character. It starts at "
-         f"{lab.amount(noise, unit.name)}: the half-width of the "
-         f"source's 95 % interval on {source_scores.sequences:,} sequences (the metric's own "
-         "noise) or the lab's quality tolerance, whichever is larger. A smaller δ asks for a "
-         "precision the evaluation set does not have.")
+         f"most the source's own), or bits per character, against the upper end of the "
+         f"drop's paired 95 % interval (the same {source_scores.sequences:,} sequences for "
+         f"the source and the plan). It starts at {lab.amount(tolerance, unit.name)}, the "
+         "lab's quality tolerance, the one every verdict uses.")
 bands = s2.multiselect("Bands m to try", lab.GRID_BANDS, default=list(lab.GRID_BANDS),
                        key="search_bands",
                        help="With the ranks: the grid of (m, r) pairs (those valid at n0).")

@@ -92,8 +92,9 @@ inspected = Inspected.of(key, model, info, task, task_error)
 # Every checkpoint opens at its own training length (and SKI at its own band m).
 if st.session_state.get("_inspect_opened") != key or "atlas_n" not in st.session_state:
     st.session_state["_inspect_opened"] = key
-    st.session_state["atlas_n"], st.session_state["atlas_band"] = inspect_lab.opening_atlas(
-        model.config, inspected.about.train_n)
+    (st.session_state["atlas_n"], st.session_state["atlas_band"],
+     st.session_state["atlas_rank"]) = inspect_lab.opening_atlas(model.config,
+                                                                 inspected.about.train_n)
     st.session_state["kernels_n"] = inspected.about.train_n
 st.session_state.setdefault("kernels_n", inspected.about.train_n)
 

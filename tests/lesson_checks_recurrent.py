@@ -48,9 +48,10 @@ def _modes_against_decay(step, view):
     assert max(counts) - min(counts) <= 1  # so "about the same" is the right choice ...
     assert modes_against_decay(step.question.choices, kernels) == "about the same"  # ... and
     # the one the lesson computes
-    (one,), (tenth,) = {s for s, _ in needed.values()}, {t for _, t in needed.values()}
-    says(step.question.explain, f"s = {one} reaches 1 %", f"s = {tenth} reaches 0.1 %",
-         *(f"{d:g}" for d in DECAYS))
+    (one,) = {s for s, _ in needed.values()}
+    tenths = ", ".join(str(t) for _, t in needed.values())
+    says(step.question.explain, f"s = {one} reaches 1 %", f"0.1 %: s = {tenths}",
+         *(f"{d:g}" for d in DECAYS), "exact sum of exponentials only", "far lags")
 
 
 def register(check) -> None:

@@ -47,23 +47,21 @@ def _dense(t: np.ndarray) -> np.ndarray:
 
 def _reference(t: np.ndarray, band: int, rank: int, causal: bool) -> tuple[float, ...]:
     """(locality, decay, low_rank, its round-off) of one kernel, from the one-channel
-    analysis and dense matrices written out here. The round-off: SKI's error is a difference
-    of squares, good to about 1e-8 ||T||_F (``curves``), here over ||T - band||_F."""
+    analysis and dense matrices written out here: locality the band energy share
+    ||band(T)||_F² / ||T||_F², low_rank ||T - band - W A Wᵀ||_F / ||T||_F. The round-off:
+    SKI's error is a difference of squares, good to about 1e-8 ||T||_F (``curves``)."""
     n = (len(t) + 1) // 2
-    lags = np.arange(-(n - 1), n)
-    inside = (lags >= 0) & (lags < band) if causal else np.abs(lags) <= band // 2
-    if np.abs(t).sum() == 0:
+    T = _dense(t)
+    lag = np.subtract.outer(np.arange(n), np.arange(n))  # (n, n) i - j
+    inside = (lag >= 0) & (lag < band) if causal else np.abs(lag) <= band // 2
+    if not np.any(t):
         return math.nan, math.nan, math.nan, 0.0
-    locality = np.abs(t[inside]).sum() / np.abs(t).sum()
-    if 1 - locality < BAND_ONLY_MASS:
-        return locality, math.nan, math.nan, 0.0
-    decay = decay_profile(t, causal=causal).fit.rate
+    locality = np.sum(T[inside] ** 2) / np.sum(T**2)
+    decay = math.nan if 1 - locality < BAND_ONLY_MASS else decay_profile(t, causal=causal).fit.rate
     if not (2 <= rank <= n and band <= 2 * n - 2):
         return locality, decay, math.nan, 0.0
-    off_band = np.linalg.norm(_dense(np.where(inside, 0.0, t)))  # ||T - band||_F
     curve = error_curve(t, band, [rank], causal=causal)
-    return (locality, decay, curve.sample[0] * curve.norm_frobenius / off_band,
-            1e-7 * curve.norm_frobenius / off_band)
+    return locality, decay, curve.sample[0], 1e-7
 
 
 @pytest.mark.parametrize("n", SIZES + (64,))
@@ -110,39 +108,45 @@ def _one(t, band: int, rank: int, causal: bool) -> dict[str, float]:
             channel_statistics(torch.as_tensor(t)[None], band, rank, causal).items()}
 
 
-def test_locality_is_the_mass_share_on_the_band_lags():
+def test_locality_is_the_band_energy_share():
+    """Σ_band (n - |k|) t_k² / Σ_k (n - |k|) t_k²: the band's share of ||T||_F², each lag
+    counted as often as it fills T; not the share of Σ|t_k| (the old "mass")."""
     n, band = 50, 5
     t = synthetic_kernel("spike_smooth", n, 0.9).numpy()
     k = np.arange(-(n - 1), n)
-    expected = np.abs(t[np.abs(k) <= 2]).sum() / np.abs(t).sum()
+    copies = n - np.abs(k)
+    expected = np.sum((copies * t**2)[np.abs(k) <= 2]) / np.sum(copies * t**2)
     assert _one(t, band, 8, causal=False)["locality"] == pytest.approx(expected, rel=1e-12)
+    assert _one(t, band, 8, causal=False)["locality"] != pytest.approx(
+        np.abs(t[np.abs(k) <= 2]).sum() / np.abs(t).sum(), rel=1e-3)
     causal = np.where(k >= 0, t, 0.0)
+    inside = (k >= 0) & (k < band)
     assert _one(causal, band, 8, causal=True)["locality"] == pytest.approx(
-        np.abs(causal[(k >= 0) & (k < band)]).sum() / np.abs(causal).sum(), rel=1e-12)
+        np.sum((copies * causal**2)[inside]) / np.sum(copies * causal**2), rel=1e-12)
 
 
-def test_ski_error_is_relative_to_the_off_band_part():
+def test_ski_error_is_relative_to_norm_T():
     n, band, rank = 64, 5, 8
     t = synthetic_kernel("spike_smooth", n, 0.95)
+    d = decompose(t, band, rank, method="sample")
     dense = _dense(t.numpy())
-    i, j = np.indices((n, n))
-    off_band = np.where(np.abs(i - j) <= band // 2, 0.0, dense)
-    error = decompose(t, band, rank, method="sample").errors.relative_frobenius \
-        * np.linalg.norm(dense)  # ||T - band - W A Wᵀ||_F
+    error = np.linalg.norm(dense - d.band_matrix() - d.low_rank_matrix())
     assert _one(t, band, rank, causal=False)["low_rank"] == pytest.approx(
-        error / np.linalg.norm(off_band), rel=1e-6)
+        error / np.linalg.norm(dense), rel=1e-6)
 
 
-def test_band_only_channels_have_no_decay_or_low_rank_error():
+def test_band_only_channels_have_no_decay_but_an_error():
     n = 40
     t = np.zeros(2 * n - 1)
     t[n - 1 - 2: n + 2] = [0.5, 1.0, 3.0, 1.0, 0.5]
-    t[n - 1 + 10] = 1e-3  # 0.016 % of the mass off the band
+    t[n - 1 + 10] = 1e-3  # 7e-9 of the energy off the band
     stats = _one(t, 5, 8, causal=False)
-    assert stats["locality"] == pytest.approx(6 / 6.001)
-    assert math.isnan(stats["decay"]) and math.isnan(stats["low_rank"])
-    t[n - 1 + 10] = 0.2  # 3 % off the band: a tail to measure
-    assert not math.isnan(_one(t, 5, 8, causal=False)["low_rank"])
+    energy = np.array([38, 39, 40, 39, 38]) @ np.array([0.25, 1, 9, 1, 0.25])
+    assert stats["locality"] == pytest.approx(energy / (energy + 30 * 1e-6), rel=1e-12)
+    assert 1 - stats["locality"] < BAND_ONLY_MASS and math.isnan(stats["decay"])
+    assert 0 <= stats["low_rank"] <= math.sqrt(30 * 1e-6 / energy)  # at most what is off
+    t[n - 1 + 10] = 0.1  # 7e-4 of the energy off the band: a tail to measure
+    assert not math.isnan(_one(t, 5, 8, causal=False)["decay"])
 
 
 def test_a_known_decay_and_a_band_only_channel():
@@ -153,7 +157,7 @@ def test_a_known_decay_and_a_band_only_channel():
     assert stats["decay"][0] == pytest.approx(0.8, abs=1e-3)
     assert 0 < stats["low_rank"][0] < 1
     assert stats["locality"][1] == 1 and np.isnan(stats["decay"][1])
-    assert np.isnan(stats["low_rank"][1])
+    assert stats["low_rank"][1] == pytest.approx(0, abs=1e-7)  # the band holds it all
 
 
 def test_the_statistics_refuse_a_kernel_of_even_length():
@@ -277,5 +281,6 @@ def test_an_ski_atlas_opens_at_its_own_band_within_the_slider(band):
     from tnn_core.lab.common.atlas import ATLAS_MAX_BAND, opening_atlas
 
     config = ModelConfig(operator=OperatorConfig(kind="ski", band=band))
-    assert opening_atlas(config, 64) == (64, min(band, ATLAS_MAX_BAND))
+    assert opening_atlas(config, 64) == (64, min(band, ATLAS_MAX_BAND),
+                                         min(config.operator.rank, 64))
     assert ATLAS_MAX_BAND == 2 * 1024 - 1  # every lag at the longest n

@@ -16,6 +16,7 @@ from tnn_core.compress.measure import Speedup
 from tnn_core.compress.planner import (
     PlanScore,
     Ranking,
+    default_delta,
     layer_cost,
     pareto_front,
     promising_first,
@@ -24,6 +25,7 @@ from tnn_core.compress.planner import (
 from tnn_core.training.checkpoint import SHIPPED_DIR, load
 from tnn_core.training.scores import Difference, Scores
 from tnn_core.training.tasks import get_task
+from tnn_core.training.verdicts import TOLERANCE
 
 DIGITS_TNO = SHIPPED_DIR / "digits-tno.safetensors"
 
@@ -77,6 +79,31 @@ def test_a_plan_is_within_delta_only_when_its_whole_interval_is():
     """Its point drop is within δ, its interval is not: it may not win however fast."""
     scores = [_score(0.005, 3.0, 1.0, 100, drop_ci=(0.0, 0.02)), _score(0.0, STEADY, 1.0, 100)]
     assert not scores[0].within(0.01) and ranking(scores, 0.01) == Ranking(1, [])
+
+
+@pytest.mark.parametrize("metric_name", ["accuracy", "bpc"])
+def test_delta_defaults_to_the_verdict_tolerance_whatever_the_source_s_noise(metric_name):
+    """Issue 37: δ was the source's own half-width (4.4 points on digits-tno, twice the
+    tolerance); the drop is measured paired, so δ is the tolerance, as every verdict's."""
+    assert default_delta(metric_name) == TOLERANCE[metric_name]
+
+
+def test_within_delta_reads_the_paired_upper_bound_not_the_source_s_interval():
+    """The source scores 4 of 8 (its own 95 % interval spans about 0.16 to 0.84), the drop's
+    paired interval is tight: only the drop's upper bound against δ decides."""
+    reference = Scores("accuracy", True, np.zeros(8), np.array([1.0] * 4 + [0.0] * 4),
+                       np.ones(8))
+    assert reference.ci95[1] - reference.ci95[0] > 0.5
+    delta = default_delta("accuracy")
+
+    def scored(low: float, high: float) -> PlanScore:
+        return PlanScore(CompressionPlan.uniform(1, 3, 4), reference,
+                         Difference((low + high) / 2, low, high, True, reference, reference),
+                         [0.1], {1: STEADY, 4: _timing(1.0)}, 100)
+
+    assert scored(0.010, delta).within(delta)
+    assert not scored(0.010, delta + 1e-9).within(delta)
+    assert ranking([scored(0.0, delta + 1e-9)], delta) == Ranking(None, [])
 
 
 @pytest.mark.slow  # a search that times every candidate twice

@@ -51,8 +51,8 @@ def test_a_recurrent_plan_converts_to_ssm_layers_saves_and_writes(compress_page,
     assert list(layers["plan"]) == ["recurrent, s = 8"] * 2
     assert list(layers["relative error"]) == pytest.approx(result.errors)
     assert 0 < max(result.errors) < 0.05  # charlm-tno's decayed kernels are near-exponential
-    assert any("the part of the kernel beyond the diagonal that the s exponentials miss" in
-               c.value for c in at.caption)
+    assert any("its error is ‖T − T̂‖_F / ‖T‖_F like every layer's, the diagonal counted in "
+               "‖T‖_F" in c.value for c in at.caption)
     unit = lab.Unit("bpc", False)
     low, high = result.converted.ci95
     assert f"95 % interval {unit.show(low)} to {unit.show(high)}" in [c.value for c in at.caption]

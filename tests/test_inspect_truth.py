@@ -348,10 +348,10 @@ def test_decay_pair_scores_both_models_on_the_same_windows(one_thread):
 
 @pytest.mark.parametrize("name", ["digits-tno", "listops-tno"])
 def test_the_checkpoint_list_hints_say_what_the_atlas_measures(name):
-    """A hint's "~P % of the mass beyond the band" is the atlas median at the training
+    """A hint's "~P % of the energy beyond the band" is the atlas median at the training
     length (band m = 9), to 5 points."""
     hint = dict(SHIPPED_ORDER)[name]
-    stated = float(re.search(r"~(\d+) % of the mass", hint).group(1)) / 100
+    stated = float(re.search(r"~(\d+) % of the energy", hint).group(1)) / 100
     model, info = checkpoint.load(checkpoint.SHIPPED_DIR / f"{name}.safetensors")
     n = info.task["settings"].get("seq_len") or 64
     beyond = 1 - np.nanmedian(atlas_view(model, n, 9, 32).channels.locality)

@@ -49,48 +49,48 @@ def lag_matrix(n: int) -> np.ndarray:
 
 
 def bidirectional_error(kernels: np.ndarray, band: int, rank: int, method: str) -> float:
-    """||T - band - W A Wᵀ||_F / ||T - band(T)||_F over a layer's channels, from
-    ``analysis.decompose``'s dense pieces."""
-    error_sq = off_band_sq = 0.0
+    """||T - band - W A Wᵀ||_F / ||T||_F over a layer's channels (the lab's one relative
+    error), from ``analysis.decompose``'s dense pieces."""
+    error_sq = norm_sq = 0.0
     for t in kernels:  # (2n-1,)
         d = decompose(t, band, rank, causal=False, method=method)
         T = dense(t)
         error_sq += np.sum((T - d.band_matrix() - d.low_rank_matrix()) ** 2)
-        off_band_sq += np.sum(T[~np.isin(lag_matrix(d.n), d.band_lags)] ** 2)
-    return math.sqrt(error_sq / off_band_sq)
+        norm_sq += np.sum(T**2)
+    return math.sqrt(error_sq / norm_sq)
 
 
 def causal_tail_error(kernels: np.ndarray, band: int, rank: int) -> float:
     """The causal conversion: the band (lags 0..m-1) exact, the lags >= m one function f,
     piecewise linear through r knots at the lags l (n-1)/(r-1), its knots chosen to
-    minimise the squared error over the entries of T below the band."""
+    minimise the squared error over the entries of T below the band; over ||T||_F."""
     n = (kernels.shape[1] + 1) // 2
     lags = lag_matrix(n)
     below = lags >= band  # (n, n) the entries the tail must match
     knots = np.linspace(0, n - 1, rank)
     hats = np.stack([np.interp(lags[below], knots, np.eye(rank)[j])
                      for j in range(rank)], axis=1)  # (entries, r) f's basis at each entry
-    error_sq = off_band_sq = 0.0
+    error_sq = norm_sq = 0.0
     for t in kernels:
         target = dense(t)[below]
         c, *_ = np.linalg.lstsq(hats, target, rcond=None)
         error_sq += np.sum((target - hats @ c) ** 2)
-        off_band_sq += np.sum(target**2)
-    return math.sqrt(error_sq / off_band_sq)
+        norm_sq += np.sum(dense(t) ** 2)
+    return math.sqrt(error_sq / norm_sq)
 
 
 def recurrent_error(kernels: np.ndarray, state: int) -> float:
-    """||T - T̂||_F / ||T - diag(T)||_F, T̂ the causal Toeplitz matrix of the s modes
-    ``analysis.exponential_fit`` finds for each channel."""
+    """||T - T̂||_F / ||T||_F over the channels, T̂ the causal Toeplitz matrix of the s
+    modes ``analysis.exponential_fit`` finds for each channel (the diagonal counted)."""
     n = (kernels.shape[1] + 1) // 2
     fitted = fit_exponentials(kernels[:, n - 1:], state).kernel(n)  # (D, n) lags 0..n-1
-    error_sq = beyond_sq = 0.0
+    error_sq = norm_sq = 0.0
     for t, f in zip(kernels, fitted, strict=True):
         T = dense(t)
         T_hat = toeplitz(f, np.zeros(n))
         error_sq += np.sum((T - T_hat) ** 2)
-        beyond_sq += np.sum(np.tril(T, -1) ** 2)
-    return math.sqrt(error_sq / beyond_sq)
+        norm_sq += np.sum(T**2)
+    return math.sqrt(error_sq / norm_sq)
 
 
 def layer_kernels(data: bytes, layer: int) -> np.ndarray:

@@ -105,10 +105,12 @@ def test_atlas_rows_measure_each_channel():
     alive = fitted > 0
     assert np.allclose(ch.decay[alive], fitted[alive], atol=1e-3)
     assert np.all(np.isnan(ch.locality[~alive]))  # the zero channel: undefined, not an error
-    # locality: share of the mass Σ|t_k| on the lags |k| <= m // 2
+    # locality: the band energy share ||band(T)||_F² / ||T||_F², lags |k| <= m // 2
     t = synthetic_kernel("exponential", n, 0.7).numpy()
-    inside = np.abs(np.arange(-(n - 1), n)) <= band // 2
-    assert ch.locality[1] == pytest.approx(np.abs(t[inside]).sum() / np.abs(t).sum(), rel=1e-5)
+    k = np.arange(-(n - 1), n)
+    energy = (n - np.abs(k)) * t**2  # each lag as often as it fills T
+    assert ch.locality[1] == pytest.approx(energy[np.abs(k) <= band // 2].sum() / energy.sum(),
+                                           rel=1e-5)
     assert np.all((0 <= ch.low_rank[alive]) & (ch.low_rank[alive] <= 1))
     assert atlas.kernels.shape == (len(atlas.kept), 2 * n - 1)
 

@@ -43,7 +43,6 @@ from tnn_core.lab.frequency import (
     kernel_fit,
 )
 from tnn_core.lab.inspect import (
-    ATLAS_RANK,
     DECAY_PAIR,
     atlas_view,
     band_ablation,
@@ -374,7 +373,7 @@ def test_the_atlas_step_quotes_the_atlas():
     assert step.figures == ("atlas",)
     model, info = load(CHECKPOINTS / "digits-tno.safetensors")
     n = summary(info).train_n
-    atlas = atlas_view(model, n, opening_atlas(model.config, n)[1], min(ATLAS_RANK, n))
+    atlas = atlas_view(model, n, *opening_atlas(model.config, n)[1:])
     says(step.notice, *(f"{100 * v:.0f} %" for v in atlas.layers.locality),
          *(f"{100 * v:.1f} %" for v in atlas.layers.low_rank))
 

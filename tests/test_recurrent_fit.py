@@ -15,8 +15,13 @@ import pytest
 from test_app_decomposition import decomposition, decomposition_figures
 
 from tnn_core.analysis.dense import dense_toeplitz
-from tnn_core.analysis.exponential_fit import fit_exponentials, fit_exponentials_ladder
+from tnn_core.analysis.exponential_fit import (
+    GROWN_UP_TO,
+    fit_exponentials,
+    fit_exponentials_ladder,
+)
 from tnn_core.analysis.presets import operator_kernel, synthetic_kernel
+from tnn_core.lab.common.recurrent_fit import undamped_sentence
 from tnn_core.lab.decomposition import (
     CURVE_FLOOR,
     RECURRENT_LADDER,
@@ -68,7 +73,11 @@ def test_the_errors_are_a_dense_computations(name, n):
     column = coeffs[n - 1:]
     dense = np.array([dense_error(column, fitted_kernel(fit, s)) for s in fit.modes])
     np.testing.assert_allclose(fit.errors, dense, rtol=1e-9, atol=1e-15)
-    assert (np.diff(fit.errors) <= 1e-12).all()  # never grows with s
+    pencil = np.array([dense_error(column, f.kernel(n)[0]) for f in fit_exponentials_ladder(
+        column[None], RECURRENT_LADDER, refine=False)])
+    assert (fit.errors <= pencil * (1 + 1e-9) + 1e-15).all()  # never above the pencil's
+    grown = fit.errors[:GROWN_UP_TO]  # grown from s - 1: never grows with s up to there
+    assert (np.diff(grown) <= 1e-9 * grown[:-1] + 1e-15).all()
 
 
 def test_the_ladder_shares_one_svd_and_still_equals_each_call():
@@ -77,6 +86,19 @@ def test_the_ladder_shares_one_svd_and_still_equals_each_call():
         want = fit_exponentials(column, s)
         assert np.array_equal(got.poles, want.poles) and np.array_equal(got.residues,
                                                                          want.residues)
+
+
+def test_a_pole_on_the_unit_circle_is_counted_and_said():
+    """A growing kernel's poles are held on |z| = 1: counted per s and said in a sentence;
+    a decaying kernel's are not."""
+    n = 40
+    growing = np.concatenate([np.zeros(n - 1), 1.05 ** np.arange(n)])
+    fit = recurrent_fit(growing, (1, 2))
+    poles = np.abs(fit.poles[0][fit.poles[0] != 0])
+    assert fit.undamped[0] == np.sum(poles >= 1 - 1e-9) >= 1
+    assert "never decays" in undamped_sentence(fit, 1)
+    decaying = recurrent_fit(synthetic_kernel("oscillating", 64, 0.9, True).numpy(), (1, 2))
+    assert decaying.undamped.tolist() == [0, 0] and undamped_sentence(decaying, 1) == ""
 
 
 def test_one_complex_mode_fits_a_damped_oscillation_exactly():
@@ -122,7 +144,8 @@ def test_the_section_appears_for_a_causal_kernel_with_the_labs_fits():
     assert data["ranks"] == curve.ranks.tolist() and data["band"] == 9
     assert [c["name"] for c in data["controls"]] == ["modes"]
     assert "Why no recurrent fit" not in "".join(m.value for m in at.markdown)
-    assert any("an SSM is a TNN whose kernel is C Aᵗ B" in c.value for c in at.caption)
+    assert any("C A^(l−1) B for l ≥ 1" in c.value and "not a selective one such as Mamba"
+               in c.value for c in at.caption)
 
 
 @pytest.mark.slow

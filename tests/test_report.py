@@ -6,6 +6,7 @@ import io
 import json
 import math
 import types
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ from tnn_core.report import (
     BATCHED,
     DEFAULT_BAND,
     DEFAULT_RANK,
+    default_rank,
     report_for,
     to_csv,
     to_json,
@@ -221,7 +223,8 @@ def test_a_ski_report_uses_each_layers_own_band_and_rank_and_its_kernels(digits_
         assert len(layer.channels) == kernels.shape[1] == layer.width
         for c in (0, 5):  # each layer's own kernels, channel by channel
             expected = channel_spectrum(kernels[layer.layer, c].double(), operator.band,
-                                        operator.rank, operator.causal)
+                                        operator.rank, operator.causal,
+                                        gof=c == 0)  # the first channel has its p-value
             assert layer.channels[c] == expected
         for statistic in BATCHED:  # every channel's, batched, as one channel's spectrum says
             np.testing.assert_allclose(
@@ -269,7 +272,9 @@ def test_a_non_ski_model_gets_the_defaults_or_the_given_band_and_rank():
     model, info = load(ROOT / "checkpoints" / "digits-tno.safetensors")
     task = task_from_info(info.task)
     report = report_for(model, info, task)
-    assert {(layer.band, layer.rank) for layer in report.layers} == {(DEFAULT_BAND, DEFAULT_RANK)}
+    assert {(layer.band, layer.rank) for layer in report.layers} == {(DEFAULT_BAND, 16)}
+    assert default_rank(64) == 16 == 64 // 4 < DEFAULT_RANK  # r = n would be exact, so r < n
+    assert not any(layer.exact for layer in report.layers)
     report = report_for(model, info, task, band=3, rank=8)
     assert {(layer.band, layer.rank) for layer in report.layers} == {(3, 8)}
 
@@ -365,7 +370,8 @@ def test_the_channels_reported_are_the_full_reports_own(digits_ski, monkeypatch)
     sampled = report_for(model, info, task)
     for whole, part in zip(full.layers, sampled.layers, strict=True):
         assert len(part.channel_ids) == 7 and part.width == D == len(whole.channels)
-        assert part.channels == tuple(whole.channels[c] for c in part.channel_ids)
+        assert [replace(c, csn_p=0.0) for c in part.channels] == [  # p: for its own few
+            replace(whole.channels[c], csn_p=0.0) for c in part.channel_ids]
         for statistic in BATCHED:  # still every channel's
             np.testing.assert_array_equal(part.batched[statistic], whole.batched[statistic])
     assert f"over 7 of a layer's {D} channels, evenly spaced" in to_markdown(sampled)

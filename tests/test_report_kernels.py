@@ -116,7 +116,7 @@ def test_a_kernels_only_checkpoint_is_reported_without_a_metric(tmp_path, capsys
     model, info = load(path)
     text = to_markdown(report_for(model, info, None))
     assert "**Metric.** This checkpoint holds token mixers only" in text
-    assert "expand ratio" not in text and "| 1 | tno | 9 | 32 |" in text
+    assert "expand ratio" not in text and "| 1 | tno | 9 | 16 |" in text  # r = n // 4
 
 
 # -- the metric within the time limit -----------------------------------------------------------

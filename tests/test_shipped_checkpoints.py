@@ -39,9 +39,9 @@ def test_the_inspect_page_opens_every_shipped_checkpoint(name, one_thread):
     operators = model.operators()
     kind = model.config.operator.kind
     assert kind in ("tno", "ski", "fd") and name.split("-")[1] == kind
-    n, band = inspect_lab.opening_atlas(model.config, about.train_n)
-    assert n == about.train_n
-    atlas = inspect_lab.atlas_view(model, n, band, inspect_lab.ATLAS_RANK)
+    n, band, rank = inspect_lab.opening_atlas(model.config, about.train_n)
+    assert n == about.train_n and 2 <= rank < n
+    atlas = inspect_lab.atlas_view(model, n, band, rank)
     for table in (atlas.channels, atlas.layers):
         for column in table.columns().values():
             assert len(column)

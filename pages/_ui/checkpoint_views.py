@@ -217,8 +217,8 @@ def _opening_view(name: str):
     found = open_file(str(path), path.stat().st_mtime_ns)
     yield "model"
     train_n = lab.summary(found.info).train_n
-    n, band = lab.opening_atlas(found.model.config, train_n)
-    _atlas(found.digest, n, band, lab.ATLAS_RANK, _model=found.model)
+    n, band, rank = lab.opening_atlas(found.model.config, train_n)
+    _atlas(found.digest, n, band, rank, _model=found.model)
     yield "atlas"
     _channel_matrix(found.digest, n, 0, 0, _model=found.model)
     yield "channel matrix"

@@ -160,8 +160,9 @@ def model_card_downloads(inspected: Inspected, model) -> None:
                  "training config, lineage) and, per layer and channel, the singular values "
                  "of T at the training length: stable rank, energy rank (99 %), Roy–Vetterli's "
                  "effective rank, the Clauset–Shalizi–Newman power-law fit of the tail (α, "
-                 "xmin, tail size, KS), band mass and the SKI error at (m, r). Takes a few "
-                 "seconds the first time.")
+                 "xmin, tail size, KS, and its goodness-of-fit p-value for a few channels), "
+                 "the band energy share and the SKI error ‖T − T̂‖_F / ‖T‖_F at (m, r). "
+                 "Takes a few seconds the first time.")
 
 
 def kernels_download(inspected: Inspected, model) -> None:

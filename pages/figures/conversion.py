@@ -12,10 +12,11 @@ import streamlit as st
 
 from pages._ui import checkpoints, frame
 from tnn_core.lab import compress as lab
+from tnn_core.lab.common.atlas import RELATIVE_ERROR
 
-RECURRENT_ERROR = (" A recurrent layer keeps the lag 0 exactly, so its band is the diagonal "
-                   "alone: its error ‖T − T̂‖_F / ‖T − diag(T)‖_F is the part of the kernel "
-                   "beyond the diagonal that the s exponentials miss.")
+RECURRENT_ERROR = (" A recurrent layer keeps the lag 0 exactly and fits the other lags by s "
+                   f"damped exponentials; its error is {RELATIVE_ERROR} like every layer's, "
+                   "the diagonal counted in ‖T‖_F.")
 
 
 def show(job: lab.BackgroundJob, about: dict, unit: lab.Unit, evaluation_set: str,
@@ -44,7 +45,9 @@ def show(job: lab.BackgroundJob, about: dict, unit: lab.Unit, evaluation_set: st
         "plan": [plan_text for _, plan_text, _ in view.layers],
         "relative error": [error for _, _, error in view.layers]}), hide_index=True,
         column_config={"relative error": st.column_config.NumberColumn(
-            format="%.2e" if view.recurrent else "%.4f")})  # a recurrence's errors are tiny
+            format="%.2e" if view.recurrent else "%.4f",  # a recurrence's errors are tiny
+            help=f"{RELATIVE_ERROR} over the layer's channels, T̂ the converted layer's "
+                 "matrix at the training length")})
     st.caption(error_meaning + (RECURRENT_ERROR if view.recurrent else "")
                + " A kept layer has none.")
     _save_form(job, about["key"])

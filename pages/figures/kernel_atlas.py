@@ -1,8 +1,9 @@
-"""Inspect's kernel atlas: every channel of every layer, its mass in the band, fitted decay
-and SKI error, as per-layer distributions (median and quartiles), a grid of the first
-channels in the chosen order (``tile_grid``) and a table of all of them, the layer's
-outliers first; with the band ablation, which asks whether the model needs the tails.
-Inspect calls ``show(inspected)``: a fragment, so its widgets rerun it alone."""
+"""Inspect's kernel atlas: every channel of every layer, its band energy share, fitted decay
+and SKI error (the report's numbers under the report's names), as per-layer distributions
+(median and quartiles), a grid of the first channels in the chosen order (``tile_grid``)
+and a table of all of them, the layer's outliers first; with the band ablation, which
+asks whether the model needs the tails. Inspect calls ``show(inspected)``: a fragment, so
+its widgets rerun it alone."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import streamlit as st
 from pages._ui import checkpoint_views, frame, numbers, timing
 from pages.figures.inspected import Inspected
 from tnn_core.lab import inspect as inspect_lab
+from tnn_core.lab.common import atlas as atlas_lab
 
 __all__ = ["show", "tile_grid", "show_band_ablation"]
 
@@ -21,9 +23,9 @@ GRID_COLUMNS = 6  # the grid's tiles a row: the first ATLAS_TILES channels in th
 GRID_GAPS = (0.02, 0.12)  # horizontal, vertical space between tiles (fractions of the figure)
 ABLATION_JOB = "band_ablation_job"  # this session's: (checkpoint key, band, BackgroundJob)
 SORTS = {"outlier": "distance from its layer's median (outliers first)",
-         "locality": "mass in band (most local first)",
+         "locality": f"{atlas_lab.BAND_SHARE_NAME} (most local first)",
          "decay": "fitted λ (fastest decay first)",
-         "low_rank": "SKI error over ‖T − band‖ (lowest first)"}
+         "low_rank": f"{atlas_lab.SKI_ERROR_NAME} (lowest first)"}
 
 
 @st.fragment
@@ -66,8 +68,10 @@ def _settings(train_n: int) -> tuple[int, int, int]:
     band = c[1].slider("Band m", 1, inspect_lab.ATLAS_MAX_BAND, key="atlas_band",
                        help="The band: |k| ≤ m//2, or lags 0..m-1 for a causal model. SKI "
                             "checkpoints open at their own m.")
-    rank = c[2].slider("Rank r", 2, 128, inspect_lab.ATLAS_RANK, key="atlas_rank",
-                       help="SKI's inducing points for the low-rank error (at most n).")
+    rank = c[2].slider("Rank r", 2, 128, key="atlas_rank",
+                       help="SKI's inducing points for the low-rank error (at most n). Each "
+                            "checkpoint opens at the report's r: SKI's own, else min(32, n/4), "
+                            "below n, where SKI would be exact by construction.")
     return n, band, rank
 
 
@@ -84,19 +88,27 @@ def _per_layer(inspected: Inspected, atlas: inspect_lab.AtlasView, n: int, in_ba
     if inspected.kind == "togeipi":
         st.info(inspect_lab.TOGEIPI_PART, icon=":material/info:")
     measured = len(atlas.channels.layer)
+    r = min(rank, n)
     st.markdown(
         f"All {measured:,} channels: every statistic describes {what}, at n = {n}, with the "
-        f"band {in_band}. **Mass in band**: the share of Σ|t_k| on the band lags. **Fitted "
-        f"λ**: the decay of |t_k|. **SKI error**: ‖T − band − W A Wᵀ‖_F at r = "
-        f"{min(rank, n)} over ‖T − band‖_F, the off-band part W A Wᵀ must hold (1: no "
-        f"better than the band alone). A channel with less than "
-        f"{100 * inspect_lab.BAND_ONLY_MASS:.0f} % of its mass off the band shows — for λ "
-        "and the error: there is no tail to fit or approximate. **Outlier**: the largest "
-        "distance of a channel's statistics from its layer's median, in robust standard "
-        "deviations (1.4826 × the median absolute deviation).")
+        f"band {in_band}. **{atlas_lab.BAND_SHARE_NAME.capitalize()}**: "
+        f"{atlas_lab.BAND_SHARE}, the band's share of the matrix's energy (each lag k counts "
+        f"n − |k| times). **Fitted λ**: the decay of |t_k|. **{atlas_lab.SKI_ERROR_NAME}**: "
+        f"the relative error {atlas_lab.RELATIVE_ERROR} of T̂ = band + W A Wᵀ at r = {r}, "
+        "A sampled as SKI-TNN does (0: exact). A channel with less than "
+        f"{atlas_lab.BAND_ONLY_MASS:.0e} of its energy off the band shows — for λ: there "
+        "is no tail to fit. **Outlier**: the largest distance of a channel's "
+        "statistics from its layer's median, in robust standard deviations (1.4826 × the "
+        "median absolute deviation). The report (Inspect's download, or python -m "
+        "tnn_core.report) shows the same numbers under the same names at the same m and r.")
+    exact = atlas_lab.exact_by_construction(n, atlas.band, r, atlas.causal)
+    if exact:
+        st.info(f"SKI's error is 0 for every channel here, {exact}: choose r below n (or a "
+                "narrower band) to measure it.", icon=":material/info:")
     st.caption(inspect_lab.OPTIMAL_ELSEWHERE)
-    labels = {"locality": f"mass in band ({in_band})", "decay": "fitted λ of |t_k|",
-              "low_rank": f"SKI error / ‖T − band‖ (r = {min(rank, n)})"}
+    labels = {"locality": f"{atlas_lab.BAND_SHARE_NAME} ({in_band})",
+              "decay": "fitted λ of |t_k|",
+              "low_rank": f"{atlas_lab.SKI_ERROR_NAME}, r = {r}"}
     st.markdown("**Per layer**: median [25th–75th percentile] over its channels")
     layers = atlas.layers
     st.dataframe(pd.DataFrame(
@@ -104,7 +116,9 @@ def _per_layer(inspected: Inspected, atlas: inspect_lab.AtlasView, n: int, in_ba
                  f"{numbers.fmt(high, '.3f')}]" for median, (low, high)
                  in zip(getattr(layers, name), layers.quartiles[name], strict=True)]
          for name, label in labels.items()}, index=pd.Index(layers.layer, name="layer")))
-    columns = {name: st.column_config.NumberColumn(label, format="%.3f")
+    meanings = {"locality": atlas_lab.BAND_SHARE, "decay": "e^slope of log |t_k| against |k|",
+                "low_rank": atlas_lab.RELATIVE_ERROR}
+    columns = {name: st.column_config.NumberColumn(label, format="%.3f", help=meanings[name])
                for name, label in labels.items()}
     columns["outlier"] = st.column_config.NumberColumn("outlier (robust σ)", format="%.1f")
     return columns

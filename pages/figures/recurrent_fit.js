@@ -10,6 +10,7 @@
 //   modes      [q] the ladder of s; poles, residues [q] packed float64 [2s] each:
 //              z_j and c_j as re, im pairs (a mode not used is 0)
 //   errors     [q] each fit's relative Frobenius error (null: below floor, not drawn)
+//   undamped   [q] each fit's modes with |z| >= 1 − 1e-9 (never decaying), said in words
 //   floor      that floor (the band + W A Wᵀ curve's); exact: the s below it
 //   band, ranks, ski, optimal   the band + W A Wᵀ curve at band m: [p] r, its error with A
 //              fitted (least squares) and the rank-r optimum (SVD), null below the floor
@@ -121,23 +122,27 @@ function drawFit(root, state) {
     { x: data.ranks, y: asNumbers(data.optimal), colour: '#2ca02c', dash: [5, 4] }],
   { logX: true, logY: true, xLabel: 's modes or r inducing points',
     yLabel: '‖T − T̂‖_F / ‖T‖_F', marks: [{ x: s, label: `s = ${s}` }] });
-  root.querySelector('.readout').textContent = readout(data, s, error, poles);
+  root.querySelector('.readout').textContent = readout(data, s, error, poles,
+    data.undamped[i]);
   markDrawn(root, [['n', data.n], ['modes', s]]);
 }
 
-function readout(data, s, error, poles) {
+function readout(data, s, error, poles, undamped) {
   const used = poles.length / 2 - countUnused(poles);
   const reach = data.ranks.find((r, k) => data.ski[k] !== null && data.ski[k] <= error);
   const words = Number.isFinite(error) && error >= data.floor ? error.toExponential(2)
     : `below ${data.floor} (exact up to round-off)`;
-  return `s = ${s} (${used} used; the order is chosen by the error): ‖T − T̂‖_F / ‖T‖_F = ` +
+  return `s = ${s} (${used} used): ‖T − T̂‖_F / ‖T‖_F = ` +
     `${words}, the lags weighted by the n − l entries each fills, as for band + W A Wᵀ. ` +
     `k₀ = d = ${Number(data.direct.toPrecision(4))} is exact (lag 0 is off the log axis). ` +
     (reach !== undefined ? `Band + W A Wᵀ with m = ${data.band} first reaches that error at ` +
       `r = ${reach} on its curve.` : `Band + W A Wᵀ with m = ${data.band} does not reach ` +
       `that error for any r on its curve (up to ${data.ranks[data.ranks.length - 1]}).`) +
     (data.exact.length ? ` Errors below ${data.floor} are not drawn (s = ` +
-      `${runs(data.exact)}).` : '');
+      `${runs(data.exact)}).` : '') +
+    (undamped ? ` ${undamped === 1 ? '1 pole lies' : `${undamped} poles lie`} on the unit ` +
+      'circle (|z| = 1, where the bound |z| ≤ 1 holds it): such a mode never decays, its ' +
+      'state keeps every input it has read.' : '');
 }
 
 // Ascending integers as runs: [1, 2, 3, 5, 7, 8] -> "1–3, 5, 7–8".

@@ -25,10 +25,13 @@ MODES = figures.Control("modes", "Modes s", lab.RECURRENT_LADDER[0], lab.RECURRE
                         "kernel; the browser redraws as you drag.")
 
 CAPTION = (
-    "An SSM with s complex modes applies the lower-triangular Toeplitz matrix of "
-    "k₀ = d, k_l = Re Σⱼ cⱼ zⱼ^(l−1) (TNN §4: an SSM is a TNN whose kernel is C Aᵗ B). The "
-    "poles z come from the matrix pencil of the kernel's Hankel matrix (Hua and Sarkar "
-    "1990), the residues c from least squares weighted by the n − l entries lag l fills. "
+    "A time-invariant SSM (S4, S4D; not a selective one such as Mamba, whose A and B change "
+    "with the input) with s complex modes applies the lower-triangular Toeplitz matrix of "
+    "k₀ = d, k_l = Re Σⱼ cⱼ zⱼ^(l−1) = C A^(l−1) B for l ≥ 1 (TNN §4). The poles z start "
+    "from the matrix pencil of the kernel's Hankel matrix (Hua and Sarkar 1990) and are "
+    "refined by variable projection (Golub and Pereyra 1973), |z| ≤ 1 kept, the residues c "
+    "by least squares weighted by the n − l entries lag l fills; the refined fit is never "
+    "worse than the pencil's. "
     "Right: ‖T − T̂‖_F / ‖T‖_F of the n × n matrices, the same number as the band + W A Wᵀ "
     "curve above, against s for the SSM and against r for band + W A Wᵀ at this band m. The "
     "counts are not costs: a mode keeps one complex state (2 real numbers) and holds 4 real "
@@ -54,6 +57,7 @@ def payload(fit: lab.RecurrentFit, curve: lab.RankCurve, band: int) -> dict:
             "direct": fit.direct, "modes": fit.modes.tolist(),
             "poles": [pairs(z) for z in fit.poles], "residues": [pairs(c) for c in fit.residues],
             "errors": lab.json_floats(floored), "floor": lab.CURVE_FLOOR,
+            "undamped": fit.undamped.tolist(),
             "exact": fit.modes[fit.errors < lab.CURVE_FLOOR].tolist(),
             "band": band, "ranks": curve.ranks.tolist(), "ski": lab.json_floats(curve.fit),
             "optimal": lab.json_floats(curve.optimal)}
@@ -111,6 +115,6 @@ def decay_table(source, n: int, causal: bool) -> None:
                 row[i] for row in found.values())]
             for i, target in enumerate(lab.RECURRENT_TARGETS)}, hide_index=True)
         st.caption("Error: ‖T − T̂‖_F / ‖T‖_F of the n × n matrices, as in the recurrent "
-                   "fit's figure. λ^l k_l = Re Σ (λc)(λz)^(l−1): the decay moves every pole "
-                   "inward by λ and needs no extra mode; what changes is which lags the "
-                   "error weighs.")
+                   "fit's figure. λ^l Re c z^(l−1) = Re (λc)(λz)^(l−1) holds for an exact sum "
+                   "of exponentials only; a fitted kernel is none, and λ decides how much the "
+                   "far lags weigh in the error, so the s needed can grow with λ.")

@@ -26,9 +26,10 @@ from pages._ui.memo import memo
 from pages.figures import circulant, compare, decomposition, fd_kernel, recurrent_fit, toeplitz
 from tnn_core.lab import lesson as lesson_lab
 from tnn_core.lab.lesson import (
-    ATLAS_RANK,
+    BAND_SHARE_NAME,
     DECAY_PAIR,
     SIDES,
+    SKI_ERROR_NAME,
     View,
     atlas_view,
     fd_response,
@@ -184,12 +185,11 @@ def _checkpoint(settings: Mapping) -> str:
 
 def _atlas_medians(checkpoint: str) -> None:
     """Inspect's kernel atlas at its opening setting (its n, band, rank and channels), as
-    its per-layer medians: where each layer's mass sits and how well band + W A Wᵀ takes
+    its per-layer medians: where each layer's energy sits and how well band + W A Wᵀ takes
     the rest."""
     model, info = checkpoints.load_checkpoint(checkpoint)
     n = summary(info).train_n
-    band = opening_atlas(model.config, n)[1]
-    rank = min(ATLAS_RANK, n)
+    n, band, rank = opening_atlas(model.config, n)
     atlas = atlas_view(model, n, band, rank)
     medians = atlas.layers
     with st.container(key="lesson-atlas", border=True):
@@ -197,13 +197,12 @@ def _atlas_medians(checkpoint: str) -> None:
                     f"{band}, r = {rank}; every channel of each layer)")
         st.dataframe({
             "layer": medians.layer.tolist(),
-            "mass in the band": [f"{v:.0%}" for v in medians.locality],
+            BAND_SHARE_NAME: [f"{v:.0%}" for v in medians.locality],
             "fitted decay λ": [numbers.fmt(v, ".3f") for v in medians.decay],
-            "SKI error / off-band": [numbers.fmt(v, ".3f") for v in medians.low_rank]},
+            SKI_ERROR_NAME: [numbers.fmt(v, ".3f") for v in medians.low_rank]},
             hide_index=True)
-        st.caption("Mass in the band: Σ|t_k| on the band's lags over Σ|t_k|. SKI error: "
-                   "‖T − band − W A Wᵀ‖_F / ‖T − band‖_F. "
-                   "Inspect draws every channel as a tile.")
+        st.caption("Band energy share: ‖band(T)‖_F² / ‖T‖_F². SKI error: "
+                   "‖T − band − W A Wᵀ‖_F / ‖T‖_F. Inspect draws every channel as a tile.")
 
 
 def _table10() -> None:

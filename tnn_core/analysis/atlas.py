@@ -4,20 +4,21 @@ A researcher asks "which channels are local, which carry long smooth tails, and 
 would SKI's band + W A Wᵀ hold those tails?". For every channel's Toeplitz kernel at
 length n, with the band |k| <= m//2 (causal: 0 <= k < m), the atlas gives
 
-    locality     the share of the kernel's mass Σ|t_k| on the band lags (mass, not energy:
-                 an energy share weighted by the n - |k| copies of each lag reads 99 % for
-                 kernels with a third of their mass in the tails)
+    locality     the band energy share ||band(T)||_F² / ||T||_F² = Σ_band (n - |k|) t_k² /
+                 Σ_k (n - |k|) t_k² (``BAND_SHARE_NAME``; the report's band_mass, the same
+                 number under the same name: ``spectral_summary.band_mass``)
     decay        the fitted effective λ of |t_k| (``profiles.decay_profile``: the line
                  through log max(|t_k|, |t_-k|), or log |t_k| causal, against |k|)
-    low_rank     the Frobenius error of SKI's band + W A Wᵀ at rank r ("sample", as SKI-TNN
-                 computes A, ``curves.error_curve``) relative to ||T - band||_F, the
-                 off-band part that W A Wᵀ is there to approximate: 1 is no better than the
-                 band alone, 0 is exact
+    low_rank     SKI's error at rank r, ||T - band - W A Wᵀ||_F / ||T||_F with A sampled as
+                 SKI-TNN computes it (``curves.error_curve``), the lab's one relative error
+                 (``errors.relative_error``; ``SKI_ERROR_NAME``, the report's sample_error;
+                 0 is exact)
 
-A channel with less than ``BAND_ONLY_MASS`` of its mass off the band is band-only: its λ
-would be fitted to the band's shape and round-off, and there is no off-band part to
-approximate, so decay and low_rank are NaN there; so is low_rank when r is outside [2, n]
-or m above 2n - 2 (SKI has no decomposition there).
+A channel with less than ``BAND_ONLY_MASS`` (a millionth) of its energy off the band is
+band-only: its λ would be fitted to the band's shape and round-off, so decay is NaN there.
+low_rank is NaN for T = 0 and when r is outside [2, n] or m above 2n - 2 (SKI has no
+decomposition there); at r = n, or with a band of every lag, it is 0 by construction
+(``exact_by_construction`` says why in words).
 
 All three are linear algebra on the kernels [C, 2n-1] alone, never an n × n matrix:
 ``channel_statistics`` takes a batch of channels through the same formulas as the one-
@@ -45,10 +46,20 @@ from tnn_core.analysis.gram import band_diagonal_sums, band_lags, inducing_solve
 from tnn_core.checks import check_int
 from tnn_core.core.interpolation import interpolation
 
-__all__ = ["BAND_ONLY_MASS", "STATISTICS", "CHUNK_CHANNELS", "MAX_LAYOUT_N", "band_mask",
-           "AtlasLayout", "atlas_layout", "channel_statistics", "ski_statistics"]
+__all__ = ["BAND_ONLY_MASS", "BAND_SHARE_NAME", "BAND_SHARE", "SKI_ERROR_NAME", "STATISTICS",
+           "DEFAULT_RANK", "RANK_SHARE", "default_rank", "exact_by_construction",
+           "CHUNK_CHANNELS", "MAX_LAYOUT_N", "band_mask", "AtlasLayout", "atlas_layout",
+           "channel_statistics", "ski_statistics"]
 
-BAND_ONLY_MASS = 0.01  # off-band share of Σ|t_k| below which a channel counts as band-only
+# off-band energy share below which a channel counts as band-only: tails a thousandth of
+# ||T||_F, far above round-off, still carry a λ; a trained LM keeps 99.9 % of ||T||_F² in
+# a 9-lag band (charlm-tno, median), so a share of 1 % would leave most channels without one
+BAND_ONLY_MASS = 1e-6
+BAND_SHARE_NAME = "band energy share"  # the atlas's locality and the report's band_mass
+BAND_SHARE = "‖band(T)‖_F² / ‖T‖_F²"  # its definition, as the pages write it
+SKI_ERROR_NAME = "SKI error (sample)"  # the atlas's low_rank and the report's sample_error
+DEFAULT_RANK = 32  # the largest default r (``default_rank``): the atlas's, the report's
+RANK_SHARE = 4  # the default r is at most n // RANK_SHARE
 STATISTICS = ("locality", "decay", "low_rank")
 CHUNK_CHANNELS = 1024  # channels taken at once: a few [C, 2n-1] float64 tensors (33 MB at n 2048)
 MAX_LAYOUT_N = 4096  # the longest n: the projection's diagonal sums take O(n²) (1 s here)
@@ -139,23 +150,59 @@ def _residual(t: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
     return (low - taps).clamp(min=0).sqrt()
 
 
+def _band_share(t: torch.Tensor, layout: AtlasLayout) -> tuple[torch.Tensor, torch.Tensor]:
+    """(band energy share [C], NaN for T = 0; ||T||_F² [C]) of kernels t [C, 2n-1]: the
+    weighted sums Σ (n - |k|) t_k² over the band's lags and over every lag."""
+    energy = layout.copies * t * t  # (C, 2n-1)
+    norm_sq = energy.sum(-1)
+    share = torch.where(norm_sq > 0, (energy * layout.inside).sum(-1) / norm_sq, torch.nan)
+    return share, norm_sq
+
+
+def _ski_error(t: torch.Tensor, norm_sq: torch.Tensor, layout: AtlasLayout,
+               method: str) -> torch.Tensor:
+    """||T - band - W A Wᵀ||_F / ||T||_F [C] of kernels t [C, 2n-1], A sampled (SKI-TNN's)
+    or fitted (``method``); NaN for T = 0 or where SKI has no decomposition."""
+    if layout.sample is None:
+        return torch.full_like(norm_sq, torch.nan)
+    b = t @ layout.projection  # (C, R)
+    a = t @ layout.sample if method == "sample" else \
+        (b - t[:, layout.band] @ layout.band_sums) @ layout.solver.T
+    return torch.where(norm_sq > 0, _residual(t, a, b, layout) / norm_sq.sqrt(), torch.nan)
+
+
 def _chunk_statistics(t: torch.Tensor, layout: AtlasLayout, causal: bool) -> torch.Tensor:
     """[3, C] locality, decay, low_rank of kernels t [C, 2n-1] (float64)."""
     n = layout.n
-    mass = t.abs()  # (C, 2n-1)
-    total_mass = mass.sum(-1)
-    locality = torch.where(total_mass > 0, (mass * layout.inside).sum(-1) / total_mass,
-                           torch.nan)
+    locality, norm_sq = _band_share(t, layout)
     tails = (1 - locality) >= BAND_ONLY_MASS  # False for NaN: a zero kernel
-    forward = mass[:, n - 1 :]  # (C, n) lags 0..n-1
-    magnitude = forward if causal else torch.maximum(forward, mass[:, :n].flip(-1))
+    absolute = t.abs()  # (C, 2n-1)
+    forward = absolute[:, n - 1 :]  # (C, n) lags 0..n-1
+    magnitude = forward if causal else torch.maximum(forward, absolute[:, :n].flip(-1))
     decay = torch.where(tails, _decay(magnitude), torch.nan)
-    low_rank = torch.full_like(locality, torch.nan)
-    if layout.sample is not None:
-        off_band = (layout.copies * t * t * ~layout.inside).sum(-1).sqrt()  # ||T - band||_F
-        error = _residual(t, t @ layout.sample, t @ layout.projection, layout)
-        low_rank = torch.where(tails, error / off_band, torch.nan)
-    return torch.stack([locality, decay, low_rank])
+    return torch.stack([locality, decay, _ski_error(t, norm_sq, layout, "sample")])
+
+
+def default_rank(n: int) -> int:
+    """SKI's r for a layer without a rank of its own at length n, in the atlas and the
+    report alike: min(DEFAULT_RANK, n // RANK_SHARE), at least 2. At r = n every lag holds
+    an inducing point, W is the identity and SKI's error is 0 whatever the kernel, so a
+    default of r = n measures nothing; n // 4 keeps the inducing points at least about 4
+    lags apart (h = (n-1)/(r-1)), where SKI saves work, and from n = 128 on it is the
+    compression plans' 32. Only n < 8 reaches r = 2, which is r = n (exact, and said so:
+    ``exact_by_construction``) at n = 2 alone."""
+    return max(2, min(DEFAULT_RANK, n // RANK_SHARE))
+
+
+def exact_by_construction(n: int, band: int, rank: int, causal: bool) -> str:
+    """Why SKI's band + W A Wᵀ reproduces every T of length n at (m, r) exactly, so that its
+    error is 0 whatever the kernel, in words; "" when it does not."""
+    if len(band_lags(n, band, causal)) >= (n if causal else 2 * n - 1):
+        return f"exact by construction: the band m = {band} holds every lag at n = {n}"
+    if rank >= n:
+        return (f"exact by construction: r = {rank} ≥ n = {n} puts an inducing point on "
+                f"every lag (W is the identity)")
+    return ""
 
 
 def channel_statistics(kernels: torch.Tensor | np.ndarray, band: int, rank: int,
@@ -175,8 +222,10 @@ def ski_statistics(kernels: torch.Tensor | np.ndarray, band: int, rank: int,
                    causal: bool) -> dict[str, np.ndarray]:
     """The report's batched columns of kernels [C, 2n-1], each [C] float64, NaN for T = 0:
 
-        band_mass      Σ_band (n - |k|) t_k² / ||T||_F² (``spectral_summary.band_mass``)
-        sample_error   ||T - band - W A Wᵀ||_F / ||T||_F, A sampled as SKI-TNN does
+        band_mass      the band energy share Σ_band (n - |k|) t_k² / ||T||_F², the atlas's
+                       locality (``spectral_summary.band_mass``)
+        sample_error   ||T - band - W A Wᵀ||_F / ||T||_F, A sampled as SKI-TNN does: the
+                       atlas's low_rank
         fit_error      the same with A fitted (``curves.error_curve``'s sample and fit)
 
     The errors are NaN where SKI has no decomposition (r outside [2, n], m above 2n - 2)."""
@@ -186,20 +235,9 @@ def ski_statistics(kernels: torch.Tensor | np.ndarray, band: int, rank: int,
     layout = atlas_layout((t.shape[-1] + 1) // 2, band, rank, causal)
     parts = []
     for chunk in torch.split(t, CHUNK_CHANNELS):
-        energy = layout.copies * chunk * chunk  # (C, 2n-1)
-        norm = energy.sum(-1)  # ||T||_F²
-        defined = norm > 0
-        columns = [torch.where(defined, (energy * layout.inside).sum(-1) / norm, torch.nan)]
-        for a_of in ("sample", "fit"):
-            if layout.sample is None:
-                columns.append(torch.full_like(norm, torch.nan))
-                continue
-            b = chunk @ layout.projection  # (C, R)
-            a = chunk @ layout.sample if a_of == "sample" else \
-                (b - chunk[:, layout.band] @ layout.band_sums) @ layout.solver.T
-            columns.append(torch.where(defined, _residual(chunk, a, b, layout) / norm.sqrt(),
-                                       torch.nan))
-        parts.append(torch.stack(columns))
+        share, norm_sq = _band_share(chunk, layout)
+        parts.append(torch.stack([share, _ski_error(chunk, norm_sq, layout, "sample"),
+                                  _ski_error(chunk, norm_sq, layout, "fit")]))
     out = torch.cat(parts or [torch.empty(3, 0)], dim=-1)
     return {name: out[i].numpy() for i, name in
             enumerate(("band_mass", "sample_error", "fit_error"))}

@@ -17,6 +17,10 @@ Theorem 1 of "SKI to go Faster" bounds ||E_SKI||_2 = ||W A Wᵀ - T_{r,opt}||_2 
 smooth part; ``theorem1_terms`` evaluates both sides and the per-entry interpolation term
 h²/8 · max|k''| for one kernel (see its docstring).
 
+``relative_error`` is the lab's one relative error, ||T - T̂||_F / ||T||_F, with T the
+n × n Toeplitz matrix of the kernel (a layer: over all its channels); every page, lesson,
+report, plan and command divides by ||T||_F (``RELATIVE_ERROR`` writes it on screen).
+
 Everything here takes plain arrays: the lags of T [2n-1] and of the band B [2n-1],
 the interpolation and A's lags [2r-1]. Letters: n length, r rank, m band lags.
 """
@@ -46,8 +50,9 @@ from tnn_core.analysis.persymmetric import (
 from tnn_core.core.interpolation import Interpolation
 from tnn_core.core.toeplitz import fft_size
 
-__all__ = ["DecompositionErrors", "optimal_errors", "decomposition_errors",
-           "ZERO_KERNEL_NOTE", "THEOREM1_DENSE_MAX_N", "Theorem1Terms", "theorem1_terms"]
+__all__ = ["RELATIVE_ERROR", "relative_error", "DecompositionErrors", "optimal_errors",
+           "decomposition_errors", "ZERO_KERNEL_NOTE", "THEOREM1_DENSE_MAX_N", "Theorem1Terms",
+           "theorem1_terms"]
 
 DENSE_FROBENIUS_MAX_N = 512  # form R densely for its Frobenius norm up to this n
 LANCZOS_TOL = 1e-10  # relative Ritz residual for the spectral norms
@@ -55,6 +60,16 @@ THEOREM1_DENSE_MAX_N = 512  # Theorem 1's two sides need dense SVDs: up to this 
 SINGULAR_RTOL = 1e-12  # A counts as singular when σ_r(A) <= this × σ_1(A)
 ENTRY_ROWS_PER_CHUNK = 256  # rows of W A Wᵀ formed at once for the max entry error
 ZERO_KERNEL_NOTE = "relative errors are undefined for an all-zero kernel (||T|| = 0)"
+RELATIVE_ERROR = "‖T − T̂‖_F / ‖T‖_F"  # the one relative error, as the pages write it
+
+
+def relative_error(error_sq: float, norm_sq: float) -> float:
+    """sqrt(error_sq / norm_sq): ||T - T̂||_F / ||T||_F from the squared norms, each summed
+    over a layer's channels for a layer. 0 when both are 0 (T = 0 reproduced exactly), inf
+    for a nonzero error of T = 0."""
+    if norm_sq == 0.0:
+        return 0.0 if error_sq == 0.0 else math.inf
+    return math.sqrt(error_sq / norm_sq)
 
 
 @dataclass(frozen=True)

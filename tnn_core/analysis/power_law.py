@@ -92,6 +92,8 @@ def _scan(x: np.ndarray, min_tail: int):
     tail size k and xmin of the candidate threshold with the smallest KS distance (nan, nan,
     0, nan where none has ``min_tail`` exceedances and a positive log spread)."""
     B, N = x.shape
+    if N <= min_tail:  # no candidate: min_tail values above the threshold need N > min_tail
+        return np.full(B, np.nan), np.full(B, np.nan), np.zeros(B, np.int64), np.full(B, np.nan)
     i = np.arange(N)  # (N,) position in the descending order
     starts = np.concatenate([np.ones((B, 1), bool), x[:, 1:] != x[:, :-1]], axis=1)  # (B, N)
     k = np.maximum.accumulate(np.where(starts, i, 0), axis=1)  # (B, N) values > x[:, j]

@@ -84,11 +84,13 @@ print(json.dumps({"seconds": time.perf_counter() - start}))
 ATLAS = """
 import json, sys, time, torch
 torch.set_num_threads(1)
-from tnn_core.lab.common.atlas import ATLAS_BAND, ATLAS_RANK, atlas_view
+from tnn_core.analysis.atlas import default_rank
+from tnn_core.lab.common.atlas import ATLAS_BAND, atlas_view
 from tnn_core.training.checkpoint import load
 model, info = load(sys.argv[1])
 start = time.perf_counter()
-atlas = atlas_view(model, int(sys.argv[2]), ATLAS_BAND, ATLAS_RANK)
+n = int(sys.argv[2])
+atlas = atlas_view(model, n, ATLAS_BAND, default_rank(n))
 print(json.dumps({"seconds": time.perf_counter() - start, "rows": len(atlas.channels.layer)}))
 """
 

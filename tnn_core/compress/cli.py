@@ -32,7 +32,11 @@ it records and a "note" saying why there is no metric, speed-up or converted mod
 
 --recurrent --state S makes every layer of a causal model a diagonal SSM (s damped
 exponentials per channel, fitted to its kernel at the training length) that
-``python -m tnn_core.generate`` runs as a recurrence.
+``python -m tnn_core.generate`` runs as a recurrence. --recurrent without --state fits every
+s of ``recurrent_study.STATE_SWEEP`` (1 to 8, then 16 and 32) and prints each layer's
+relative error per s, the modes whose pole sits on |z| = 1 (they never decay) and the s to
+try with --state: the first whose every layer's error is at most 0.05. Nothing is scored
+or written (--out and --finetune are refused).
 
 A plan file is JSON: {"layers": [{"band": 9, "rank": 32, "method": "fit"},
 {"method": "recurrent", "state": 16}, {"method": "keep"}]}, one entry per layer. --out may
@@ -69,6 +73,12 @@ from tnn_core.compress.planner import (
     plan_for_error,
     search,
 )
+from tnn_core.compress.recurrent_study import (
+    ERROR_HINT,
+    STATE_SWEEP,
+    error_sweep,
+    suggested_state,
+)
 from tnn_core.files import exclusive_output, read_bounded
 from tnn_core.operators.config import MAX_STATE
 from tnn_core.training.answer import answer
@@ -103,7 +113,8 @@ def _parser() -> argparse.ArgumentParser:
                         "per channel, run as a recurrence when generating (constant cost per "
                         "token)")
     p.add_argument("--state", type=int, default=None, metavar="S",
-                   help="--recurrent: s complex modes per channel")
+                   help="--recurrent: s complex modes per channel; without it, every s of "
+                        "the sweep (1 to 8, 16, 32) is fitted and each layer's error printed")
     p.add_argument("--plan", default=None, metavar="PLAN.json",
                    help="per-layer settings instead of --band/--rank/--method")
     p.add_argument("--max-error", type=float, default=None, metavar="EPS",
@@ -114,9 +125,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="find the fastest plan within --delta of the source's metric")
     p.add_argument("--delta", type=float, default=None,
                    help="--search: allowed metric drop (accuracy as a fraction: 0.01 is one "
-                        "point; bits per character for charlm); default: the half-width of "
-                        "the source's 95 %% interval or the lab's tolerance (0.02 accuracy, "
-                        "0.05 bpc), whichever is larger")
+                        "point; bits per character for charlm), against the upper bound of "
+                        "the drop's paired 95 %% interval (the same sequences for the source "
+                        "and the plan); default: the lab's verdict tolerance (0.02 accuracy, "
+                        "0.05 bpc)")
     p.add_argument("--bands", default=",".join(map(str, GRID_BANDS)), metavar="M1,M2,...",
                    help="--search and --max-error: the bands to try (default %(default)s)")
     p.add_argument("--ranks", default=",".join(map(str, GRID_RANKS)), metavar="R1,R2,...",
@@ -139,17 +151,23 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _plan(args, layers: int, n0: int) -> CompressionPlan | None:
-    """The plan the options give; None for --search (the planner chooses)."""
+def _check_one_way(args) -> None:
+    """ValueError unless the options give exactly one way to plan."""
     chosen = sum([args.plan is not None, args.search, args.max_error is not None,
                   args.band is not None or args.rank is not None, args.recurrent])
     if chosen != 1:
         raise ValueError("give exactly one of --band and --rank (together), --plan, "
                          "--max-error, --search or --recurrent")
+    if args.state is not None and not args.recurrent:
+        raise ValueError("--recurrent and --state S go together (--recurrent alone fits "
+                         "every s of the sweep)")
+
+
+def _plan(args, layers: int, n0: int) -> CompressionPlan | None:
+    """The plan the options give; None for --search (the planner chooses)."""
+    _check_one_way(args)
     if args.search or args.max_error is not None:
         return None
-    if args.recurrent != (args.state is not None):
-        raise ValueError("--recurrent and --state S go together")
     if args.recurrent:
         return CompressionPlan.recurrent(layers, check_int("--state", args.state, 1, MAX_STATE))
     if args.plan is not None:
@@ -189,6 +207,35 @@ def _plan_by_error(args, model, n0: int, points) -> CompressionPlan:
         raise ValueError(f"no grid point meets --max-error {args.max_error} on any "
                          f"layer; allow a larger error or larger --bands/--ranks")
     return plan
+
+
+def _state_sweep(args, model, source: str, n0: int) -> dict:
+    """--recurrent without --state: each layer's error at every s of the sweep, fitted and
+    not scored (``recurrent_study.error_sweep``), and the s to try."""
+    _check_one_way(args)
+    for given, option in ((args.out is not None, "--out"), (args.finetune, "--finetune"),
+                          (args.delta is not None, "--delta")):
+        if given:
+            raise ValueError(f"{option} needs a conversion, and --recurrent without --state "
+                             f"only fits every s of the sweep; give --state S")
+    say(f"fitting s = {', '.join(map(str, STATE_SWEEP))} modes to every layer's kernels at "
+        f"n = {n0}…")
+    rows = error_sweep(model, n0)
+    for row in rows:
+        undamped = [f"layer {i}: {u} mode(s) on |z| = 1, never decaying"
+                    for i, u in enumerate(row["undamped"]) if u]
+        say(f"s = {row['state']}: relative error per layer " + ", ".join(
+            "kept" if e is None else f"{e:.3g}" for e in row["errors"])
+            + "".join(f"; {note}" for note in undamped))
+    state = suggested_state(rows)
+    advice = (f"try --recurrent --state {state}: the first s whose every layer's relative "
+              f"error is at most {ERROR_HINT}; its score, paired with the source's, says "
+              f"whether it keeps the quality" if state is not None else
+              f"no s of the sweep brings every layer's relative error to {ERROR_HINT}: try a "
+              f"larger --state and read its score")
+    say(advice)
+    return {"checkpoint": source, "training_length": n0, "sweep": rows,
+            "error_hint": ERROR_HINT, "suggested_state": state, "advice": advice}
 
 
 def _finite(value):
@@ -281,6 +328,8 @@ def _locked_run(args: argparse.Namespace, argv: list[str] | None) -> dict:
 def _run(args: argparse.Namespace, argv: list[str] | None) -> dict:
     """Load, plan, compress and save as the options say; the JSON output."""
     model, info = load(args.checkpoint)
+    if args.recurrent and args.state is None:
+        return _state_sweep(args, model, info.source, task_shape(info.task).seq_len)
     if is_kernels_only(info.task):
         return _kernels_only(args, model, info)
     text = None if args.text is None else read_bounded(args.text, MAX_TEXT_BYTES, "--text")

@@ -21,16 +21,17 @@ the band taps and A's lag coefficients as knots:
 A causal layer planned "recurrent" becomes an ``operators.SSM`` instead
 (``compress.recurrent``: s damped exponentials per channel, its band the lag 0).
 
-A layer's error is ||T - T̂||_F / ||T - band(T)||_F over all its channels: the part of
-the kernel outside the band that the low-rank part (or the exponentials) misses (0 exact;
-1 as bad as dropping it).
+A layer's error is the lab's one relative error, ||T - T̂||_F / ||T||_F, T the n0 × n0
+Toeplitz matrix of each channel's kernel, over all the layer's channels:
+sqrt(Σ_c ||T_c - T̂_c||²_F / Σ_c ||T_c||²_F) (0 exact; ``analysis.errors.relative_error``,
+docs/metrics.md "Relative error"). The band's lags are fitted exactly, so the error is
+what the low-rank part (or the exponentials) misses, measured against the whole matrix.
 
 Letters: D channels, n0 training length, m band lags, r rank, L = 2n0-1 lags.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -43,6 +44,7 @@ from tnn_core.analysis.decompose import (
     smooth_continuation,
 )
 from tnn_core.analysis.dense import frobenius_sq
+from tnn_core.analysis.errors import relative_error
 from tnn_core.analysis.gram import band_lags, residual_frobenius_sq
 from tnn_core.compress.plan import CompressionPlan, LayerPlan
 from tnn_core.compress.recurrent import fit_recurrent, recurrent_config
@@ -64,7 +66,7 @@ class LayerFit:
     # (tap j at lag m//2 - j; causal m-1-j) and lag_knots [D, 2r-1] (causal: [D, r]), knots
     # at the lags l h0. SSM: poles, residues [D, s, 2] and direct [D] (compress.recurrent)
     tensors: dict[str, np.ndarray]
-    error: float  # ||T - T̂||_F / ||T - band(T)||_F over the channels (0 when T is all band)
+    error: float  # ||T - T̂||_F / ||T||_F over the channels (``relative_error``; 0 for T = 0)
 
 
 def layer_config(source: OperatorConfig, plan: LayerPlan, n0: int) -> OperatorConfig:
@@ -77,20 +79,6 @@ def knot_config(source: OperatorConfig, plan: LayerPlan, n0: int) -> OperatorCon
     lags = band_lags(n0, plan.band, source.causal)
     return OperatorConfig(kind="ski", causal=source.causal, decay=source.decay, rank=plan.rank,
                           band=len(lags), low_rank="knots", knot_length=n0)
-
-
-def _relative(error_sq: float, off_band_sq: float) -> float:
-    if off_band_sq == 0.0:
-        return 0.0 if error_sq == 0.0 else math.inf
-    return math.sqrt(error_sq / off_band_sq)
-
-
-def _off_band_sq(t: np.ndarray, lags: np.ndarray) -> float:
-    """||T - band(T)||²_F for coeffs t [..., 2n-1] and the band's lags."""
-    n = (t.shape[-1] + 1) // 2
-    outside = t.copy()
-    outside[..., n - 1 + lags] = 0.0
-    return sum(frobenius_sq(row) for row in outside.reshape(-1, outside.shape[-1]))
 
 
 def _bidirectional(kernels: np.ndarray, plan: LayerPlan) -> tuple[np.ndarray, np.ndarray, float]:
@@ -159,9 +147,8 @@ def fit_layer(kernels, plan: LayerPlan, causal: bool, source: OperatorConfig | N
     plan.check_length(n, "plan")
     source = source or OperatorConfig(causal=causal)
     taps, knots, error_sq = (_causal if causal else _bidirectional)(kernels, plan)
-    lags = band_lags(n, plan.band, causal)
     return LayerFit(knot_config(source, plan, n), {"band_weight": taps, "lag_knots": knots},
-                    _relative(error_sq, _off_band_sq(kernels, lags)))
+                    relative_error(error_sq, sum(frobenius_sq(t) for t in kernels)))
 
 
 def check_convertible(config: ModelConfig, plan: CompressionPlan, n0: int) -> None:

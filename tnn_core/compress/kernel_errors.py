@@ -5,8 +5,8 @@ them to run, score or time.
 
 The numbers are ``convert``'s: layer i's kernels at the length n0 fitted as
 ``convert.fit_layer`` fits them, band + low rank (causal: band + a piecewise-linear tail)
-or s damped exponentials, and the error ||T - T̂||_F / ||T - band(T)||_F over the layer's
-channels (0 exact; 1 as bad as dropping everything off the band).
+or s damped exponentials, and the lab's one relative error ||T - T̂||_F / ||T||_F over the
+layer's channels (``analysis.errors.relative_error``; 0 exact).
 
 Letters: n0 the length the kernels are fitted at, m band, r rank, s modes.
 """
@@ -35,10 +35,10 @@ def every_kernel_layer(config: ModelConfig, layer: LayerPlan) -> CompressionPlan
 
 @torch.no_grad()
 def plan_errors(model: nn.Module, plan: CompressionPlan, n0: int) -> list[float | None]:
-    """Each layer's relative error under ``plan`` at length n0 (None: kept), the errors
-    ``convert.convert`` reports, without building the converted model. ValueError naming
-    what stops the plan, a source weight no trained model has, or a fit beyond the
-    budget (``guard.conversion_cost``), before any kernel is computed."""
+    """Each layer's relative error ||T - T̂||_F / ||T||_F under ``plan`` at length n0 (None:
+    kept), the errors ``convert.convert`` reports, without building the converted model.
+    ValueError naming what stops the plan, a source weight no trained model has, or a fit
+    beyond the budget (``guard.conversion_cost``), before any kernel is computed."""
     config = model.config
     check_convertible(config, plan, n0)
     check_source(model)

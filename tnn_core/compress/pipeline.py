@@ -49,7 +49,7 @@ class CompressionResult:
     chance: float
     source: Scores  # the evaluation set, per sequence: every stage scores the same sequences
     converted: Scores  # before fine-tuning
-    errors: list[float | None]  # per layer, relative to the off-band part; None: kept
+    errors: list[float | None]  # per layer, ||T - T̂||_F / ||T||_F; None: kept
     speedups: dict[int, Speedup]  # factor of the training length -> timing
     parameters: tuple[int, int]  # (source, converted)
     model: nn.Module  # the converted model (fine-tuned if asked)

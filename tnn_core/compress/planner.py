@@ -1,7 +1,7 @@
 """Choose (m, r) per layer: by an error budget, or by a budget on the task metric.
 
 * ``plan_for_error(model, n0, epsilon)``: per layer, the cheapest grid point whose
-  relative error (``convert``: the off-band part the low-rank part misses) is at most
+  relative error (``convert``: ||T - T̂||_F / ||T||_F over the layer's channels) is at most
   epsilon; a layer no grid point meets is kept. Cheapest: fewest flops of the converted
   mixer at n0 (``bench.flops.ski_flops``) for a bidirectional model; for a causal one,
   whose band + tail runs as one FFT product whatever (m, r), fewest parameters.
@@ -14,8 +14,9 @@
   with its interval, parameters), re-times the plans tied for the fastest, and returns
   them with the winner (or the tie) and their Pareto front.
 
-A plan is within delta only when the whole 95 % interval of its drop is
-(``training.verdicts.quality``); the fastest is named only when its speed-up's interval
+A plan is within delta only when the whole paired 95 % interval of its drop is (its upper
+bound at most delta: ``training.verdicts.quality``); delta defaults to the lab's verdict
+tolerance (``default_delta``). The fastest is named only when its speed-up's interval
 lies above every other's (``ranking``), else the plans are reported as tied.
 
 A drop is oriented so that positive is worse: source - converted for accuracy,
@@ -125,7 +126,8 @@ class PlanScore:
         return self.change.worse_by
 
     def within(self, delta: float) -> bool:
-        """Whether the whole 95 % interval of the drop is within ``delta``."""
+        """Whether the whole paired 95 % interval of the drop is within ``delta`` (its upper
+        bound at most ``delta``)."""
         return quality(self.change, delta) == "keeps"
 
     def to_dict(self) -> dict:
@@ -135,12 +137,13 @@ class PlanScore:
                 "speedups": {str(f): s.to_dict() for f, s in self.speedups.items()}}
 
 
-def default_delta(source: Scores) -> float:
-    """The search's default δ: the metric's own noise (the half-width of the source's 95 %
-    interval) or the lab's quality tolerance (``training.verdicts``), whichever is larger:
-    a smaller δ asks for a precision the evaluation set does not have."""
-    low, high = source.ci95
-    return max(TOLERANCE[source.metric_name], (high - low) / 2)
+def default_delta(metric_name: str) -> float:
+    """The search's default δ: the lab's quality tolerance (``training.verdicts.TOLERANCE``,
+    2 points of accuracy or 0.05 bpc), applied as every verdict applies it: to the paired
+    95 % interval of the drop (``PlanScore.within``: its upper bound at most δ). Not the
+    source's own half-width, which measures the evaluation set's spread, not the paired
+    drop's (issue 37: 4.4 points on digits-tno, twice the tolerance)."""
+    return TOLERANCE[metric_name]
 
 
 def score_plan(model: nn.Module, task: Task, plan: CompressionPlan, source: Scores,
@@ -290,7 +293,8 @@ def search(model: nn.Module, task: Task, delta: float | None = None, method: str
     docstring). ``source_scores``: the source's ``task_scores``, if the caller has them.
 
     delta: the allowed drop of the metric (accuracy as a fraction, or bits per
-    character); None: ``default_delta``. Progress goes 0..0.5 over the sensitivity and
+    character), against the upper bound of the drop's paired 95 % interval; None:
+    ``default_delta``, the verdict tolerance. Progress goes 0..0.5 over the sensitivity and
     0.5..1 over the plans."""
     if delta is not None:
         check_number("delta", delta, 0)
@@ -304,7 +308,7 @@ def search(model: nn.Module, task: Task, delta: float | None = None, method: str
     check_compression(model.config, largest, n0, SPEED_FACTORS, 0, evaluation_size(task),
                       next(model.parameters()).element_size())
     source = task_scores(model, task) if source_scores is None else source_scores
-    delta = default_delta(source) if delta is None else delta
+    delta = default_delta(source.metric_name) if delta is None else delta
 
     def half(offset: float) -> Progress | None:
         if on_progress is None:

@@ -3,9 +3,10 @@
 Each channel's learned kernel at the training length n0, lags 0..n0-1, is fitted by s
 damped complex exponentials (``analysis.exponential_fit``: matrix pencil poles, residues
 by least squares weighted as the n0 x n0 matrix's Frobenius norm weighs each lag), and the
-layer becomes an ``operators.SSM`` holding them. The lag 0 is kept exactly (d = k_0), so,
-as with band + low rank, a layer's error is ||T - T̂||_F / ||T - band(T)||_F with the band
-the lag 0 alone: the part of the kernel beyond the diagonal that the exponentials miss.
+layer becomes an ``operators.SSM`` holding them. The lag 0 is kept exactly (d = k_0). A
+layer's error is the lab's one relative error, ||T - T̂||_F / ||T||_F over its channels
+(``analysis.errors.relative_error``): the diagonal counts in ||T||_F like every other lag,
+as in band + low rank (docs/metrics.md, "Relative error").
 
 Beyond n0 the converted kernel is what its exponentials give; the source's is what its RPE
 gives. Both are the model's own extrapolation, and may differ there.
@@ -15,10 +16,9 @@ Letters: D channels, n0 training length, s modes.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from tnn_core.analysis.errors import relative_error
 from tnn_core.analysis.exponential_fit import fit_exponentials
 from tnn_core.compress.plan import LayerPlan
 from tnn_core.operators import OperatorConfig
@@ -33,15 +33,14 @@ def recurrent_config(plan: LayerPlan) -> OperatorConfig:
 
 def fit_recurrent(column: np.ndarray, plan: LayerPlan
                   ) -> tuple[OperatorConfig, dict[str, np.ndarray], float]:
-    """Lags 0..n0-1 of one layer's kernels, [D, n0] -> (config, the SSM's tensors, error)."""
+    """Lags 0..n0-1 of one layer's kernels, [D, n0] -> (config, the SSM's tensors, error),
+    the error ||T - T̂||_F / ||T||_F over the channels, T lower-triangular Toeplitz."""
     fit = fit_exponentials(column, plan.state)
     n = column.shape[1]
     residual = column - fit.kernel(n)  # (D, n) zero at lag 0
     entries = n - np.arange(n)  # (n,) lag l fills n - l entries of T
-    error_sq = float(np.sum(entries * residual**2))
-    beyond_sq = float(np.sum(entries[1:] * column[:, 1:] ** 2))
-    error = (0.0 if error_sq == 0.0 else math.inf) if beyond_sq == 0.0 else \
-        math.sqrt(error_sq / beyond_sq)
+    error = relative_error(float(np.sum(entries * residual**2)),
+                           float(np.sum(entries * column**2)))
     tensors = {"poles": np.stack([fit.poles.real, fit.poles.imag], axis=-1),  # (D, s, 2)
                "residues": np.stack([fit.residues.real, fit.residues.imag], axis=-1),
                "direct": fit.direct}  # (D,)

@@ -7,11 +7,11 @@ quality, with and without fine-tuning, and its measured speed-up.
 For each checkpoint it converts with every (m, r) of the grid on all layers (method
 "fit"), scores the task's evaluation set (the source's sequences, paired) and takes, in
 order of cost (``planner.layer_cost``), the first plan that keeps the source's quality
-by ``training.verdicts``: the whole 95 % interval of its drop within 2 points of
-accuracy or 0.05 bits per character. Then it fine-tunes the FINETUNE_TRIES plans cheaper
-than that one with the smallest drops (all parameters, --finetune steps) and keeps the
-cheapest that then keeps the quality; the source is fine-tuned for the same steps as
-the control. Prints a markdown table (docs/benchmarks.md).
+by ``training.verdicts``: the whole paired 95 % interval of its drop (the source's
+sequences) within 2 points of accuracy or 0.05 bits per character. Then it fine-tunes the
+FINETUNE_TRIES plans cheaper than that one with the smallest drops (all parameters,
+--finetune steps) and keeps the cheapest that then keeps the quality; the source is
+fine-tuned for the same steps as the control. Prints a markdown table (docs/benchmarks.md).
 """
 
 from __future__ import annotations

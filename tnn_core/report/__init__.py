@@ -11,12 +11,14 @@ set's sequences (``training.evaluate.evaluate_model``) when the budget estimates
 sentence says why there is none), the baselines, the model and training config, and the
 lineage a converted checkpoint records. Then, per layer, statistics of each channel's n × n
 Toeplitz matrix at the training length n (``analysis.spectral_summary``): for every
-channel, the band's share of ||T||_F² and SKI's band + rank-r error (sampled and fitted);
+channel, the band energy share ||band(T)||_F² / ||T||_F² and SKI's band + rank-r relative
+error ||T - T̂||_F / ||T||_F (sampled and fitted; the atlas's numbers under its names);
 for the channels that fit a work bound (all of the shipped models'), stable rank, energy
 rank, Roy–Vetterli's effective rank, the Clauset–Shalizi–Newman power-law fit of the
-eigenvalues and the Eckart–Young optimum. The band m and rank
-r are a SKI layer's own, else DEFAULT_BAND and DEFAULT_RANK; ``band``/``rank``
-(--band/--rank) set them for every layer. Progress goes to stderr.
+eigenvalues and the Eckart–Young optimum. The band m and rank r are a SKI layer's own,
+else DEFAULT_BAND and ``default_rank(n)`` = min(DEFAULT_RANK, n // 4), at least 2 (r = n
+would make SKI exact by construction: the report says so in words where it is);
+``band``/``rank`` (--band/--rank) set them for every layer. Progress goes to stderr.
 
 ``--kernels N --out FILE.npz`` writes instead every layer's kernels at length N: arrays
 ``layer0``, ``layer1``, … of shape [channels, 2N − 1], t_k for k = −(N − 1) … N − 1 (a
@@ -37,6 +39,7 @@ from tnn_core.report.build import (
     Spread,
     channels_reported,
     check_reportable,
+    default_rank,
     report_for,
 )
 from tnn_core.report.cli import main
@@ -49,7 +52,7 @@ from tnn_core.report.render import (
     to_markdown,
 )
 
-__all__ = ["DEFAULT_BAND", "DEFAULT_RANK", "FORMATS", "SPECTRA_WORK", "BATCHED", "ModelCard",
-           "Spread", "LayerReport", "Report", "channels_reported", "check_reportable",
+__all__ = ["DEFAULT_BAND", "DEFAULT_RANK", "default_rank", "FORMATS", "SPECTRA_WORK", "BATCHED",
+           "ModelCard", "Spread", "LayerReport", "Report", "channels_reported", "check_reportable",
            "report_for", "lineage_markdown", "to_markdown", "to_csv", "to_json", "RENDERERS",
            "main"]

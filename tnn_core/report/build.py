@@ -1,14 +1,17 @@
 """The report of one loaded checkpoint: its model card and, per layer, statistics of its
 channels' Toeplitz matrices at the training length n (``Report``, by ``report_for``).
 
-Every channel of every layer, batched (``analysis.atlas.ski_statistics``): the band's
-share of ||T||_F² and SKI's band + rank-r error, sampled and fitted; the paper's 6 × 1,536
-channels at n = 512 in about a second. The statistics that take all n singular values of
-a channel's n × n matrix (``analysis.spectral_summary``: stable rank, energy rank,
-Roy–Vetterli's effective rank, the Clauset–Shalizi–Newman power-law fit of the eigenvalues,
-the Eckart–Young optimum; 40 ms a channel at n = 512 here) keep within
-SPECTRA_WORK (layers × channels × n³): every channel, else as many evenly spaced channels
-in each layer as fit (``channels_reported``), and only up to n = MAX_N (dense matrices).
+Every channel of every layer, batched (``analysis.atlas.ski_statistics``): the band
+energy share ||band(T)||_F² / ||T||_F² and SKI's band + rank-r error ||T - T̂||_F / ||T||_F,
+sampled and fitted, the atlas's numbers under the atlas's names (``analysis.atlas``); the
+paper's 6 × 1,536 channels at n = 512 in about a second. Where SKI is exact by
+construction (r = n, or a band of every lag) ``LayerReport.exact`` says so in words.
+The statistics that take all n singular values of a channel's n × n matrix
+(``analysis.spectral_summary``: stable rank, energy rank, Roy–Vetterli's effective rank,
+the Clauset–Shalizi–Newman power-law fit of the eigenvalues, the Eckart–Young optimum;
+40 ms a channel at n = 512 here) keep within SPECTRA_WORK (layers × channels × n³): every
+channel, else as many evenly spaced channels in each layer as fit (``channels_reported``),
+and only up to n = MAX_N (dense matrices).
 
 The metric: the task's evaluation set scored as every page scores it
 (``training.evaluate``), when the budget estimates it within ``seconds_limit`` on this
@@ -27,7 +30,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from tnn_core.analysis.atlas import MAX_LAYOUT_N, ski_statistics
+from tnn_core.analysis.atlas import (
+    DEFAULT_RANK,
+    MAX_LAYOUT_N,
+    RANK_SHARE,
+    default_rank,
+    exact_by_construction,
+    ski_statistics,
+)
 from tnn_core.analysis.spectral_summary import MAX_N, ChannelSpectrum, layer_spectra
 from tnn_core.checks import check_int
 from tnn_core.operators.config import CHANNEL_KINDS
@@ -42,12 +52,13 @@ from tnn_core.training.evaluate import (
 )
 from tnn_core.training.tasks import Task, kernels_only_reason
 
-__all__ = ["DEFAULT_BAND", "DEFAULT_RANK", "SPECTRA_WORK", "BATCHED", "RUN_FIELDS",
-           "ModelCard", "Spread", "LayerReport", "Report", "Progress", "channels_reported",
-           "check_reportable", "report_for"]
+__all__ = ["DEFAULT_BAND", "DEFAULT_RANK", "RANK_SHARE", "default_rank", "SPECTRA_WORK", "BATCHED",
+           "RUN_FIELDS", "ModelCard", "Spread", "LayerReport", "Report", "Progress",
+           "channels_reported", "check_reportable", "report_for"]
 
 DEFAULT_BAND = 9  # m for a layer that is not SKI: a compression plan's default, and the atlas's
-DEFAULT_RANK = 32  # r likewise
+# r for a layer that is not SKI: ``analysis.atlas.default_rank`` (min(DEFAULT_RANK, n // 4)),
+# the atlas's too
 SPECTRA_WORK = 1e10  # layers x channels x n^3: ~5 s here; the shipped models need <= 6.4e9
 BATCHED = ("band_mass", "sample_error", "fit_error")  # every channel's (``ski_statistics``)
 RUN_FIELDS = ("command", "status", "device", "dtype", "world_size", "wall_s", "started",
@@ -94,6 +105,7 @@ class LayerReport:
     rank: int  # r inducing points
     width: int  # D, the layer's channels
     batched: dict[str, np.ndarray]  # BATCHED -> [D]: every channel's
+    exact: str  # why SKI's errors are 0 by construction at (n, m, r), in words; "" if not
     channels: tuple[ChannelSpectrum, ...]  # [K]: the channels with spectra
     channel_ids: tuple[int, ...]  # [K] their indices among the layer's D
 
@@ -124,8 +136,8 @@ class Report:
 def _band_and_rank(model: nn.Module, n: int, band: int | None, rank: int | None
                    ) -> list[tuple[str, int, int]]:
     """(kind, m, r) per layer: the given m and r, else a SKI layer's own, else the defaults
-    (at most 2n-2 and n); ValueError for an operator without Toeplitz kernels or an m or r
-    that does not fit n."""
+    (at most 2n-2, and ``default_rank(n)``); ValueError for an operator without Toeplitz
+    kernels or an m or r that does not fit n."""
     if band is not None:
         check_int("band", band, 1, 2 * n - 2, "[1, 2n-2]")
     if rank is not None:
@@ -138,7 +150,7 @@ def _band_and_rank(model: nn.Module, n: int, band: int | None, rank: int | None
                              f"needs channel-wise Toeplitz layers ({', '.join(CHANNEL_KINDS)})")
         ski = operator.kind == "ski"
         m = band if band is not None else operator.band if ski else min(DEFAULT_BAND, 2 * n - 2)
-        r = rank if rank is not None else operator.rank if ski else min(DEFAULT_RANK, n)
+        r = rank if rank is not None else operator.rank if ski else default_rank(n)
         where = f"layer {layer}'s own"
         check_int(f"{where} band", m, 1, 2 * n - 2, f"[1, 2n-2] at n = {n}")
         check_int(f"{where} rank", r, 2, n, f"[2, n] at n = {n}")
@@ -240,7 +252,8 @@ def _layers(model: nn.Module, n: int, plan: list[tuple[str, int, int]], chosen: 
             on_progress("layers", layer, len(plan))
         kernels = operator.kernel(n).detach().to("cpu", torch.float64)  # (D, 2n-1)
         layers.append(LayerReport(layer, kind, m, r, len(kernels),
-                                  ski_statistics(kernels, m, r, causal), (), ()))
+                                  ski_statistics(kernels, m, r, causal),
+                                  exact_by_construction(n, m, r, causal), (), ()))
         kept.append(kernels[chosen])
     if on_progress is not None:
         on_progress("layers", len(plan), len(plan))
@@ -269,8 +282,8 @@ def report_for(model: nn.Module, info: CheckpointInfo, task: Task | None,
     """The ``Report`` of a loaded checkpoint (``checkpoint.load``) on its task
     (``tasks.task_from_info(info.task)``; None for token mixers alone, whose length is their
     record's seq_len). band, rank: m and r for every layer (None: a SKI layer's own, else
-    DEFAULT_BAND, DEFAULT_RANK). The metric when its estimate fits ``seconds_limit`` (None:
-    always). Refuses a length above MAX_LAYOUT_N before any work. ``on_progress(stage,
+    DEFAULT_BAND, ``default_rank(n)``). The metric when its estimate fits ``seconds_limit``
+    (None: always). Refuses a length above MAX_LAYOUT_N before any work. ``on_progress(stage,
     done, total)``: before and after each stage's steps (``Progress``)."""
     n = task.seq_len if task is not None else int(info.task["settings"]["seq_len"])
     plan = check_reportable(model, n, band, rank)
@@ -284,6 +297,6 @@ def report_for(model: nn.Module, info: CheckpointInfo, task: Task | None,
     else:
         no_spectra = (f"No spectra at n = {n:,}: they take all n singular values of each "
                       f"channel's n × n matrix, densely up to n = {MAX_N} (MAX_N); the "
-                      f"band mass and SKI's errors above are every channel's.")
+                      f"band energy share and SKI's errors above are every channel's.")
     return Report(_card(model, info, task, n, evaluation, no_metric), n, causal, tuple(layers),
                   no_spectra)

@@ -8,7 +8,13 @@ import argparse
 from tnn_core.analysis.kernel_arrays import kernel_arrays, npz_bytes
 from tnn_core.checks import check_choice, check_number
 from tnn_core.files import exclusive_output, read_bounded
-from tnn_core.report.build import DEFAULT_BAND, DEFAULT_RANK, check_reportable, report_for
+from tnn_core.report.build import (
+    DEFAULT_BAND,
+    DEFAULT_RANK,
+    RANK_SHARE,
+    check_reportable,
+    report_for,
+)
 from tnn_core.report.render import FORMATS, RENDERERS
 from tnn_core.training.answer import answer_text
 from tnn_core.training.budget import SECONDS_LIMIT
@@ -27,8 +33,9 @@ USAGE = """A checkpoint's model card and the statistics of its Toeplitz matrices
     python -m tnn_core.report checkpoints/charlm-tno.safetensors --kernels 256 --out k.npz
 
 The metric is scored when estimated within --time-limit seconds on this machine (the card
-says why when it is not). Every channel gets the band's share of ||T||_F^2 and SKI's
-errors; the channels within a work bound (all of the shipped models') their spectra too.
+says why when it is not). Every channel gets its band energy share ||band(T)||_F^2 /
+||T||_F^2 and SKI's relative errors ||T - T^||_F / ||T||_F (the atlas's numbers); the
+channels within a work bound (all of the shipped models') their spectra too.
 --kernels N --out FILE.npz writes every layer's kernels instead (docs/commands.md)."""
 
 STAGES = {"scoring": ("scoring", "batch"), "layers": ("every channel", "layer"),
@@ -96,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
                         f"else {DEFAULT_BAND})")
     p.add_argument("--rank", type=int, default=None, metavar="R",
                    help=f"rank r for every layer, in [2, n] (default: a SKI layer's own, "
-                        f"else {DEFAULT_RANK})")
+                        f"else min({DEFAULT_RANK}, n // {RANK_SHARE}), at least 2: r = n "
+                        f"would make SKI exact by construction)")
     p.add_argument("--text", default=None,
                    help="charlm trained on a user's text: that text file (its SHA-256 must "
                         "match the one the checkpoint records)")

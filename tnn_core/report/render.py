@@ -11,6 +11,8 @@ import json
 import math
 from dataclasses import asdict
 
+from tnn_core.analysis.atlas import BAND_SHARE, BAND_SHARE_NAME, SKI_ERROR_NAME
+from tnn_core.analysis.errors import RELATIVE_ERROR
 from tnn_core.analysis.spectral_summary import STATISTICS
 from tnn_core.report.build import BATCHED, ModelCard, Report
 from tnn_core.training.scores import format_metric
@@ -20,11 +22,14 @@ __all__ = ["FORMATS", "COLUMNS", "RENDERERS", "lineage_markdown", "to_markdown",
 
 FORMATS = ("markdown", "csv", "json")
 # every channel's columns first (BATCHED), then the spectra's
-COLUMNS = (("band_mass", "band mass"), ("sample_error", "SKI error (sample)"),
+# the band share and SKI's error under the atlas's names (``analysis.atlas``)
+SKI_ERRORS = ("sample_error", "fit_error")
+COLUMNS = (("band_mass", BAND_SHARE_NAME), ("sample_error", SKI_ERROR_NAME),
            ("fit_error", "SKI error (fit)"), ("stable_rank", "stable rank"),
            ("energy_rank", "energy rank (99 %)"),
            ("roy_vetterli_rank", "effective rank (Roy–Vetterli)"), ("csn_alpha", "CSN α"),
-           ("csn_tail", "CSN tail"), ("csn_ks", "CSN KS"), ("optimal_error", "optimal error"))
+           ("csn_tail", "CSN tail"), ("csn_ks", "CSN KS"), ("csn_p", "CSN p"),
+           ("optimal_error", "optimal error"))
 
 
 # -- markdown -----------------------------------------------------------------------------
@@ -126,7 +131,7 @@ def _over(report: Report) -> str:
         return f"Median over {every} [25th–75th percentile]. {report.no_spectra}"
     spectra = every if K == D else (f"{K} of a layer's {D:,} channels, evenly spaced (all "
                                     f"{D:,} pass the work bound)")
-    return (f"Median [25th–75th percentile]: band mass and SKI's errors over {every}; the "
+    return (f"Median [25th–75th percentile]: {BAND_SHARE_NAME} and SKI's errors over {every}; the "
             f"spectra (ranks, CSN fit, optimal error) over {spectra}.")
 
 
@@ -141,19 +146,28 @@ def to_markdown(report: Report) -> str:
         for name, _ in COLUMNS:
             s, of = layer.spread(name), len(layer.values(name))
             cell = f"{_number(s.median, 3)} [{_number(s.low, 3)}–{_number(s.high, 3)}]"
-            cells.append(cell if s.defined == of else f"{cell} ({s.defined} of {of})")
+            cell = cell if s.defined == of else f"{cell} ({s.defined} of {of})"
+            cells.append(f"{cell} (exact by construction)" if layer.exact and name in
+                         SKI_ERRORS else cell)
         lines.append(f"| {layer.layer} | {layer.operator} | {layer.band} | {layer.rank} | "
                      + " | ".join(cells) + " |")
+    lines += [f"\nLayer {layer.layer}: SKI's errors are 0 whatever the kernel, "
+              f"{layer.exact}." for layer in report.layers if layer.exact]
     band = "0 ≤ k < m" if report.causal else "|k| ≤ m//2"
-    lines += ["", "σ_i: singular values of T, T[i, j] = t_(i-j). Band mass: the share of "
-              f"‖T‖_F² on the band lags {band}. SKI error: ‖T − band − W A Wᵀ‖_F / ‖T‖_F at "
-              "(m, r), A sampled (as SKI-TNN) or fitted; optimal: the Eckart–Young error of "
-              "the best rank-r part. Stable rank: ‖T‖_F² / ‖T‖_2². Energy rank: the fewest "
+    lines += ["", "σ_i: singular values of T, T[i, j] = t_(i-j). "
+              f"{BAND_SHARE_NAME.capitalize()}: {BAND_SHARE}, the band's lags {band}. SKI "
+              f"error: the relative error {RELATIVE_ERROR}, T̂ = band + W A Wᵀ at (m, r), A "
+              "sampled (as SKI-TNN) or fitted; optimal: the Eckart–Young error of the best "
+              "rank-r part, over ‖T‖_F too. The atlas on Inspect shows the same numbers "
+              "under the same names. Stable rank: ‖T‖_F² / ‖T‖_2². Energy rank: the fewest "
               "σ_i holding 99 % of Σ σ_i². Effective rank (Roy–Vetterli): exp(H(p)), "
               "p_i = σ_i / Σ σ_j. CSN α: the Clauset–Shalizi–Newman fit of ρ(λ) ∝ λ^-α to the "
               "eigenvalues λ = σ² above a threshold xmin: the Hill estimate on the tail's "
               "eigenvalues strictly above xmin, xmin chosen by the smallest KS distance "
-              "(CSN KS; near 0 is a close fit; no goodness-of-fit p-value). T's σ_i follow "
+              "(CSN KS; near 0 is a close fit). CSN p: the fit's goodness-of-fit p-value by "
+              "their semi-parametric bootstrap (100 synthetic sets), for a few evenly spaced "
+              "channels of each layer (the cell says of how many); p ≤ 0.1 rules the power "
+              "law out. T's σ_i follow "
               "its frequency response (Szegő), so α describes the kernel's smoothness, not "
               "how well a layer trained (docs/metrics.md)."]
     if not report.causal and any(layer.operator == "ski" for layer in report.layers):
@@ -196,10 +210,12 @@ def _plain(value):
 
 
 def to_json(report: Report) -> str:
-    """Everything: the card, and per layer its spreads, every channel's BATCHED columns and
-    the spectra of the channels that have one."""
+    """Everything: the card, and per layer its spreads, why SKI is exact by construction
+    there ("ski_exact", "" if it is not), every channel's BATCHED columns and the spectra
+    of the channels that have one."""
     layers = [{"layer": layer.layer, "operator": layer.operator, "band": layer.band,
-               "rank": layer.rank, "width": layer.width, "channel_ids": list(layer.channel_ids),
+               "rank": layer.rank, "ski_exact": layer.exact, "width": layer.width,
+               "channel_ids": list(layer.channel_ids),
                "summary": {s: asdict(layer.spread(s)) for s in STATISTICS},
                "every_channel": {s: layer.batched[s].tolist() for s in BATCHED},
                "channels": [asdict(c) for c in layer.channels]} for layer in report.layers]

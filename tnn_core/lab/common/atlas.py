@@ -8,9 +8,11 @@ band + W A Wᵀ, which is not Toeplitz, so the atlas measures its nearest Toepli
 A togeipi layer has one Toeplitz part per head (``kernel_sources.toeplitz_part``), so its
 atlas measures the first channel of each head, one row per point spread function.
 
-Every channel, batched (``analysis.atlas.channel_statistics``): the paper's 6 × 1,536
-channels at n = 512 in about 0.5 s on one thread here (1.3 s at n = 1,024), a layer at a
-time with ``on_progress`` after each. Beside the statistics each channel gets its outlier
+Every channel, batched (``analysis.atlas.channel_statistics``: the band energy share
+||band(T)||_F² / ||T||_F², the fitted λ and SKI's error ||T - T̂||_F / ||T||_F, the report's
+numbers under the report's names): the paper's 6 × 1,536 channels at n = 512 in about
+0.5 s on one thread here (1.3 s at n = 1,024), a layer at a time with ``on_progress``
+after each. Beside the statistics each channel gets its outlier
 score: the largest robust z-score |x - median| / (1.4826 MAD) of its statistics within its
 layer, so the table can put the atypical channels first. The view keeps the statistics of
 all channels and the kernels of those each order puts first (``ATLAS_TILES``: Inspect's
@@ -31,13 +33,25 @@ import numpy as np
 import torch
 from torch import nn
 
-from tnn_core.analysis.atlas import BAND_ONLY_MASS, STATISTICS, band_mask, channel_statistics
+from tnn_core.analysis.atlas import (
+    BAND_ONLY_MASS,
+    BAND_SHARE,
+    BAND_SHARE_NAME,
+    SKI_ERROR_NAME,
+    STATISTICS,
+    band_mask,
+    channel_statistics,
+    default_rank,
+    exact_by_construction,
+)
+from tnn_core.analysis.errors import RELATIVE_ERROR
 from tnn_core.lab.common.kernel_sources import toeplitz_part
 from tnn_core.lab.common.kernel_view import KernelView, kernel_view
 from tnn_core.models import ModelConfig
 
-__all__ = ["BAND_ONLY_MASS", "STATISTICS", "ORDERS", "ATLAS_BAND", "ATLAS_RANK", "ATLAS_TILES",
-           "ATLAS_MAX_N", "ATLAS_MAX_BAND", "OPTIMAL_ELSEWHERE", "opening_atlas",
+__all__ = ["BAND_ONLY_MASS", "BAND_SHARE", "BAND_SHARE_NAME", "SKI_ERROR_NAME", "RELATIVE_ERROR",
+           "exact_by_construction", "STATISTICS", "ORDERS", "ATLAS_BAND",
+           "ATLAS_TILES", "ATLAS_MAX_N", "ATLAS_MAX_BAND", "OPTIMAL_ELSEWHERE", "opening_atlas",
            "layer_kernels", "band_description", "Channels", "LayerMedians", "AtlasView",
            "atlas_view"]
 
@@ -46,7 +60,6 @@ SORT_DESCENDING = ("locality", "outlier")  # the most local, the most atypical f
 # other statistics lowest first
 MAD_TO_SIGMA = 1.4826  # the median absolute deviation of a normal sample, in its σ
 ATLAS_BAND = 9  # the band m for operators without one of their own (|k| <= 4)
-ATLAS_RANK = 32  # SKI's inducing points r for the low-rank error
 ATLAS_TILES = 12  # channels each order leads with whose kernels a view keeps (Inspect's grid)
 ATLAS_MAX_N = 1024  # the longest length the atlas measures (the end of its n slider)
 # the widest band the atlas offers: every lag at ATLAS_MAX_N (|k| <= n-1, or lags 0..n-1);
@@ -58,12 +71,16 @@ OPTIMAL_ELSEWHERE = ("The Eckart–Young optimum at rank r takes an SVD of each 
                      "its optimum beside SKI's error at every rank.")
 
 
-def opening_atlas(config: ModelConfig, train_n: int) -> tuple[int, int]:
-    """(n, band m) a checkpoint's atlas opens at: its training length (at most ATLAS_MAX_N)
-    and SKI's own band m (at most ATLAS_MAX_BAND), ATLAS_BAND for the other operators."""
+def opening_atlas(config: ModelConfig, train_n: int) -> tuple[int, int, int]:
+    """(n, band m, rank r) a checkpoint's atlas opens at, the report's: its training length
+    (at most ATLAS_MAX_N), SKI's own band m (at most ATLAS_MAX_BAND) and r (at most n),
+    else ATLAS_BAND and ``default_rank(n)``, below n so that SKI's error measures
+    something."""
     operator = config.operator
-    band = min(operator.band, ATLAS_MAX_BAND) if operator.kind == "ski" else ATLAS_BAND
-    return min(train_n, ATLAS_MAX_N), band
+    n = min(train_n, ATLAS_MAX_N)
+    if operator.kind == "ski":
+        return n, min(operator.band, ATLAS_MAX_BAND), min(operator.rank, n)
+    return n, ATLAS_BAND, default_rank(n)
 
 
 @torch.no_grad()
@@ -94,9 +111,9 @@ class Channels:
 
     layer: np.ndarray
     channel: np.ndarray
-    locality: np.ndarray  # share of the mass Σ|t_k| on the band lags
+    locality: np.ndarray  # band energy share ||band(T)||_F² / ||T||_F² (the report's band_mass)
     decay: np.ndarray  # fitted λ of |t_k|; NaN for a band-only channel
-    low_rank: np.ndarray  # SKI's Frobenius error at rank r over ||T - band||_F
+    low_rank: np.ndarray  # SKI's error (sample) ||T - T̂||_F / ||T||_F (the report's sample_error)
     outlier: np.ndarray  # the largest robust distance of a statistic from its layer's median
 
     def columns(self) -> dict[str, np.ndarray]:

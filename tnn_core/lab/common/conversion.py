@@ -35,7 +35,7 @@ class QuickConversion:
     source: Scores  # the same sequences for every variant
     converted: Scores
     alone: tuple[Scores, ...]  # per layer: only that layer converted
-    errors: tuple[float, ...]  # per layer, ‖error‖_F / ‖off-band part‖_F (convert.fit_layer)
+    errors: tuple[float, ...]  # per layer, ‖T − T̂‖_F / ‖T‖_F (convert.fit_layer)
 
 
 def quick_conversion(model: nn.Module, task: Task, band: int, rank: int,

@@ -1,12 +1,13 @@
 """A causal kernel as a recurrence: its fits by s damped complex exponentials for every s of
 a ladder (the Decomposition page's recurrent_fit figure, and lesson 6).
 
-An SSM h_{t+1} = z ⊙ h_t + x_t, y_t = d x_t + Re(c · h_t) applies the causal Toeplitz
-matrix of k_0 = d, k_l = Re Σ_j c_j z_j^(l-1) (TNN §4, "State space": an SSM is a TNN
-whose kernel is C Aᵗ B). ``analysis.exponential_fit`` fits a kernel's lags that way; here
-every s of ``LADDER`` is fitted at once, so the browser can move s with no server, and each
-fit is scored as the band + W A Wᵀ curve is: the relative Frobenius error
-||T - T̂||_F / ||T||_F of the n x n matrices (lag l fills n - l entries).
+A time-invariant SSM (S4, S4D; not a selective one such as Mamba) h_{t+1} = z ⊙ h_t + x_t,
+y_t = d x_t + Re(c · h_t) applies the causal Toeplitz matrix of k_0 = d,
+k_l = Re Σ_j c_j z_j^(l-1) (TNN §4, "State space": its kernel is C A^(l-1) B, l >= 1).
+``analysis.exponential_fit`` fits a kernel's lags that way; here every s of ``LADDER`` is
+fitted at once, so the browser can move s with no server, and each fit is scored as the
+band + W A Wᵀ curve is: the relative Frobenius error ||T - T̂||_F / ||T||_F of the n x n
+matrices (lag l fills n - l entries).
 
 Letters: n length, q the ladder's length, s modes.
 """
@@ -18,11 +19,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tnn_core.analysis.exponential_fit import exponential_kernel, fit_exponentials_ladder
+from tnn_core.analysis.exponential_fit import (
+    exponential_kernel,
+    fit_exponentials_ladder,
+    undamped_modes,
+)
 
 __all__ = ["LADDER", "RECURRENT_MAX_N", "RecurrentFit", "is_causal", "recurrent_fit",
-           "relative_error", "modes_for_error", "fitted_kernel", "DECAYS", "TARGETS",
-           "modes_by_decay"]
+           "relative_error", "modes_for_error", "fitted_kernel", "undamped_sentence", "DECAYS",
+           "TARGETS", "modes_by_decay"]
 
 LADDER = tuple(range(1, 33))  # s = 1..32: every value the figure's slider takes
 RECURRENT_MAX_N = 2048  # above it one Hankel SVD of n/2 x n/2 takes tens of seconds
@@ -41,6 +46,7 @@ class RecurrentFit:
     residues: tuple[np.ndarray, ...]  # q arrays, complex [s]: c
     direct: float  # d = k_0, fitted exactly
     errors: np.ndarray  # [q] ||T - T̂||_F / ||T||_F at each s (nan when T = 0)
+    undamped: np.ndarray  # [q] modes on |z| = 1 at each s: they never decay
 
 
 def is_causal(coeffs: np.ndarray) -> bool:
@@ -76,7 +82,8 @@ def recurrent_fit(coeffs: np.ndarray, ladder: tuple[int, ...] = LADDER) -> Recur
     return RecurrentFit(n=n, column=column, modes=np.array(ladder),
                         poles=tuple(fit.poles[0] for fit in fits),
                         residues=tuple(fit.residues[0] for fit in fits),
-                        direct=float(column[0]), errors=np.array(errors))
+                        direct=float(column[0]), errors=np.array(errors),
+                        undamped=np.array([int(undamped_modes(fit)[0]) for fit in fits]))
 
 
 def modes_for_error(fit: RecurrentFit, target: float) -> int | None:
@@ -90,6 +97,17 @@ def fitted_kernel(fit: RecurrentFit, modes: int) -> np.ndarray:
     i = int(np.flatnonzero(fit.modes == modes)[0])
     return exponential_kernel(fit.poles[i][None], fit.residues[i][None],
                               np.array([fit.direct]), fit.n)[0]
+
+
+def undamped_sentence(fit: RecurrentFit, modes: int) -> str:
+    """One sentence when the fit with ``modes`` = s of the ladder has a pole on the unit
+    circle (|z| >= 1 - 1e-9, held there by the bound |z| <= 1), else ""."""
+    count = int(fit.undamped[int(np.flatnonzero(fit.modes == modes)[0])])
+    if not count:
+        return ""
+    poles = "1 pole lies" if count == 1 else f"{count} poles lie"
+    return (f"At s = {modes}, {poles} on the unit circle (|z| = 1, where the bound |z| <= 1 "
+            "holds it): such a mode never decays, its state keeps every input it has read.")
 
 
 def modes_by_decay(kernels: dict[float, np.ndarray], targets: tuple[float, ...] = TARGETS

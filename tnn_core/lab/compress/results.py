@@ -15,9 +15,9 @@ from tnn_core.lab.common.saving import save_new
 from tnn_core.lab.compress.units import Unit
 from tnn_core.training.checkpoint import CheckpointInfo
 from tnn_core.training.scores import Difference, Scores
-from tnn_core.training.verdicts import change_text, quality
+from tnn_core.training.verdicts import quality_sentence
 
-__all__ = ["SpeedRow", "speed_row", "change_sentence", "ResultView", "result_view",
+__all__ = ["SpeedRow", "speed_row", "ResultView", "result_view",
            "save_name", "save"]
 
 
@@ -40,14 +40,6 @@ class SpeedRow:
 def speed_row(factor: int, s: Speedup) -> SpeedRow:
     return SpeedRow(factor, s.length, s.source_ms, s.converted_ms, s.source_quartiles,
                     s.converted_quartiles, s.ratio, s.ratio_ci, s.repeats, s.verdict)
-
-
-def change_sentence(unit: Unit, change: Difference, what: str) -> str:
-    """"Converted, the model is 0.8 points worse (95 % interval …): …" with the verdict."""
-    verdict = {"keeps": "it keeps its quality", "loses": "it loses quality",
-               "cannot tell": f"cannot tell with {change.reference.sequences:,} sequences "
-                              f"whether it keeps its quality"}[quality(change)]
-    return f"{what} is {change_text(change)} than the source: {verdict}."
 
 
 @dataclass(frozen=True)
@@ -92,10 +84,10 @@ class ResultView:
     def verdict(self) -> str:
         """What the conversion cost the metric, before and after fine-tuning, each change
         with its interval and verdict (``training.verdicts``)."""
-        text = change_sentence(self.unit, self.changes[0], "Converted, the model")
+        text = quality_sentence(self.changes[0], "the model", "Converted,")
         if self.changes[1] is not None:
-            text += " " + change_sentence(self.unit, self.changes[1],
-                                          f"After {self.finetune_steps} fine-tuning steps it")
+            text += " " + quality_sentence(self.changes[1], "it", f"After "
+                                           f"{self.finetune_steps} fine-tuning steps")
         return text
 
 

@@ -15,7 +15,18 @@ from tnn_core.training.scores import Scores
 from tnn_core.training.tasks import Task
 from tnn_core.training.verdicts import amount
 
-__all__ = ["Candidate", "SearchView", "search_view"]
+__all__ = ["SEARCH_EXPLAINED", "Candidate", "SearchView", "search_view"]
+
+SEARCH_EXPLAINED = (
+    "The search first converts **each layer alone** at every (m, r) of the grid and measures "
+    "the drop of the metric (its sensitivity), then builds candidate plans (every grid point "
+    "on all layers, and per layer the cheapest point whose drop stays within a share of δ), "
+    "scores them **most promising first**, and keeps the **fastest at the training length "
+    "within δ** of the source: a plan is within δ only when the whole paired 95 % interval "
+    "of its drop is (the same sequences for the source and the plan), and it is the fastest "
+    "only when its speed-up's interval lies above every other plan's (the plans tied for it "
+    f"are re-timed up to {SPEED_ROUNDS} times, then reported as tied). A minute or so for a "
+    "small model.")
 
 
 @dataclass(frozen=True)

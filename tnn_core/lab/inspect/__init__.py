@@ -24,7 +24,6 @@ from tnn_core.lab.common.atlas import (
     ATLAS_BAND,
     ATLAS_MAX_BAND,
     ATLAS_MAX_N,
-    ATLAS_RANK,
     ATLAS_TILES,
     BAND_ONLY_MASS,
     OPTIMAL_ELSEWHERE,
@@ -139,7 +138,7 @@ __all__ = [
     "COMMAND_SHOWN", "Summary", "summary", "evaluation", "TimeLimitError", "convertible",
     "display_line",
     # the kernel atlas
-    "STATISTICS", "BAND_ONLY_MASS", "ATLAS_BAND", "ATLAS_RANK", "ATLAS_TILES",
+    "STATISTICS", "BAND_ONLY_MASS", "ATLAS_BAND", "ATLAS_TILES",
     "OPTIMAL_ELSEWHERE", "ATLAS_MAX_N", "ATLAS_MAX_BAND", "TOGEIPI_PART", "opening_atlas",
     "Channels",
     "LayerMedians", "AtlasView", "atlas_view", "band_description",

@@ -47,7 +47,8 @@ interface exposes them.
 
 from tnn_core.analysis.fd_response import fd_response
 from tnn_core.lab.common.atlas import (
-    ATLAS_RANK,
+    BAND_SHARE_NAME,
+    SKI_ERROR_NAME,
     atlas_view,
     opening_atlas,
 )
@@ -90,5 +91,5 @@ __all__ = [
     "kept_predictions",
     # what a step draws from the other pages' views
     "fd_response", "SIDES", "QuickConversion", "quick_conversion", "BandAblation",
-    "ATLAS_RANK", "DECAY_PAIR", "atlas_view", "opening_atlas", "summary",
+    "BAND_SHARE_NAME", "SKI_ERROR_NAME", "DECAY_PAIR", "atlas_view", "opening_atlas", "summary",
 ]
