@@ -63,7 +63,7 @@ def test_converting_digits_tno_shows_the_metrics_and_saves(compress_page, tmp_pa
     assert metric(at, "Converted accuracy") == unit.show(result.converted.metric)
     low, high = result.converted.ci95  # each metric with its interval, and the verdict
     assert f"95 % interval {unit.show(low)} to {unit.show(high)}" in [c.value for c in at.caption]
-    assert any(m.value.startswith("Converted, the model is ") and "95 % interval" in m.value
+    assert any(m.value.startswith("Converted, the model ") and "95 % interval" in m.value
                for m in at.markdown)
     assert metric(at, "Chance accuracy") == "10.0 %"
     assert metric(at, "After fine-tuning") == "—"

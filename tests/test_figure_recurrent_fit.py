@@ -100,6 +100,7 @@ def figure_data(n: int, modes: int) -> dict:
     return {"id": f"tno-{n}", "n": n, "column": packed(fit.column), "direct": fit.direct,
             "modes": fit.modes.tolist(), "poles": [pairs(z) for z in fit.poles],
             "residues": [pairs(c) for c in fit.residues], "errors": fit.errors.tolist(),
+            "undamped": fit.undamped.tolist(),
             "floor": 1e-7, "exact": [], "band": 9, "ranks": curve.ranks.tolist(),
             "ski": [None if v != v else v for v in curve.fit.tolist()],
             "optimal": [None if v != v else v for v in curve.optimal.tolist()],

@@ -11,7 +11,7 @@ values σ_1 >= ... >= σ_n of T (all of them, densely: ``persymmetric``):
                      to the largest eigenvalues λ = σ² of TᵀT (``power_law``), and its
                      goodness-of-fit p-value (their semi-parametric bootstrap, GOF_DRAWS
                      sets) for up to GOF_CHANNELS evenly spaced channels of a layer, as
-                     many as GOF_WORK allows (nan for the others)
+                     many as GOF_WORK allows the model (nan for the others)
     band mass        the share of ||T||_F² on the band lags, Σ_{k in band} (n-|k|) t_k² /
                      Σ_k (n-|k|) t_k²; the band is |k| <= m//2, causal 0 <= k < m
                      (``gram.band_lags``, as ``decompose`` and the band ablation read m)
@@ -41,16 +41,17 @@ from tnn_core.analysis.persymmetric import persymmetric_singular_values
 from tnn_core.analysis.power_law import csn_p_value, csn_power_law_fit
 from tnn_core.checks import check_int
 
-__all__ = ["ENERGY", "MAX_N", "GOF_CHANNELS", "GOF_WORK", "STATISTICS", "stable_rank",
-           "energy_rank", "roy_vetterli_rank", "band_mass", "ChannelSpectrum",
+__all__ = ["ENERGY", "MAX_N", "GOF_CHANNELS", "GOF_WORK", "gof_channels", "STATISTICS",
+           "stable_rank", "energy_rank", "roy_vetterli_rank", "band_mass", "ChannelSpectrum",
            "channel_spectrum", "layer_spectra"]
 
 ENERGY = 0.99  # the energy rank keeps this share of Σ σ_i²
 MAX_N = DENSE_MAX_N  # all n singular values densely: an n × n float64 matrix per channel
 GOF_CHANNELS = 8  # channels of a layer given the power law's p-value at most, and ...
-GOF_WORK = 4 * 256**2  # ... as many as keep channels × n² within this: its bootstrap costs
-# 0.05 s a channel at n = 128, 0.22 s at 256, 1.2 s at 512 (N² per set, memory-bound), so a
-# layer's p-values take about a second: 8 channels at n <= 181, 4 at 256, 1 at 512
+GOF_WORK = 8 * 256**2  # ... as many as keep layers × channels × n² within this: its
+# bootstrap costs 0.05 s a channel at n = 128, 0.22 s at 256, 1.2 s at 512 (N² per set,
+# memory-bound), so a model's p-values take about two seconds: a shipped model (2 layers)
+# 8 a layer at n <= 128, 4 at 256; 12 layers at n = 512 none
 STATISTICS = ("stable_rank", "energy_rank", "roy_vetterli_rank", "csn_alpha", "csn_xmin",
               "csn_tail", "csn_ks", "csn_p", "band_mass", "sample_error", "fit_error",
               "optimal_error")
@@ -134,18 +135,21 @@ def channel_spectrum(coeffs, band: int, rank: int, causal: bool, gof: bool = Tru
         fit_error=float(curve.fit[0]), optimal_error=float(curve.optimal[0]))
 
 
+def gof_channels(layers: int, n: int) -> int:
+    """Channels of each of ``layers`` layers at length n given the p-value: GOF_CHANNELS,
+    fewer where the model's would pass GOF_WORK (0: none)."""
+    return min(GOF_CHANNELS, GOF_WORK // (max(layers, 1) * n * n))
+
+
 def layer_spectra(kernels: torch.Tensor, band: int, rank: int, causal: bool,
-                  gof_channels: int | None = None) -> list[ChannelSpectrum]:
+                  gof_channels: int = GOF_CHANNELS) -> list[ChannelSpectrum]:
     """``channel_spectrum`` of each channel of one layer's kernels [D, 2n-1], the p-value
-    for ``gof_channels`` of them (default: GOF_CHANNELS within GOF_WORK), evenly spaced,
-    the first and the last included."""
+    for ``gof_channels`` of them, evenly spaced, the first and the last included."""
     if kernels.dim() != 2:
         raise ValueError(f"kernels must have shape [D, 2n-1]; got {tuple(kernels.shape)}")
     n = (kernels.shape[-1] + 1) // 2
     check_int("n", n, 2, MAX_N, "[2, MAX_N]")  # before any n × n matrix
     D = kernels.shape[0]
-    if gof_channels is None:
-        gof_channels = max(1, min(GOF_CHANNELS, GOF_WORK // n**2))
     tested = set(np.linspace(0, D - 1, min(D, gof_channels)).round().astype(int).tolist())
     return [channel_spectrum(row.double(), band, rank, causal, gof=c in tested)
             for c, row in enumerate(kernels)]

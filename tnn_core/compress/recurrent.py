@@ -1,8 +1,9 @@
 """Convert a causal Toeplitz layer into its recurrent form: a diagonal SSM per channel.
 
 Each channel's learned kernel at the training length n0, lags 0..n0-1, is fitted by s
-damped complex exponentials (``analysis.exponential_fit``: matrix pencil poles, residues
-by least squares weighted as the n0 x n0 matrix's Frobenius norm weighs each lag), and the
+damped complex exponentials (``analysis.exponential_fit``: matrix pencil poles refined by
+variable projection, ``analysis.variable_projection``; residues by least squares weighted
+as the n0 x n0 matrix's Frobenius norm weighs each lag), and the
 layer becomes an ``operators.SSM`` holding them. The lag 0 is kept exactly (d = k_0). A
 layer's error is the lab's one relative error, ||T - T̂||_F / ||T||_F over its channels
 (``analysis.errors.relative_error``): the diagonal counts in ||T||_F like every other lag,

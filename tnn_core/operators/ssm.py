@@ -1,8 +1,10 @@
 """SSM: a causal Toeplitz operator held as a diagonal state-space model.
 
-The TNN paper (§4, "State space") notes that an SSM is a TNN whose kernel is k_t = C Aᵗ B.
-This operator is that special case with A diagonal and complex (S4D's convention: Gu,
-Gupta, Goel and Ré, NeurIPS 2022), per channel, s modes and a real output:
+The TNN paper (§4, "State space") notes that a time-invariant SSM (S4, S4D; not a
+selective one such as Mamba, whose A and B depend on the input) is a TNN whose kernel is
+k_l = C A^(l-1) B for l >= 1. This operator is that special case with A diagonal and
+complex (S4D's convention: Gu, Gupta, Goel and Ré, NeurIPS 2022), per channel, s modes and
+a real output:
 
     k_0 = d,    k_l = Re Σ_{j<s} c_j z_j^(l-1)   (l >= 1)
 
@@ -12,7 +14,7 @@ kernel fitted by ``analysis.exponential_fit``), and it runs two ways with one ma
 * ``mix`` (a whole sequence): the kernel's lags 0..n-1 as a circulant column, one FFT
   product, as TNO's causal kernel;
 * ``recurrence()`` (one token at a time): h_{t+1} = z ⊙ h_t + x_t, y_t = d x_t + Re(c · h_t),
-  constant work and memory per token whatever the context (``generation.incremental``).
+  constant work and memory per token whatever the context (``generate.incremental``).
 
 The poles and residues are stored as (real, imaginary) pairs, [D, s, 2], because
 safetensors has no complex dtype. A built (not converted) operator starts as S4D-Lin:

@@ -38,7 +38,7 @@ from tnn_core.analysis.atlas import (
     exact_by_construction,
     ski_statistics,
 )
-from tnn_core.analysis.spectral_summary import MAX_N, ChannelSpectrum, layer_spectra
+from tnn_core.analysis.spectral_summary import MAX_N, ChannelSpectrum, gof_channels, layer_spectra
 from tnn_core.checks import check_int
 from tnn_core.operators.config import CHANNEL_KINDS
 from tnn_core.training.budget import SECONDS_LIMIT, TimeLimitError, pass_cost
@@ -264,11 +264,12 @@ def _with_spectra(layers: list[LayerReport], kernels: list[torch.Tensor], chosen
                   causal: bool, on_progress: Progress | None) -> list[LayerReport]:
     """``layers`` with the spectra of their ``chosen`` channels, kernels [K, 2n-1] each."""
     total = len(layers) * len(chosen)
+    tested = gof_channels(len(layers), (kernels[0].shape[-1] + 1) // 2) if kernels else 0
     out = []
     for layer, coeffs in zip(layers, kernels, strict=True):
         if on_progress is not None:
             on_progress("spectra", layer.layer * len(chosen), total)
-        spectra = layer_spectra(coeffs, layer.band, layer.rank, causal)
+        spectra = layer_spectra(coeffs, layer.band, layer.rank, causal, tested)
         out.append(replace(layer, channels=tuple(spectra), channel_ids=tuple(chosen)))
     if on_progress is not None:
         on_progress("spectra", total, total)
