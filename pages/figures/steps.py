@@ -268,8 +268,7 @@ def _conversion(checkpoint: str, band: int, rank: int, method: str) -> None:
         misses = ", ".join(f"layer {i} {e:.2f}" for i, e in enumerate(result.errors))
         st.caption(f"{name} at the training length on the same {result.source.sequences:,} "
                    f"sequences for every variant (hover a value for its 95 % interval). "
-                   f"What band + W A Wᵀ misses of each layer's off-band part, ‖error‖_F / "
-                   f"‖off-band part‖_F: {misses}.")
+                   f"Each layer's relative error ‖T − T̂‖_F / ‖T‖_F: {misses}.")
 
 
 def _decomposition_source(settings: Mapping) -> decomposition.KernelSource:
