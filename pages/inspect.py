@@ -64,7 +64,7 @@ def table10() -> None:
 
 st.title("Inspect checkpoint")
 st.markdown("Open a trained model and look at the Toeplitz kernels it learned: how much of "
-            "each channel's mass sits in a narrow band around the diagonal, how fast the rest "
+            "each channel's energy sits in a narrow band around the diagonal, how fast the rest "
             "decays, how well SKI's low-rank part would hold it, whether the model needs it, "
             "and how the model does beyond the length it was trained on.")
 
