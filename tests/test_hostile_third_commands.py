@@ -73,6 +73,7 @@ def test_a_prompt_just_under_the_limit_fits_the_memory_budget(cases, tmp_path, r
     prompt = _prompt(62_790)
     code, stdout, stderr = run_case(cases, tmp_path, "tnn_core.generate", str(path), "--prompt",
                                     prompt, "--tokens", "5", "--temperature", "0",
+                                    "--threads", "1",  # no spinning threads on a busy machine
                                     "--time-limit", "28")  # memory is the point here
     assert code == 0, stderr
     assert stdout.startswith(prompt) and len(stdout) == len(prompt) + 5 + 1

@@ -9,6 +9,7 @@ test_figure_recurrent_fit.py.
 from __future__ import annotations
 
 import base64
+import re
 
 import numpy as np
 import pytest
@@ -173,9 +174,12 @@ def test_lesson_6_step_3_quotes_the_fit():
     reach = int(curve.ranks[np.flatnonzero(curve.fit <= error)[0]])
     assert modes_for_error(fit, 0.01) == s
     says = [f"s = 1 misses {100 * fit.errors[0]:.1f} %", f"s = {s} modes",
-            f"{2 * s} real numbers", f"to {100 * error:.2f} %", f"m = {band} first reaches "
-            f"at r = {reach}"]
+            f"{2 * s} real numbers", f"m = {band} first reaches at r = {reach}"]
     assert all(text in step.notice for text in says), (says, step.notice)
+    # the refinement's last digits vary with the machine's threads: 0.135 % reads 0.13 or
+    # 0.14, so the stated error is checked to its rounding
+    stated = float(re.search(r"bring it to ([0-9.]+) %", step.notice).group(1))
+    assert stated == pytest.approx(100 * error, abs=0.0051)
 
 
 def test_lesson_6_step_2_is_exact_where_band_and_low_rank_is_not():
