@@ -318,7 +318,7 @@ def test_the_sweep_table_lays_out_each_s_and_says_what_never_decays():
     caption = lab.sweep_caption(rows)
     assert "s = 2 is the first whose every layer's error is at most 0.05" in caption
     assert "At s = 2 a fitted pole sits on |z| = 1: that mode never decays" in caption
-    unknown = [{**row, "undamped": [None, None]} for row in rows]  # no undamped_modes yet
+    unknown = [{**row, "undamped": [None, None]} for row in rows]  # no layer counted
     assert lab.NEVER_DECAYING not in lab.sweep_table(model.config, unknown)[0]
     assert "never decays" not in lab.sweep_caption(unknown)
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 import numpy as np
 
 from tnn_core.analysis.errors import relative_error
-from tnn_core.analysis.exponential_fit import fit_exponentials
+from tnn_core.analysis.exponential_fit import ExponentialFit, fit_exponentials
 from tnn_core.compress.plan import LayerPlan
 from tnn_core.operators import OperatorConfig
 
-__all__ = ["recurrent_config", "fit_recurrent"]
+__all__ = ["recurrent_config", "fit_error", "fit_recurrent"]
 
 
 def recurrent_config(plan: LayerPlan) -> OperatorConfig:
@@ -32,16 +32,21 @@ def recurrent_config(plan: LayerPlan) -> OperatorConfig:
     return OperatorConfig(kind="ssm", causal=True, state=plan.state)
 
 
+def fit_error(column: np.ndarray, fit: ExponentialFit) -> float:
+    """||T - T̂||_F / ||T||_F over the channels of lags 0..n0-1 [D, n0] and their fit, T
+    lower-triangular Toeplitz (lag l fills n0 - l entries)."""
+    n = column.shape[1]
+    entries = n - np.arange(n)  # (n,)
+    return relative_error(float(np.sum(entries * (column - fit.kernel(n)) ** 2)),
+                          float(np.sum(entries * column**2)))
+
+
 def fit_recurrent(column: np.ndarray, plan: LayerPlan
                   ) -> tuple[OperatorConfig, dict[str, np.ndarray], float]:
     """Lags 0..n0-1 of one layer's kernels, [D, n0] -> (config, the SSM's tensors, error),
     the error ||T - T̂||_F / ||T||_F over the channels, T lower-triangular Toeplitz."""
     fit = fit_exponentials(column, plan.state)
-    n = column.shape[1]
-    residual = column - fit.kernel(n)  # (D, n) zero at lag 0
-    entries = n - np.arange(n)  # (n,) lag l fills n - l entries of T
-    error = relative_error(float(np.sum(entries * residual**2)),
-                           float(np.sum(entries * column**2)))
+    error = fit_error(column, fit)
     tensors = {"poles": np.stack([fit.poles.real, fit.poles.imag], axis=-1),  # (D, s, 2)
                "residues": np.stack([fit.residues.real, fit.residues.imag], axis=-1),
                "direct": fit.direct}  # (D,)

@@ -40,8 +40,7 @@ import torch
 from torch import nn
 
 from tnn_core.allocator import keep_freed_memory
-from tnn_core.analysis import exponential_fit
-from tnn_core.analysis.errors import relative_error
+from tnn_core.analysis.exponential_fit import fit_exponentials_ladder, undamped_modes
 from tnn_core.bench.generation import (
     CONTEXTS,
     context_sweep,
@@ -55,6 +54,7 @@ from tnn_core.compress.guard import check_source, conversion_cost
 from tnn_core.compress.kernel_errors import every_kernel_layer
 from tnn_core.compress.measure import task_scores
 from tnn_core.compress.plan import CompressionPlan, LayerPlan
+from tnn_core.compress.recurrent import fit_error
 from tnn_core.generate import Decoder
 from tnn_core.training.budget import check_cost
 from tnn_core.training.checkpoint import SHIPPED_DIR, load
@@ -149,15 +149,11 @@ def _layer_sweep(kernels: torch.Tensor, states: tuple[int, ...]) -> list[tuple[f
     (``exponential_fit.fit_exponentials_ladder``: bit for bit the fits ``convert`` makes one
     s at a time, the chain of refined fits shared): per s, the relative error
     ||T - T̂||_F / ||T||_F over the channels, as ``compress.recurrent`` states it, and the
-    modes on |z| = 1 over the channels (``undamped_modes``; None where not available)."""
+    modes on |z| = 1 over the channels (``undamped_modes``)."""
     n = (kernels.shape[1] + 1) // 2
     column = kernels[:, n - 1:].detach().cpu().double().numpy()  # (D, n) lags 0..n-1
-    entries = n - np.arange(n)  # (n,) lag l fills n - l entries of T
-    norm_sq = float(np.sum(entries * column**2))
-    count = getattr(exponential_fit, "undamped_modes", None)
-    return [(relative_error(float(np.sum(entries * (column - fit.kernel(n)) ** 2)), norm_sq),
-             None if count is None else int(np.sum(count(fit))))
-            for fit in exponential_fit.fit_exponentials_ladder(column, states)]
+    return [(fit_error(column, fit), int(np.sum(undamped_modes(fit))))
+            for fit in fit_exponentials_ladder(column, states)]
 
 
 @torch.no_grad()

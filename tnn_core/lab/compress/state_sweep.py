@@ -26,7 +26,7 @@ NEVER_DECAYING = "modes on |z| = 1"  # the table's column of undamped modes
 def sweep_table(config: ModelConfig, rows: list[dict]) -> list[dict]:
     """One row per s: s, each layer's error ("layer i", nan-free: a kept layer's column is
     left out) and the modes of any layer whose pole sits on |z| = 1 ("layer i: k", or "—";
-    left out while ``exponential_fit.undamped_modes`` is not available)."""
+    left out where no layer has a count: kept layers' are None)."""
     layers = [i for i in range(config.layers) if rows and rows[0]["errors"][i] is not None]
     table = []
     for row in rows:
