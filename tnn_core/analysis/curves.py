@@ -45,13 +45,12 @@ from tnn_core.analysis.gram import (
     band_lags,
     fit_inducing_coeffs,
     inducing_projection,
+    layout_gram,
     residual_frobenius_sq,
-    ski_gram,
 )
 from tnn_core.analysis.norms import single_threaded_blas
 from tnn_core.analysis.persymmetric import kernel_rfft, toeplitz_singular_values
 from tnn_core.checks import check_int
-from tnn_core.core.interpolation import interpolation
 from tnn_core.core.toeplitz import fft_size
 
 __all__ = ["CURVE_RANKS", "ErrorCurve", "error_curve"]
@@ -100,8 +99,8 @@ def _error_curve(coeffs, band: int, ranks: Iterable[int], causal: bool) -> Error
     spectrum = kernel_rfft(t, N)  # (F,)
     sample, fit, optimal = [], [], []
     for r in valid:
-        interp = interpolation(n, r)
-        gram = ski_gram(interp, lags)
+        gram = layout_gram(n, r, int(band), causal)  # kept across kernels: a move of λ
+        interp = gram.interp
         projection = inducing_projection(spectrum, interp, N)  # (2r-1,)
         fitted = fit_inducing_coeffs(gram, projection, t_band)
         for errors, a in ((sample, sample_inducing_coeffs(smooth, r)), (fit, fitted)):

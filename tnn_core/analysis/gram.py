@@ -23,6 +23,7 @@ Letters: n length, r inducing points, m band lags, N FFT size, F = N//2 + 1.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,12 +31,13 @@ import numpy as np
 import scipy.fft
 import torch
 
-from tnn_core.core.interpolation import Interpolation, used_columns
+from tnn_core.core.interpolation import Interpolation, interpolation, used_columns
 
 __all__ = [
     "band_lags",
     "SkiGram",
     "ski_gram",
+    "layout_gram",
     "band_diagonal_sums",
     "basis_gram",
     "inducing_projection",
@@ -46,6 +48,9 @@ __all__ = [
 ]
 
 _PAIRS_PER_CHUNK = 1 << 21  # band entries scattered at once: bounds memory for wide bands
+# layouts whose Gram is kept: two bands' error curves (13 ranks each, ``curves.CURVE_RANKS``);
+# one entry is at most m (2r - 1) floats, 8 MB at n = 4096, m = 4095, r = 128
+LAYOUTS_KEPT = 26
 
 
 def band_lags(n: int, band: int, causal: bool) -> np.ndarray:
@@ -178,6 +183,18 @@ def ski_gram(interp: Interpolation, lags: np.ndarray) -> SkiGram:
         diagonal=band_diagonal_sums(interp, lags),
         gram=basis_gram(interp),
     )
+
+
+@functools.lru_cache(maxsize=LAYOUTS_KEPT)
+def layout_gram(n: int, r: int, band: int, causal: bool) -> SkiGram:
+    """``ski_gram`` of W = interpolation(n, r) and the band's lags, kept for the last
+    ``LAYOUTS_KEPT`` layouts: it depends on the layout alone, not on the kernel, so a new
+    kernel of the same layout (a move of λ, another channel) reuses it. Its arrays are
+    read-only."""
+    gram = ski_gram(interpolation(n, r), band_lags(n, band, causal))
+    for array in (gram.lags, gram.counts, gram.diagonal, gram.gram):
+        array.setflags(write=False)
+    return gram
 
 
 def fit_inducing_coeffs(gram: SkiGram, projection: np.ndarray, t_band: np.ndarray,
