@@ -8,7 +8,7 @@ VENV    ?= .venv
 PYTHON  := $(VENV)/bin/python
 PORT    ?= 8501
 
-.PHONY: run test quick lint bench checkpoints clean
+.PHONY: run test quick lint bench checkpoints lesson-measurements clean
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -66,6 +66,12 @@ checkpoints: $(VENV)/.app-installed
 	$(TRAIN) $(DIGITS) --operator fd --out checkpoints/digits-fd.safetensors
 	$(TRAIN) $(TABLE10) --decay 0.99 --out checkpoints/charlm-tno-decay099.safetensors
 	$(TRAIN) $(TABLE10) --decay 1.0 --out checkpoints/charlm-tno-nodecay.safetensors
+	$(MAKE) lesson-measurements
+
+# What the lessons show from the shipped checkpoints, kept beside them (keyed by SHA-256;
+# docs/benchmarks.md, "Lesson measurements kept beside the checkpoints"): about 2 minutes.
+lesson-measurements: $(VENV)/.app-installed
+	$(PYTHON) -m tnn_core.lab.common.measurement_build --build
 
 clean:
 	rm -rf $(VENV) .pytest_cache tests/screenshots

@@ -22,6 +22,7 @@ from pages._ui.checkpoints import (
 from pages._ui.memo import VIEW_THREADS, memo
 from tnn_core.lab import inspect as lab
 from tnn_core.lab.common.checkpoints import checkpoint_path
+from tnn_core.lab.common.stored_measurements import stored_or_computed
 
 _LOG = logging.getLogger(__name__)
 WARM_UP_VARIABLE = "TOEPLITZ_LAB_WARM_UP"
@@ -67,13 +68,19 @@ def _model_report(digest: str, _model, _info, _task):
 @memo(max_entries=16, spinner="Restricting every layer to its band…", threads=lab.JOB_THREADS)
 def _band_ablation(digest: str, band: int, _model, _task, _on_progress=None,
                    _stop_event=None) -> lab.BandAblation:
-    return lab.band_ablation(_model, _task, band, _on_progress, _stop_event)
+    return stored_or_computed("band_ablation", (digest,), {"band": band},
+                              lambda: lab.band_ablation(_model, _task, band, _on_progress,
+                                                        _stop_event))
 
 
 @memo(max_entries=2, spinner="Scoring both models on the same windows…")
 def _decay_pair(keys: tuple[str, str], digests: tuple[str, str], _models,
-                _task) -> lab.DecayPair:
-    return lab.decay_pair(_models, keys, _task)
+                _task_of) -> lab.DecayPair:
+    """Table 10's pair, stored beside the checkpoints or scored; ``_task_of()`` builds the
+    task only when it is scored (charlm's costs 2 s)."""
+    return stored_or_computed("decay_pair", digests,
+                              {"names": keys, "factors": lab.PAIR_FACTORS},
+                              lambda: lab.decay_pair(_models, keys, _task_of()))
 
 
 def atlas(key: str, n: int, band: int, rank: int, on_progress=None) -> lab.AtlasView:
@@ -179,7 +186,8 @@ def decay_pair(keys: tuple[str, str]) -> lab.DecayPair:
     """TNN's Table 10 for two checkpoints of one task (the first one's)."""
     found = [opened(key) for key in keys]
     return _decay_pair(keys, tuple(f.digest for f in found),
-                       _models=tuple(f.model for f in found), _task=checkpoint_task(keys[0]))
+                       _models=tuple(f.model for f in found),
+                       _task_of=lambda: checkpoint_task(keys[0]))
 
 
 def warm_up_names(setting: str | None) -> tuple[str, ...]:

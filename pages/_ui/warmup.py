@@ -1,12 +1,14 @@
 """Start-up warm-up: what every visitor needs, prepared once while nobody waits.
 
 A server's first visitor should not pay for the imports that drawing a table or a chart
-pulls in, nor for Inspect's opening view of every shipped checkpoint
-(``checkpoint_views.warm_up``). ``start`` prepares them once per process on one background
-thread, one small step at a time, and only while the server is quiet: for ``QUIET_S``
-seconds no page script (nor fragment) has run nor a view a page started
-(``Memo.start``), and the background timer (``timing``) has nothing to time. After each step
-it tells that timer, so a timing it overlapped is taken again. The steps fill the memo
+pulls in, nor for decoding the lesson measurements kept beside the shipped checkpoints
+(``stored_measurements.preload``: TNN's Table 10 pair, the band ablation, the
+conversions, each a lookup afterwards), nor for Inspect's opening view of every shipped
+checkpoint (``checkpoint_views.warm_up``). ``start`` prepares them once per process on one
+background thread, one small step at a time, and only while the server is quiet: for
+``QUIET_S`` seconds no page script (nor fragment) has run nor a view a page started
+(``Memo.start``), and the background timer (``timing``) has nothing to time. After each
+step it tells that timer, so a timing it overlapped is taken again. The steps fill the memo
 (``memo``) the pages read; the thread calls no Streamlit API.
 """
 
@@ -21,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from pages._ui import streamlit_internals
 from pages._ui.memo import STARTED_PREFIX
+from tnn_core.lab.common import stored_measurements
 from tnn_core.lab.common.quiet_timing import QuietTimer
 
 __all__ = ["QUIET_S", "IMPORTS", "start"]
@@ -69,7 +72,7 @@ def _imports() -> Iterator[str]:
 def _run(jobs: Callable[[], Iterable[Iterator[object]]], timer: QuietTimer) -> None:
     """Each job's steps in turn, each after the quiet; a job that fails is logged and left."""
     quiet = _Quiet(timer)
-    for job in (_imports(), *jobs()):
+    for job in (_imports(), stored_measurements.preload(), *jobs()):
         try:
             while quiet.wait():
                 try:
@@ -90,8 +93,9 @@ _thread: threading.Thread | None = None
 
 
 def start(jobs: Callable[[], Iterable[Iterator[object]]], timer: QuietTimer) -> None:
-    """On a daemon thread, once per process (later calls do nothing): the imports, then
-    the iterators ``jobs()`` returns, whose every ``next`` is one step."""
+    """On a daemon thread, once per process (later calls do nothing): the imports, the
+    stored lesson measurements, then the iterators ``jobs()`` returns, whose every
+    ``next`` is one step."""
     global _thread
     with _STARTED:
         if _thread is None:
