@@ -1,5 +1,5 @@
-"""The sketch figure (sketch.js): a lesson question's prediction drawn by hand, then the
-lab's curve over it (``tnn_core.lab.lesson.sketch``)."""
+"""The sketch figure (sketch.js): a lesson question's prediction drawn by hand (mouse, pen,
+finger or keyboard), then the lab's curve over it (``tnn_core.lab.lesson.sketch``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,11 @@ import streamlit as st
 from pages import figures
 from tnn_core.lab.lesson import Curve
 
-__all__ = ["guess", "show"]
+__all__ = ["INSTRUCTIONS", "guess", "show"]
+
+# how to draw, for the figure's title: every hand and device sketch.js takes
+INSTRUCTIONS = ("Draw with the mouse or a finger: press, drag, release. Or Tab to the axes: "
+                "arrow keys move the cursor, Enter places a point, Backspace removes the last.")
 
 
 def guess(key: str) -> list[list[float]]:
