@@ -179,9 +179,9 @@ def test_a_link_opens_exactly_its_view_and_a_click_picks_a_cell(app_page, server
     # row 0 on top: causal, so the cell just below the main diagonal is coloured and the
     # one just above it white
     colour = """(canvas, [i, j]) => {
-      const side = Math.min(canvas.width - 48 - 18, canvas.height - 12 - 36);
+      const [left, top, side] = canvas.dataset.frame.split(' ').map(Number);
       const at = (v) => Math.floor((v + 0.5) / 200 * side);
-      return Array.from(canvas.getContext('2d').getImageData(48 + at(j), 12 + at(i), 1, 1).data);
+      return Array.from(canvas.getContext('2d').getImageData(left + at(j), top + at(i), 1, 1).data);
     }"""
     matrix = page.locator(f"{FIGURE} canvas.matrix")
     assert matrix.evaluate(colour, [100, 99]) != [255, 255, 255, 255]
@@ -195,8 +195,8 @@ def test_a_link_opens_exactly_its_view_and_a_click_picks_a_cell(app_page, server
     # a click on the cell (15, 4) of a 20 × 20 T follows it
     open_view(page, f"{server}/basics?n=20")
     box = matrix.bounding_box()
-    side = min(box["width"] - 48 - 18, box["height"] - 12 - 36)
-    page.mouse.click(box["x"] + 48 + 4.5 / 20 * side, box["y"] + 12 + 15.5 / 20 * side)
+    left, top, side = map(float, matrix.get_attribute("data-frame").split())
+    page.mouse.click(box["x"] + left + 4.5 / 20 * side, box["y"] + top + 15.5 / 20 * side)
     assert (drawn(page)["cell_i"], drawn(page)["cell_j"]) == ("15", "4")
     assert page.locator(f"{FIGURE} .caption.followed").inner_text().startswith(
         "T[15, 4] = t_11 = ")

@@ -67,10 +67,16 @@ def kernel_plot(view: KernelView, title: str = "Kernel t_k against lag k") -> go
     return fig
 
 
-def decay_pair_chart(pair: DecayPair, height: int = 360) -> go.Figure:
+MODEL_SYMBOLS = ("circle", "square")  # the pair's two models, told apart without colour
+
+
+def decay_pair_chart(pair: DecayPair, height: int = 360, text_size: int | None = None
+                     ) -> go.Figure:
     """The Table 10 pair's metric against × training length (Inspect and a lesson step):
-    the last n positions of each window solid, all positions dotted, each point with its
-    95 % interval as an error bar, chance dashed."""
+    the last n positions of each window solid, all positions dotted, each model with its
+    own marker (MODEL_SYMBOLS), so no trace is known by its colour alone; each point with its
+    95 % interval as an error bar, chance dashed. ``text_size`` (px): every text of the
+    chart at that size (a lesson in presenter mode); None keeps Plotly's default."""
     fig = go.Figure()
     for i, (name, lam) in enumerate(zip(pair.names, pair.decays, strict=True)):
         for part, scores, style in (("last", pair.last[i], dict()),
@@ -78,17 +84,24 @@ def decay_pair_chart(pair: DecayPair, height: int = 360) -> go.Figure:
             values = np.array([s.metric for s in scores])  # (F,)
             low, high = np.array([s.ci95 for s in scores]).T  # (F,) each
             fig.add_scatter(x=pair.factor, y=values, mode="lines+markers", line=style,
+                            marker=dict(symbol=MODEL_SYMBOLS[i], size=9),
                             error_y=dict(type="data", array=high - values,
                                          arrayminus=values - low),
                             name=f"{name} (λ = {lam:g}), "
                                  + (f"last {pair.train_n} positions" if part == "last"
                                     else "all positions"))
     fig.add_hline(y=pair.chance, line_dash="dash", line_color="grey",
-                  annotation_text=f"chance {pair.chance:.3g} {pair.metric_name}")
+                  annotation_text=f"chance {pair.chance:.3g} {pair.metric_name}",
+                  annotation_font_size=text_size)
     fig.update_xaxes(type="log", tickvals=pair.factor.tolist(),
                      title=f"× training length n = {pair.train_n}")
     windows = pair.last[0][0].sequences
     fig.update_layout(height=height, yaxis_title=pair.metric_name,
                       title=f"{pair.metric_name} on the same {windows} windows (95 % intervals)",
                       margin=dict(l=10, r=10, t=40, b=10))
+    if text_size is not None:
+        sized = dict(size=text_size)
+        fig.update_layout(font=sized, legend_font=sized, title_font=sized)
+        fig.update_xaxes(tickfont=sized, title_font=sized)
+        fig.update_yaxes(tickfont=sized, title_font=sized)
     return fig

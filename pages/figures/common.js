@@ -11,14 +11,54 @@
 // Returns [root, created].
 function figureRoot(parent, name, html) {
   let root = parent.querySelector('[data-testid="figure"]');
-  if (root) return [root, false];
+  if (root) { applyTheme(root); return [root, false]; }
   root = document.createElement('div');
   root.className = 'figure';
   root.setAttribute('data-testid', 'figure');
   root.setAttribute('data-figure', name);
   root.innerHTML = html;
   parent.appendChild(root);
+  applyTheme(root);
+  keepArrowKeys();
   return [root, true];
+}
+
+// The page's theme, light or dark, into root's data-theme (figure.css picks the palette from
+// it): dark when the background Streamlit gives the component (--st-background-color) is
+// darker than mid-grey. Called on every render, so a theme switch recolours the figure.
+function applyTheme(root) {
+  const background = getComputedStyle(root).getPropertyValue('--st-background-color').trim();
+  const rgb = background.match(/^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i);
+  const dark = rgb !== null && rgb.slice(1).reduce((s, h) => s + parseInt(h, 16), 0) < 3 * 128;
+  root.setAttribute('data-theme', dark ? 'dark' : 'light');
+}
+
+// What canvas text and lines take from the figure's CSS (figure.css): the one text size
+// (--figure-font, which the page raises in presenter mode), the font, and the palette's
+// colours by name ('ink', 'muted', 'axis', 'series-1'..'series-5'; --figure-NAME).
+function canvasStyle(canvas) {
+  const style = getComputedStyle(canvas);
+  const size = parseFloat(style.fontSize) || 14.4;
+  const colour = (name) => style.getPropertyValue(`--figure-${name}`).trim() || style.color;
+  return { size, font: `${size}px ${style.fontFamily || 'sans-serif'}`, colour };
+}
+
+// A figure's sliders keep their arrow keys: a lesson page moves between steps on Left and
+// Right (pages/lessons.py listens on document, in the capture phase, before the slider). This
+// listener runs before it (window, capture) and stops the key there when it is aimed at a
+// figure's range input; the input still moves (the browser's default action is not
+// prevented). Registered once per page.
+const SLIDER_KEYS = new Set(['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown', 'Home', 'End',
+                             'PageUp', 'PageDown']);
+function keepArrowKeys() {
+  if (window.toeplitzFigureKeys) return;
+  window.toeplitzFigureKeys = true;
+  window.addEventListener('keydown', (event) => {
+    const target = event.composedPath()[0];
+    if (SLIDER_KEYS.has(event.key) && target?.type === 'range' && target.closest?.('.figure')) {
+      event.stopPropagation();
+    }
+  }, true);
 }
 
 // Record what was drawn: params is an array of [name, value] pairs, in the URL's order.
@@ -94,14 +134,17 @@ function drawMatrix(canvas, idx, entry, limit) {
   ctx.putImageData(image, 0, 0);
 }
 
-// A line plot on `canvas`: series [{x, y, colour, dash, guide}] (arrays), options
-// {logX, logY, xLabel, yLabel, marks: [{x, label}], bounds: {x: [lo, hi], y: [lo, hi]}}.
-// Non-positive values are left out on a log axis. The data series set the axes, unless
-// `bounds` fixes them; a guide (a fitted line, an envelope) is drawn over them, clipped to
-// the plot, and never stretches an axis. Returns the plot's frame (``frameToData``).
+// A line plot on `canvas`: series [{x, y, colour, dash, guide}] (arrays; colour a CSS colour
+// or a palette name of canvasStyle, e.g. 'series-2'), options {logX, logY, xLabel, yLabel,
+// marks: [{x, label}], bounds: {x: [lo, hi], y: [lo, hi]}}. Non-positive values are left
+// out on a log axis. The data series set the axes, unless `bounds` fixes them; a guide (a
+// fitted line, an envelope) is drawn over them, clipped to the plot, and never stretches an
+// axis. Text is in the figure's one size (canvasStyle) and the margins are measured from it,
+// so a larger size moves the plot, never cuts a label. Returns the plot's frame
+// (``frameToData``).
 function drawLines(canvas, series, options) {
-  const ctx = canvas.getContext('2d');
-  const W = canvas.width, H = canvas.height, left = 56, bottom = 34, top = 10, right = 10;
+  const ctx = canvas.getContext('2d'), style = canvasStyle(canvas);
+  const W = canvas.width, H = canvas.height;
   ctx.clearRect(0, 0, W, H);
   const tx = (v) => (options.logX ? Math.log10(v) : v);
   const ty = (v) => (options.logY ? Math.log10(v) : v);
@@ -122,27 +165,17 @@ function drawLines(canvas, series, options) {
   if (!(x1 >= x0) || !(y1 >= y0)) return null;
   if (x1 === x0) { x0 -= 1; x1 += 1; }
   if (y1 === y0) { y0 -= 1; y1 += 1; }
-  const px = (v) => left + (tx(v) - x0) / (x1 - x0) * (W - left - right);
-  const py = (v) => top + (1 - (ty(v) - y0) / (y1 - y0)) * (H - top - bottom);
-  ctx.strokeStyle = '#888'; ctx.fillStyle = '#444'; ctx.font = '11px sans-serif';
-  ctx.beginPath(); ctx.moveTo(left, top); ctx.lineTo(left, H - bottom); ctx.lineTo(W - right, H - bottom);
-  ctx.stroke();
-  for (const v of axisTicks(x0, x1, options.logX)) {  // v on the drawn (log10) scale
-    const xp = left + (v - x0) / (x1 - x0) * (W - left - right);
-    ctx.fillText(formatTick(options.logX ? 10 ** v : v), xp - 12, H - bottom + 14);
-  }
-  ctx.textAlign = 'right';  // the y ticks end at the axis, clear of the rotated y label
-  for (const v of axisTicks(y0, y1, options.logY)) {
-    const yp = H - bottom - (v - y0) / (y1 - y0) * (H - top - bottom);
-    ctx.fillText(formatTick(options.logY ? 10 ** v : v), left - 4, yp + 4);
-  }
-  ctx.textAlign = 'left';
-  ctx.fillText(options.xLabel || '', (W - left) / 2 + left - 20, H - 4);
-  ctx.save(); ctx.translate(12, top + (H - top - bottom) / 2 + 20); ctx.rotate(-Math.PI / 2);
-  ctx.fillText(options.yLabel || '', 0, 0); ctx.restore();
-  ctx.save(); ctx.beginPath(); ctx.rect(left, top, W - left - right, H - top - bottom); ctx.clip();
+  ctx.font = style.font;
+  const frame = { ...plotMargins(ctx, style, W, H, [y0, y1], options), x0, x1, y0, y1,
+                  logX: Boolean(options.logX), logY: Boolean(options.logY) };
+  const px = (v) => frame.left + (tx(v) - x0) / (x1 - x0) * frame.width;
+  const py = (v) => frame.top + (1 - (ty(v) - y0) / (y1 - y0)) * frame.height;
+  drawAxes(ctx, style, frame, options);
+  ctx.save(); ctx.beginPath(); ctx.rect(frame.left, frame.top, frame.width, frame.height);
+  ctx.clip(); ctx.lineWidth = 1.5;
   for (const s of series) {
-    ctx.strokeStyle = s.colour || '#1f77b4'; ctx.setLineDash(s.dash || []); ctx.beginPath();
+    ctx.strokeStyle = lineColour(style, s.colour); ctx.setLineDash(s.dash || []);
+    ctx.beginPath();
     let pen = false;
     for (let i = 0; i < s.x.length; i++) {
       if (!ok(s.x[i], s.y[i])) { pen = false; continue; }
@@ -152,15 +185,92 @@ function drawLines(canvas, series, options) {
     ctx.stroke();
   }
   ctx.restore();
-  ctx.setLineDash([4, 3]); ctx.strokeStyle = '#555';
-  for (const mark of options.marks || []) {
-    if (!Number.isFinite(tx(mark.x))) continue;
-    ctx.beginPath(); ctx.moveTo(px(mark.x), top); ctx.lineTo(px(mark.x), H - bottom); ctx.stroke();
-    ctx.fillText(mark.label, px(mark.x) + 3, top + 10);
-  }
+  drawMarks(ctx, style, frame, (options.marks || []).filter((m) => Number.isFinite(tx(m.x)))
+    .map((m) => ({ at: px(m.x), label: m.label })));
+  return frame;
+}
+
+// Line styles told apart without colour, each with its legend key's class (figure.css .key).
+const LINE_STYLES = [{dash: [], key: 'key'}, {dash: [9, 4], key: 'key dashed'},
+                     {dash: [2, 3], key: 'key dotted'}];
+
+// A legend entry: a sample of the line (in `colour`, a palette name or CSS colour, and the
+// style of `dash`, one of LINE_STYLES') before `text`.
+function legendKey(text, colour, dash) {
+  const item = document.createElement('span');
+  const style = LINE_STYLES.find((s) => String(s.dash) === String(dash || [])) || LINE_STYLES[1];
+  item.className = style.key;
+  item.style.color = /^[a-z]+(-\d)?$/.test(colour) ? `var(--figure-${colour})` : colour;
+  item.append(text);
+  return item;
+}
+
+// A series' colour: a palette name of canvasStyle ('series-1', ...) or a CSS colour.
+const lineColour = (style, colour) => (/^[a-z]+(-\d)?$/.test(colour || '')
+  ? style.colour(colour) : colour || style.colour('series-1'));
+
+// The plot's frame inside a W × H canvas: room on the left for the widest y tick label and
+// the rotated y label, below for the x tick labels and the x label, above for a mark's
+// label, each one line of the figure's text (ctx.font set) high. A y label longer than the
+// plot is tall goes above the plot, level (yLabelAbove), rather than be cut.
+function plotMargins(ctx, style, W, H, [y0, y1], options) {
+  const line = Math.ceil(style.size * 1.3);
+  const labels = axisTicks(y0, y1, options.logY).map((v) => formatTick(options.logY ? 10 ** v : v));
+  const widest = Math.max(0, ...labels.map((t) => ctx.measureText(t).width));
+  const marked = (options.marks || []).length > 0;
+  const bottom = line + 6 + (options.xLabel ? line : 0), right = Math.ceil(style.size);
+  let top = marked ? line + 4 : Math.ceil(line / 2);
+  const yLabelAbove = Boolean(options.yLabel)
+    && ctx.measureText(options.yLabel).width > H - top - bottom;
+  if (yLabelAbove) top += line;
+  const left = Math.ceil(widest) + 8 + (options.yLabel && !yLabelAbove ? line : 0);
+  return { left, top, width: Math.max(1, W - left - right), height: Math.max(1, H - top - bottom),
+           line, yLabelAbove };
+}
+
+// The axes, their tick labels and their names, in the figure's ink and size.
+function drawAxes(ctx, style, frame, options) {
+  const { left, top, width, height, x0, x1, y0, y1 } = frame;
+  ctx.strokeStyle = style.colour('axis'); ctx.fillStyle = style.colour('ink'); ctx.lineWidth = 1;
   ctx.setLineDash([]);
-  return { left, top, width: W - left - right, height: H - top - bottom, x0, x1, y0, y1,
-           logX: Boolean(options.logX), logY: Boolean(options.logY) };
+  ctx.beginPath(); ctx.moveTo(left, top); ctx.lineTo(left, top + height);
+  ctx.lineTo(left + width, top + height); ctx.stroke();
+  ctx.textAlign = 'center'; ctx.textBaseline = 'top';
+  for (const v of axisTicks(x0, x1, options.logX)) {  // v on the drawn (log10) scale
+    const text = formatTick(options.logX ? 10 ** v : v), half = ctx.measureText(text).width / 2;
+    const at = left + (v - x0) / (x1 - x0) * width;
+    ctx.fillText(text, Math.min(Math.max(at, half), ctx.canvas.width - half), top + height + 4);
+  }
+  ctx.textAlign = 'right'; ctx.textBaseline = 'middle';  // clear of the rotated y label
+  for (const v of axisTicks(y0, y1, options.logY)) {
+    ctx.fillText(formatTick(options.logY ? 10 ** v : v), left - 4,
+                 top + height - (v - y0) / (y1 - y0) * height);
+  }
+  ctx.textAlign = 'center'; ctx.textBaseline = 'bottom';
+  ctx.fillText(options.xLabel || '', left + width / 2, ctx.canvas.height - 2);
+  ctx.textAlign = 'left'; ctx.textBaseline = 'top';
+  if (frame.yLabelAbove) {
+    ctx.fillText(options.yLabel, 2, 2);
+  } else {
+    ctx.save(); ctx.translate(0, top + height / 2); ctx.rotate(-Math.PI / 2);
+    ctx.textAlign = 'center'; ctx.fillText(options.yLabel || '', 0, 2); ctx.restore();
+  }
+  ctx.textAlign = 'left'; ctx.textBaseline = 'alphabetic';
+}
+
+// Dashed vertical marks at canvas x `at`, each labelled above the plot: to the right of its
+// line, or to the left where the label would run past the canvas.
+function drawMarks(ctx, style, frame, marks) {
+  ctx.setLineDash([4, 3]); ctx.strokeStyle = style.colour('muted');
+  ctx.fillStyle = style.colour('ink'); ctx.textBaseline = 'bottom';
+  for (const { at, label } of marks) {
+    ctx.beginPath(); ctx.moveTo(at, frame.top); ctx.lineTo(at, frame.top + frame.height);
+    ctx.stroke();
+    const fits = at + 3 + ctx.measureText(label).width <= ctx.canvas.width;
+    ctx.textAlign = fits ? 'left' : 'right';
+    ctx.fillText(label, fits ? at + 3 : at - 3, frame.top - 2);
+  }
+  ctx.setLineDash([]); ctx.textAlign = 'left'; ctx.textBaseline = 'alphabetic';
 }
 
 // A point of the canvas (its pixels) in the data units of the plot drawLines drew there.

@@ -190,20 +190,24 @@ const LAYOUT = `
 <style>
   .pictures { display: grid; grid-template-columns: repeat(4, 1fr); gap: 0.6rem; }
   .pictures figure, .pieces figure { margin: 0; }
-  .pictures canvas { width: 100%; aspect-ratio: 1; border: 1px solid #ddd; display: block; }
-  .pictures figcaption, .pieces figcaption { font-size: 0.85rem; text-align: center; }
+  .pictures canvas { width: 100%; aspect-ratio: 1; border: 1px solid var(--figure-muted);
+                     display: block; }
+  .pictures figcaption, .pieces figcaption { font-size: 1em; text-align: center; }
   .pieces { display: flex; gap: 0.8rem; align-items: center; margin-top: 0.4rem; }
-  .pieces canvas { border: 1px solid #ddd; display: block; }
+  .pieces canvas { border: 1px solid var(--figure-muted); display: block; }
   .pieces .caption { flex: 1; }
-  .numbers { display: flex; gap: 1.5rem; flex-wrap: wrap; margin: 0.3rem 0; font-size: 0.95rem; }
-  .numbers b { font-size: 1.1rem; }
-  .note { color: #8a5a00; font-size: 0.85rem; }
-  details summary { cursor: pointer; font-size: 0.9rem; }
-  /* mounted narrow (Compare A/B's two columns): the sliders share one row, W · A · Wᵀ wraps */
+  .numbers { display: flex; gap: 1.5rem; flex-wrap: wrap; margin: 0.3rem 0; font-size: 1em; }
+  .numbers b { font-size: 1.15em; }
+  .note { color: var(--figure-note); font-size: 1em; }
+  details summary { cursor: pointer; font-size: 1em; }
+  /* mounted narrow (Compare A/B's two columns): the sliders share one row, W · A · Wᵀ wraps;
+     narrower still (a phone), each slider has a row of its own (figure.css) */
   .figure { container-type: inline-size; }
-  @container (max-width: 640px) {
+  @container (min-width: 420px) and (max-width: 640px) {
     .figure .controls { gap: 0.8rem; flex-wrap: nowrap; }
     .figure .controls .control { min-width: 0; flex: 1; }
+  }
+  @container (max-width: 640px) {
     .pieces { flex-wrap: wrap; }
     .pieces .caption { flex-basis: 100%; }
   }
@@ -245,10 +249,21 @@ function drawnParams(data, values, band, rank, method) {
 }
 
 // The residual's colour limit: its own max|residual|, or with data.scaleWith the larger of
-// its own and the other figure's last announced one.
+// its own and the other figure's last announced one; never below ROUNDOFF_SHARE × max|t_k|,
+// so round-off (5.7e-15 at r = n) is drawn white, not as a saturated diagonal.
 function residualScale(state, dec) {
-  return state.data.scaleWith ? Math.max(dec.residualLimit, state.peerLimit || 0)
+  const largest = state.data.scaleWith ? Math.max(dec.residualLimit, state.peerLimit || 0)
     : dec.residualLimit;
+  return residualColourLimit(largest, dec.limit);
+}
+
+// A residual no larger than this share of max|t_k| is round-off (float64's 2.2e-16 times
+// the n-term sums of the decomposition stays far below it at n ≤ 4096).
+const ROUNDOFF_SHARE = 1e-12;
+
+// The colour limit of a residual whose max|entry| is `largest`, beside T's max|t_k| `limit`.
+function residualColourLimit(largest, limit) {
+  return Math.max(largest, ROUNDOFF_SHARE * limit);
 }
 
 const queryString = (params) => new URLSearchParams(params.map(([k, v]) => [k, String(v)]))
@@ -266,18 +281,30 @@ function drawPictures(root, dec, scale, shared) {
 function drawResidual(root, dec, scale, shared) {
   const idx = shownIndices(dec.n, PICTURE_CELLS);
   drawEntries(root.querySelector('[data-picture="R"]'), idx, idx, dec.R, scale);
-  root.querySelector('.title-R').textContent =
-    `+ residual (${shared ? 'scale shared with the other setting' : 'its own scale'})`;
+  const roundoff = dec.residualLimit <= ROUNDOFF_SHARE * dec.limit;  // said even when compact
+  root.querySelector('.title-R').textContent = roundoff ? '+ residual: round-off (white)'
+    : `+ residual (${shared ? 'shared scale' : 'own scale'})`;
   const step = idx.length > 1 ? idx[1] - idx[0] : 1;
   root.querySelector('.scale').textContent =
     `Blue negative, white 0, red positive. T, band and W A Wᵀ share one scale, ` +
-    `±max|t_k| = ±${dec.limit.toPrecision(3)}; ` + (shared
-      ? `the residual shares one with the other setting's, ±${scale.toPrecision(3)}, the ` +
-        `larger of the two max|residual| (this one's: ${dec.residualLimit.toPrecision(3)}). `
-      : `the residual has its own, ±max|residual| = ±${dec.residualLimit.toPrecision(3)}. `) +
+    `±max|t_k| = ±${dec.limit.toPrecision(3)}; ` + residualWords(dec, scale, shared, roundoff) +
     (step > 1 ? `Every ${ordinal(step)} row and column of the ${dec.n} × ${dec.n} matrices is drawn ` +
       `(real entries, not averages); the numbers are over all entries.`
       : `All ${dec.n} × ${dec.n} entries are drawn.`);
+}
+
+// What the residual's colours mean: its scale, shared or its own, or that it is round-off.
+function residualWords(dec, scale, shared, roundoff) {
+  const largest = dec.residualLimit.toPrecision(3);
+  if (roundoff && !shared) {
+    return `the residual is round-off: max|residual| = ${largest} is below ${ROUNDOFF_SHARE} ` +
+      `× max|t_k|, so it is drawn on ±${scale.toPrecision(3)} and shows white; T = band + ` +
+      `W A Wᵀ up to round-off. `;
+  }
+  return (shared ? `the residual shares one with the other setting's, ±${scale.toPrecision(3)}, ` +
+      `the larger of the two max|residual| (this one's: ${largest}). `
+    : `the residual has its own, ±max|residual| = ±${largest}. `) +
+    (roundoff ? `This residual is round-off (below ${ROUNDOFF_SHARE} × max|t_k|). ` : '');
 }
 
 // W (every k-th row, all r columns), A (every k-th row and column) and Wᵀ, sized so that W

@@ -19,18 +19,18 @@
 
 const DIFFERENCE_HTML = `
 <style>
-  .strip { display: grid; grid-template-columns: minmax(12rem, 20rem) 1fr; gap: 1.2rem;
+  .strip { display: grid; grid-template-columns: minmax(12rem, 20em) 1fr; gap: 1.2rem;
            align-items: start; }
   .strip figure { margin: 0; }
-  .strip canvas[data-picture="D"] { width: 100%; aspect-ratio: 1; border: 1px solid #ddd;
+  .strip canvas[data-picture="D"] { width: 100%; aspect-ratio: 1; border: 1px solid var(--figure-muted);
                                     display: block; }
   .strip canvas[data-picture="bar"] { width: 100%; height: 12px; display: block;
                                       margin-top: 0.3rem; }
-  .strip figcaption { font-size: 0.85rem; }
+  .strip figcaption { font-size: 1em; }
   .changes { display: flex; gap: 1.5rem; flex-wrap: wrap; margin-bottom: 0.5rem; }
   .changes div { min-width: 11rem; }
-  .changes b { font-size: 1.15rem; display: block; }
-  .changes span { font-size: 0.85rem; color: #555; }
+  .changes b { font-size: 1.15em; display: block; }
+  .changes span { font-size: 1em; color: var(--figure-muted); }
 </style>
 <div class="body strip" data-stale="false">
   <figure><canvas data-picture="D"></canvas><canvas data-picture="bar"></canvas>

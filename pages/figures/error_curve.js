@@ -18,18 +18,19 @@
 const CURVE_LAYOUT = `
 <style>
   canvas { width: 100%; height: 300px; display: block; }
-  .legend span { margin-right: 1.2rem; font-size: 0.85rem; }
 </style>
 <div class="caption title"></div>
 <canvas></canvas>
 <div class="legend">
-  <span style="color: #1f77b4">━ SKI, A sampled</span>
-  <span style="color: #ff7f0e">━ SKI, A fitted (least squares)</span>
-  <span style="color: #2ca02c">┅ optimum, rank r (SVD)</span>
+  <span class="key" style="color: var(--figure-series-1)">SKI, A sampled</span>
+  <span class="key dashed" style="color: var(--figure-series-2)">SKI, A fitted (least squares)</span>
+  <span class="key dotted" style="color: var(--figure-series-3)">optimum, rank r (SVD)</span>
 </div>
 <div class="caption readout" data-stale="false"></div>`;
 
-const SERIES = [['sample', '#1f77b4', []], ['fit', '#ff7f0e', []], ['optimal', '#2ca02c', [5, 4]]];
+// Each curve its own colour and line style (solid, dashed, dotted), as its legend key shows.
+const SERIES = [['sample', 'series-1', []], ['fit', 'series-2', [9, 4]],
+                ['optimal', 'series-3', [2, 3]]];
 
 const asNumbers = (values) => values.map((v) => (v === null ? NaN : v));
 

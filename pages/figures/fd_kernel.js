@@ -215,19 +215,26 @@ function negativeShare(kernel) {
 // -- the figure -------------------------------------------------------------------------
 
 const HTML = `
+<style>
+  /* two plots side by side in equal shares, each on its own row below 2 × 320 px */
+  .pictures > .panel { flex: 1 1 0; min-width: min(100%, 320px); }
+  .pictures canvas { display: block; }
+</style>
 <div class="controls"></div>
-<div class="pictures" style="display: flex; gap: 16px; align-items: flex-start;">
-  <div><div class="title response"></div>
+<div class="pictures" style="display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start;">
+  <div class="panel"><div class="title response"></div>
     <canvas class="response" width="480" height="${PLOT_HEIGHT}"></canvas>
     <div class="legend response"></div></div>
-  <div><div class="title kernel"></div>
+  <div class="panel"><div class="title kernel"></div>
     <canvas class="kernel" width="480" height="${PLOT_HEIGHT}"></canvas>
     <div class="legend kernel"></div></div>
 </div>
-<p class="numbers" style="margin: 0.25rem 0; font-size: 0.9rem;"></p>
+<p class="numbers" style="margin: 0.25rem 0;"></p>
 <p class="caption"></p>`;
 
-const COLOURS = ['#1f77b4', '#ff7f0e'];
+// The two parts, told apart by colour and by line style (solid, dashed) as their keys show.
+const LINES = [{colour: 'series-1', dash: LINE_STYLES[0].dash},
+               {colour: 'series-2', dash: LINE_STYLES[1].dash}];
 const FIGURES = new WeakMap();  // root -> its state across reruns
 const HELP = {
   activation: 'The MLP\'s activation. Theorems 2-4 tie its smoothness to how fast the kernel '
@@ -243,7 +250,7 @@ const HELP = {
 function labelled(container, label, help, html) {
   const box = document.createElement('label');
   box.className = 'control';
-  box.style.minWidth = '9rem';
+  box.style.minWidth = '9em';
   box.title = help;
   box.innerHTML = `<span class="label"></span>${html}`;
   box.querySelector('.label').textContent = label;
@@ -251,15 +258,9 @@ function labelled(container, label, help, html) {
   return box.querySelector('select, input');
 }
 
+// Legend keys (common.js legendKey): each a sample of its line, in its colour and style.
 function legend(box, entries) {
-  box.replaceChildren(...entries.map(([colour, text]) => {
-    const item = document.createElement('span');
-    item.style.marginRight = '1rem';
-    item.style.fontSize = '0.85rem';
-    item.innerHTML = `<span style="color: ${colour}; font-weight: 700;">━</span> `;
-    item.append(text);
-    return item;
-  }));
+  box.replaceChildren(...entries.map(([line, text]) => legendKey(text, line.colour, line.dash)));
 }
 
 function build(root, data) {
@@ -325,9 +326,8 @@ function layersFor(fig, width) {
   return fig.layers[width];
 }
 
-function sized(root, canvas) {
-  const width = Math.floor((root.clientWidth - 16) / 2);
-  canvas.width = Math.max(320, Math.min(640, width || 480));
+function sized(canvas) {
+  canvas.width = Math.max(200, canvas.parentElement.clientWidth || 480);  // its panel's share
   return canvas;
 }
 
@@ -338,15 +338,15 @@ function draw(root, fig) {
   root.querySelector('.title.response').textContent = v.causal
     ? 'The Hilbert pair: the response on the operator\'s grid'
     : 'The response on the operator\'s grid, both parts from the MLP';
-  drawLines(sized(root, root.querySelector('canvas.response')),
-            [{x: response.omega, y: response.real, colour: COLOURS[0]},
-             {x: response.omega, y: response.imag, colour: COLOURS[1]}],
+  drawLines(sized(root.querySelector('canvas.response')),
+            [{x: response.omega, y: response.real, ...LINES[0]},
+             {x: response.omega, y: response.imag, ...LINES[1]}],
             {xLabel: 'ω (radians, 0 … π)', yLabel: ''});
   legend(root.querySelector('.legend.response'), v.causal
-    ? [[COLOURS[0], `R(ω), the MLP of ${input}`],
-       [COLOURS[1], '−H{R}(ω), the Hilbert transform']]
-    : [[COLOURS[0], `real part, the MLP of ${input}`],
-       [COLOURS[1], `imaginary part, ${v.smooth ? 'sin ω · ' : ''}the MLP of ${input}; `
+    ? [[LINES[0], `R(ω), the MLP of ${input}`],
+       [LINES[1], '−H{R}(ω), the Hilbert transform']]
+    : [[LINES[0], `real part, the MLP of ${input}`],
+       [LINES[1], `imaginary part, ${v.smooth ? 'sin ω · ' : ''}the MLP of ${input}; `
                     + '0 at 0 and π']]);
   const shown = Math.min(n - 1, KERNEL_LAGS);
   const lags = new Float64Array(2 * shown + 1);
@@ -354,10 +354,10 @@ function draw(root, fig) {
   root.querySelector('.title.kernel').textContent = 'The kernel k[t], '
     + (v.causal ? 'causal' : 'two-sided')
     + (shown < n - 1 ? `: lags −${shown} … ${shown} of ±${n - 1}` : '');
-  drawLines(sized(root, root.querySelector('canvas.kernel')),
-            [{x: lags, y: response.kernel.subarray(n - 1 - shown, n + shown), colour: COLOURS[0]}],
+  drawLines(sized(root.querySelector('canvas.kernel')),
+            [{x: lags, y: response.kernel.subarray(n - 1 - shown, n + shown), ...LINES[0]}],
             {xLabel: 'lag t', yLabel: '', marks: n > 1 ? [{x: 0, label: 't = 0'}] : []});
-  legend(root.querySelector('.legend.kernel'), [[COLOURS[0], v.causal
+  legend(root.querySelector('.legend.kernel'), [[LINES[0], v.causal
     ? 'k[t]; every t < 0 is exactly 0' : 'k[t], both sides from the inverse FFT']]);
   const leak = negativeShare(response.spectralKernel);
   root.querySelector('.numbers').textContent = `N = ${N} = fft_size(${n}) frequencies, the `

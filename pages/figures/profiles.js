@@ -134,8 +134,13 @@ function frequencyResponse(coeffs, N) {
 // -- the figure -------------------------------------------------------------------------
 
 const HTML = `
+<style>
+  /* the plots side by side in equal shares, each on its own row below 260 px */
+  .pictures > div { flex: 1 1 0; min-width: min(100%, 260px); }
+  .pictures canvas { display: block; }
+</style>
 <div class="body">
-  <div class="pictures" style="display: flex; gap: 16px; align-items: flex-start;">
+  <div class="pictures" style="display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start;">
     <div><div class="title semilog"></div>
       <canvas class="semilog" height="${PLOT_HEIGHT}"></canvas></div>
     <div><div class="title loglog"></div>
@@ -146,12 +151,14 @@ const HTML = `
       <canvas class="phase" height="${Math.round(PLOT_HEIGHT * 0.4)}"></canvas></div>
   </div>
   <div class="legend"></div>
-  <p class="numbers" style="margin: 0.25rem 0; font-size: 0.9rem;"></p>
+  <p class="numbers" style="margin: 0.25rem 0;"></p>
 </div>
 <p class="caption"></p>`;
 
-const COLOURS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728'];
-const FIT = '#555', ENVELOPE = '#9467bd';
+// Kernel i: colour and line style (common.js LINE_STYLES) both differ from kernel i − 1, so
+// the kernels compared (activations, settings) are told apart without colour too.
+const COLOURS = ['series-1', 'series-2', 'series-3', 'series-4'];
+const FIT = 'muted', ENVELOPE = 'series-5';
 const FIGURES = new WeakMap();  // root -> its state across reruns
 
 function rangeFrom(first, last) {
@@ -181,19 +188,20 @@ function format(v, digits) {
   return Number.isFinite(v) ? v.toFixed(digits) : '—';
 }
 
-function sized(root, canvas, panels) {
-  const width = Math.floor((root.clientWidth - 16 * (panels - 1)) / panels);
-  canvas.width = Math.max(260, Math.min(640, width || 420));
+function sized(canvas) {
+  canvas.width = Math.max(200, canvas.parentElement.clientWidth || 420);  // its panel's share
   return canvas;
 }
 
 function draw(root, fig) {
   const data = fig.data, p = profile(data);
-  const panels = data.response ? 3 : 2;
+  // the response panel shown or not first: the panels' shares, and so the canvases' widths
+  root.querySelector('.response').style.display = data.response ? '' : 'none';
   const label = data.causal ? '|k[t]|' : 'max(|k[t]|, |k[−t]|)';
   const lags = Float64Array.from(rangeFrom(0, p.n - 1));
   const colour = (i) => COLOURS[i % COLOURS.length];
-  const curves = p.kernels.map((k, i) => ({x: lags, y: k.drawn, colour: colour(i)}))
+  const dash = (i) => LINE_STYLES[i % LINE_STYLES.length].dash;
+  const curves = p.kernels.map((k, i) => ({x: lags, y: k.drawn, colour: colour(i), dash: dash(i)}))
     .reverse();  // the kernel described last, on top
   const clip = (v) => (v >= p.lowest ? v : NaN);
   const fitted = rangeFrom(Math.max(data.fit.start, 0), p.end);
@@ -201,7 +209,7 @@ function draw(root, fig) {
   const semilog = [...curves];
   if (Number.isFinite(p.fit.rate)) {
     const line = (t) => clip(Math.exp(p.fit.intercept) * p.fit.rate ** t);
-    semilog.push({x: fitted, y: fitted.map(line), colour: FIT, dash: [6, 3], guide: true});
+    semilog.push({x: fitted, y: fitted.map(line), colour: FIT, dash: [9, 4], guide: true});
   }
   const top = p.main.magnitude.reduce((a, b) => Math.max(a, b), 0);
   if (data.envelope !== null) {
@@ -210,41 +218,34 @@ function draw(root, fig) {
   }
   root.querySelector('.title.semilog').textContent =
     `${label}, semilog: a straight line is an exponential`;
-  drawLines(sized(root, root.querySelector('canvas.semilog'), panels), semilog,
+  drawLines(sized(root.querySelector('canvas.semilog')), semilog,
             {logY: true, xLabel: 'lag t', yLabel: '',
              marks: [{x: p.receptiveField, label: `99 % of Σ within ${p.receptiveField}`}]});
   const loglog = [...curves];
   const powerLags = fitted.filter((t) => t >= 1);
   if (Number.isFinite(p.fit.exponent)) {
     const line = (t) => clip(Math.exp(p.fit.powerIntercept) * t ** -p.fit.exponent);
-    loglog.push({x: powerLags, y: powerLags.map(line), colour: FIT, dash: [6, 3], guide: true});
+    loglog.push({x: powerLags, y: powerLags.map(line), colour: FIT, dash: [9, 4], guide: true});
   }
   root.querySelector('.title.loglog').textContent =
     `${label}, log-log: a straight line is a power law`;
-  drawLines(sized(root, root.querySelector('canvas.loglog'), panels), loglog,
+  drawLines(sized(root.querySelector('canvas.loglog')), loglog,
             {logX: true, logY: true, xLabel: 'lag t', yLabel: '', marks});
-  const response = root.querySelector('.response');
-  response.style.display = data.response ? '' : 'none';
   if (p.response !== null) {
     const r = p.response;
-    drawLines(sized(root, root.querySelector('canvas.magnitude'), panels),
+    drawLines(sized(root.querySelector('canvas.magnitude')),
               [{x: r.omega, y: r.magnitude, colour: COLOURS[0]}],
               {xLabel: 'ω (radians, 0 … π)', yLabel: ''});
-    drawLines(sized(root, root.querySelector('canvas.phase'), panels),
+    drawLines(sized(root.querySelector('canvas.phase')),
               [{x: r.omega, y: r.phase, colour: COLOURS[1]}],
               {xLabel: 'ω (radians, 0 … π)', yLabel: ''});
   }
-  const legend = p.kernels.map((k, i) => [colour(i),
+  const legend = p.kernels.map((k, i) => [colour(i), dash(i),
                                           i === 0 ? `${k.label} (this setting)` : k.label]);
-  legend.push([FIT, 'the fits (dashed)']);
-  if (data.envelope !== null) legend.push([ENVELOPE, `λ^t · max, λ = ${data.envelope}`]);
-  root.querySelector('.legend').replaceChildren(...legend.map(([swatch, text]) => {
-    const item = document.createElement('span');
-    item.style.marginRight = '1rem'; item.style.fontSize = '0.85rem';
-    item.innerHTML = `<span style="color: ${swatch}; font-weight: 700;">━</span> `;
-    item.append(text);
-    return item;
-  }));
+  legend.push([FIT, [9, 4], 'the fits (grey, dashed)']);
+  if (data.envelope !== null) legend.push([ENVELOPE, [2, 3], `λ^t · max, λ = ${data.envelope}`]);
+  root.querySelector('.legend').replaceChildren(...legend.map(([swatch, style, text]) =>
+    legendKey(text, swatch, style)));
   const law = betterLaw(p.fit);
   const fitRange = `lags ${data.fit.start} … ${p.end} above `
     + `${data.fit.floor.toExponential(0)} × max`;

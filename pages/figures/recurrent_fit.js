@@ -22,21 +22,21 @@ const FIT_LAYOUT = `
   .panels { display: grid; grid-template-columns: minmax(0, 5fr) minmax(0, 2fr) minmax(0, 5fr); gap: 1rem; align-items: start; }
   .panels canvas { width: 100%; height: 260px; display: block; }
   .panels canvas.disc { height: auto; aspect-ratio: 1; max-width: 260px; }
-  .legend span { margin-right: 1rem; font-size: 0.8rem; white-space: nowrap; }
+  .legend { display: flex; flex-wrap: wrap; }
 </style>
 <div class="controls"></div>
 <div class="panels">
   <div><div class="caption">Kernel against lag l (log axis from l = 1)</div>
     <canvas class="kernel"></canvas>
-    <div class="legend"><span style="color: #1f77b4">━ kernel k_l</span>
-      <span style="color: #d62728">┅ fit by s modes</span></div></div>
+    <div class="legend"><span class="key" style="color: var(--figure-series-1)">kernel k_l</span>
+      <span class="key dashed" style="color: var(--figure-series-4)">fit by s modes</span></div></div>
   <div><div class="caption">Poles z on the unit disc</div><canvas class="disc"></canvas>
-    <div class="legend"><span>● z_j  ○ its conjugate</span></div></div>
+    <div class="legend"><span>● z_j&nbsp; ○ its conjugate</span></div></div>
   <div><div class="caption">Relative Frobenius error against the count</div>
     <canvas class="errors"></canvas>
-    <div class="legend"><span style="color: #9467bd">━ SSM: s modes</span>
-      <span style="color: #ff7f0e">━ band + W A Wᵀ: r points (A fitted)</span>
-      <span style="color: #2ca02c">┅ band + best rank r (SVD)</span></div></div>
+    <div class="legend"><span class="key" style="color: var(--figure-series-5)">SSM: s modes</span>
+      <span class="key dashed" style="color: var(--figure-series-2)">band + W A Wᵀ: r points (A fitted)</span>
+      <span class="key dotted" style="color: var(--figure-series-3)">band + best rank r (SVD)</span></div></div>
 </div>
 <div class="caption readout"></div>`;
 
@@ -70,23 +70,32 @@ function relativeError(column, fitted) {
   return bottom > 0 ? Math.sqrt(top / bottom) : NaN;
 }
 
+// The unit disc with the poles, its labels in the figure's text size: the disc's radius
+// leaves a line of text and a label's width around it.
 function drawDisc(canvas, poles) {
   const side = canvas.clientWidth || 200;
   canvas.width = side; canvas.height = side;
-  const ctx = canvas.getContext('2d');
-  const c = side / 2, R = side / 2 - 22;
+  const ctx = canvas.getContext('2d'), style = canvasStyle(canvas);
+  ctx.font = style.font;
+  const line = Math.ceil(style.size * 1.3), room = ctx.measureText('−1').width + 6;
+  const c = side / 2, R = Math.max(8, side / 2 - Math.max(line, room) - 2);
   const at = (re, im) => [c + re * R, c - im * R];
   ctx.clearRect(0, 0, side, side);
-  ctx.strokeStyle = '#bbb'; ctx.beginPath(); ctx.moveTo(4, c); ctx.lineTo(side - 4, c);
-  ctx.moveTo(c, 4); ctx.lineTo(c, side - 4); ctx.stroke();
-  ctx.strokeStyle = '#555'; ctx.beginPath(); ctx.arc(c, c, R, 0, 2 * Math.PI); ctx.stroke();
-  ctx.fillStyle = '#444'; ctx.font = '11px sans-serif';
-  ctx.fillText('1', c + R + 2, c + 12); ctx.fillText('−1', c - R - 14, c + 12);
-  ctx.fillText('i', c + 4, c - R - 4); ctx.fillText('−i', c + 4, c + R + 12);
-  ctx.fillText('Re z', side - 30, c + 26); ctx.fillText('Im z', c - 30, 12);
+  ctx.strokeStyle = style.colour('muted'); ctx.beginPath(); ctx.moveTo(4, c);
+  ctx.lineTo(side - 4, c); ctx.moveTo(c, 4); ctx.lineTo(c, side - 4); ctx.stroke();
+  ctx.strokeStyle = style.colour('axis'); ctx.beginPath(); ctx.arc(c, c, R, 0, 2 * Math.PI);
+  ctx.stroke();
+  ctx.fillStyle = style.colour('ink'); ctx.textBaseline = 'middle';
+  ctx.textAlign = 'left'; ctx.fillText('1', c + R + 3, c + line / 2);
+  ctx.textAlign = 'right'; ctx.fillText('−1', c - R - 3, c + line / 2);
+  ctx.textAlign = 'left'; ctx.textBaseline = 'bottom'; ctx.fillText('i', c + 4, c - R - 2);
+  ctx.textBaseline = 'top'; ctx.fillText('−i', c + 4, c + R + 2);
+  ctx.textAlign = 'right'; ctx.textBaseline = 'bottom'; ctx.fillText('Re z', side - 2, c - 2);
+  ctx.textBaseline = 'top'; ctx.fillText('Im z', c - 4, 2);
+  ctx.textAlign = 'left'; ctx.textBaseline = 'alphabetic';
   for (let j = 0; 2 * j < poles.length; j++) {
     const [re, im] = [poles[2 * j], poles[2 * j + 1]];
-    ctx.strokeStyle = ctx.fillStyle = '#d62728';
+    ctx.strokeStyle = ctx.fillStyle = style.colour('series-4');
     const [x, y] = at(re, im);
     ctx.beginPath(); ctx.arc(x, y, 4, 0, 2 * Math.PI); ctx.fill();
     if (im !== 0) {
@@ -109,17 +118,17 @@ function drawFit(root, state) {
   };
   const kernel = root.querySelector('canvas.kernel');
   size(kernel, 260);
-  drawLines(kernel, [{ x: lags, y: Array.from(state.column), colour: '#1f77b4' },
-    { x: lags, y: Array.from(fitted), colour: '#d62728', dash: [5, 4] }],
+  drawLines(kernel, [{ x: lags, y: Array.from(state.column), colour: 'series-1' },
+    { x: lags, y: Array.from(fitted), colour: 'series-4', dash: [9, 4] }],
   { logX: true, xLabel: 'lag l', yLabel: 'k_l' });
   drawDisc(root.querySelector('canvas.disc'), poles);
   const errors = root.querySelector('canvas.errors');
   size(errors, 260);
   const asNumbers = (values) => values.map((v) => (v === null ? NaN : v));
   drawLines(errors, [
-    { x: data.modes, y: asNumbers(data.errors), colour: '#9467bd' },
-    { x: data.ranks, y: asNumbers(data.ski), colour: '#ff7f0e' },
-    { x: data.ranks, y: asNumbers(data.optimal), colour: '#2ca02c', dash: [5, 4] }],
+    { x: data.modes, y: asNumbers(data.errors), colour: 'series-5' },
+    { x: data.ranks, y: asNumbers(data.ski), colour: 'series-2', dash: [9, 4] },
+    { x: data.ranks, y: asNumbers(data.optimal), colour: 'series-3', dash: [2, 3] }],
   { logX: true, logY: true, xLabel: 's modes or r inducing points',
     yLabel: '‖T − T̂‖_F / ‖T‖_F', marks: [{ x: s, label: `s = ${s}` }] });
   root.querySelector('.readout').textContent = readout(data, s, error, poles,

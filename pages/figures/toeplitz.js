@@ -18,6 +18,8 @@
 //   cells     rows and columns drawn at most: every stride-th beyond (shownIndices)
 //   inactive  controls the kernel ignores, disabled (decay for fd; n and decay when typed;
 //             channel unless an operator's kernel)
+//   hidden    controls not shown at all (optional: a learned kernel's λ where its model has
+//             no one λ); the channel is hidden when inactive
 //   locked    controls a lesson fixed, disabled
 //   coefficients, typed_help  the typed text and its help (typed kernels only; else null)
 //   controls  the sliders n, decay, channel (pages/figures.Control specs)
@@ -30,7 +32,15 @@
 // data-drawn = name=..&n=..&decay=..&causal=..&cell_i=..&cell_j=.. (and &channel=.. for an
 // operator's kernel).
 
-const MATRIX_SIDE = 360;  // CSS pixels of T's canvas, axes included; the kernel plot's height
+const MATRIX_SIDE = 360;  // CSS pixels of T's canvas, axes included, before it is sized
+
+// T's canvas side (its axes included; the kernel plot's height too), in CSS pixels: grows
+// with the figure's width and the window's height (a 1920 × 1080 screen gets a larger T),
+// 280 at least, 640 at most.
+function matrixSide(root) {
+  const wide = Math.floor(0.42 * ((root.clientWidth || 2 * MATRIX_SIDE) - 16));
+  return Math.max(280, Math.min(640, wide, Math.floor(0.5 * (window.innerHeight || 720))));
+}
 const SPIKES = [[0, 1.5], [1, -0.8], [-1, 0.6], [2, 0.4], [-2, -0.3]];  // spike_smooth's taps
 
 // t_k of a synthetic preset, [2n-1] in the lag layout t[n-1+k] (presets.synthetic_kernel).
@@ -101,8 +111,11 @@ function formatValue(v) {
 function drawPicture(canvas, t, n, idx, cell, limit) {
   const image = document.createElement('canvas');
   drawEntries(image, idx, idx, (i, j) => toeplitzEntry(t, i, j), limit);
-  const ctx = canvas.getContext('2d');
-  const left = 48, top = 12, bottom = 36;
+  const ctx = canvas.getContext('2d'), style = canvasStyle(canvas);
+  ctx.font = style.font;
+  const line = Math.ceil(style.size * 1.3);
+  const left = line + 8 + Math.ceil(ctx.measureText(String(n - 1)).width), top = 12;
+  const bottom = 2 * line + 6;
   const side = Math.min(canvas.width - left - 18, canvas.height - top - bottom);
   const stride = idx.length > 1 ? idx[1] - idx[0] : 1;
   const span = idx.length * stride;  // entries the picture spans (>= n)
@@ -110,19 +123,20 @@ function drawPicture(canvas, t, n, idx, cell, limit) {
   ctx.clearRect(0, 0, canvas.width, canvas.height);
   ctx.imageSmoothingEnabled = false;
   ctx.drawImage(image, left, top, side, side);
-  ctx.strokeStyle = '#888'; ctx.strokeRect(left - 0.5, top - 0.5, side + 1, side + 1);
-  ctx.fillStyle = '#444'; ctx.font = '11px sans-serif';
+  ctx.strokeStyle = style.colour('axis');
+  ctx.strokeRect(left - 0.5, top - 0.5, side + 1, side + 1);
+  ctx.fillStyle = style.colour('ink');
   const ticks = [...new Set([0, Math.floor((n - 1) / 2), n - 1])];
-  ctx.textAlign = 'center';
-  for (const v of ticks) ctx.fillText(String(v), left + at(v), top + side + 13);
-  ctx.fillText('column j', left + side / 2, top + side + 28);
-  ctx.textAlign = 'right';
-  for (const v of ticks) ctx.fillText(String(v), left - 4, top + at(v) + 4);
-  ctx.save(); ctx.translate(12, top + side / 2); ctx.rotate(-Math.PI / 2);
-  ctx.textAlign = 'center'; ctx.fillText('row i', 0, 0); ctx.restore();
-  ctx.textAlign = 'left';
+  ctx.textAlign = 'center'; ctx.textBaseline = 'top';
+  for (const v of ticks) ctx.fillText(String(v), left + at(v), top + side + 3);
+  ctx.fillText('column j', left + side / 2, top + side + 3 + line);
+  ctx.textAlign = 'right'; ctx.textBaseline = 'middle';
+  for (const v of ticks) ctx.fillText(String(v), left - 4, top + at(v));
+  ctx.save(); ctx.translate(2, top + side / 2); ctx.rotate(-Math.PI / 2);
+  ctx.textAlign = 'center'; ctx.textBaseline = 'top'; ctx.fillText('row i', 0, 0); ctx.restore();
+  ctx.textAlign = 'left'; ctx.textBaseline = 'alphabetic';
   const first = Math.max(0, cell.lag), last = Math.min(n, n + cell.lag) - 1;  // rows on it
-  ctx.strokeStyle = '#000'; ctx.lineWidth = 1.5; ctx.setLineDash([4, 3]);
+  ctx.strokeStyle = style.colour('ink'); ctx.lineWidth = 1.5; ctx.setLineDash([4, 3]);
   ctx.beginPath();
   ctx.moveTo(left + at(first - cell.lag), top + at(first));
   ctx.lineTo(left + at(last - cell.lag), top + at(last));
@@ -140,56 +154,61 @@ function lagTicks(low, high) {
 }
 
 // The kernel t_k against k on its own axes (whole-number lags), a zero line, and the
-// followed cell's lag dashed with its value ringed.
+// followed cell's lag dashed with its value ringed; margins measured from the figure's text.
 function drawKernel(canvas, t, n, cell) {
-  const ctx = canvas.getContext('2d');
-  const W = canvas.width, H = canvas.height, left = 62, right = 16, top = 14, bottom = 36;
-  ctx.clearRect(0, 0, W, H);
+  const ctx = canvas.getContext('2d'), style = canvasStyle(canvas);
+  ctx.font = style.font;
   let low = 0, high = 0;  // the y-range holds 0
   for (const v of t) { low = Math.min(low, v); high = Math.max(high, v); }
   if (high === low) { high += 1; low -= 1; }
   const pad = 0.05 * (high - low);
   low -= pad; high += pad;
+  const line = Math.ceil(style.size * 1.3);
+  const widest = Math.max(...roundTicks(low, high).map((v) => ctx.measureText(formatTick(v)).width));
+  const W = canvas.width, H = canvas.height, right = 16, top = line + 4, bottom = 2 * line + 6;
+  const left = Math.ceil(widest) + 10;
+  ctx.clearRect(0, 0, W, H);
   const first = -(n - 1), last = n - 1, width = Math.max(last - first, 1);
   const px = (k) => left + (k - first + (n === 1 ? 0.5 : 0)) / width * (W - left - right);
   const py = (v) => top + (high - v) / (high - low) * (H - top - bottom);
-  ctx.strokeStyle = '#888'; ctx.lineWidth = 1;
+  ctx.strokeStyle = style.colour('axis'); ctx.lineWidth = 1;
   ctx.beginPath(); ctx.moveTo(left, top); ctx.lineTo(left, H - bottom);
   ctx.lineTo(W - right, H - bottom); ctx.stroke();
-  ctx.fillStyle = '#444'; ctx.font = '11px sans-serif';
-  ctx.textAlign = 'center';
+  ctx.fillStyle = style.colour('ink');
+  ctx.textAlign = 'center'; ctx.textBaseline = 'top';
   for (const k of lagTicks(first, last)) {
-    ctx.fillText(String(k), px(k), H - bottom + 14);
+    ctx.fillText(String(k), px(k), H - bottom + 4);
     ctx.beginPath(); ctx.moveTo(px(k), H - bottom); ctx.lineTo(px(k), H - bottom + 3); ctx.stroke();
   }
-  ctx.fillText('lag k = i − j', left + (W - left - right) / 2, H - 4);
-  ctx.textAlign = 'right';
-  for (const v of roundTicks(low, high)) ctx.fillText(formatTick(v), left - 5, py(v) + 4);
-  ctx.textAlign = 'left';
-  ctx.strokeStyle = '#bbb';
+  ctx.textBaseline = 'bottom';
+  ctx.fillText('lag k = i − j', left + (W - left - right) / 2, H - 2);
+  ctx.textAlign = 'right'; ctx.textBaseline = 'middle';
+  for (const v of roundTicks(low, high)) ctx.fillText(formatTick(v), left - 5, py(v));
+  ctx.textAlign = 'left'; ctx.textBaseline = 'alphabetic';
+  ctx.strokeStyle = style.colour('muted');
   ctx.beginPath(); ctx.moveTo(left, py(0)); ctx.lineTo(W - right, py(0)); ctx.stroke();
-  ctx.strokeStyle = '#1f77b4'; ctx.beginPath();
+  ctx.strokeStyle = style.colour('series-1'); ctx.lineWidth = 1.5; ctx.beginPath();
   for (let a = 0; a < t.length; a++) {
     if (a === 0) ctx.moveTo(px(first + a), py(t[a])); else ctx.lineTo(px(first + a), py(t[a]));
   }
   if (n === 1) ctx.arc(px(0), py(t[0]), 2, 0, 2 * Math.PI);
   ctx.stroke();
-  const x = px(cell.lag);
-  ctx.strokeStyle = '#000'; ctx.setLineDash([4, 3]);
+  const x = px(cell.lag), label = `k = ${cell.lag}`;
+  ctx.strokeStyle = style.colour('ink'); ctx.lineWidth = 1; ctx.setLineDash([4, 3]);
   ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, H - bottom); ctx.stroke();
   ctx.setLineDash([]);
   ctx.beginPath(); ctx.arc(x, py(t[n - 1 + cell.lag]), 4, 0, 2 * Math.PI); ctx.stroke();
-  ctx.fillStyle = '#000';
-  ctx.textAlign = x > W - 90 ? 'right' : 'left';
-  ctx.fillText(`k = ${cell.lag}`, x + (x > W - 90 ? -4 : 4), top + 10);
-  ctx.textAlign = 'left';
+  const fits = x + 4 + ctx.measureText(label).width <= W;
+  ctx.textAlign = fits ? 'left' : 'right'; ctx.textBaseline = 'bottom';
+  ctx.fillText(label, x + (fits ? 4 : -4), top - 2);
+  ctx.textAlign = 'left'; ctx.textBaseline = 'alphabetic';
 }
 
 const HTML = `
 <div class="controls"></div>
 <label class="control typed" style="display: none;"><span class="label">Coefficients
   t_{-(n-1)}, …, t_{n-1}</span><input type="text" name="coefficients"></label>
-<div class="pictures" style="display: flex; gap: 16px; align-items: flex-start;">
+<div class="pictures" style="display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start;">
   <div><div class="caption" style="margin: 0;">T[i, j] = t_{i−j}: click a cell to follow it</div>
     <canvas class="matrix" width="${MATRIX_SIDE}" height="${MATRIX_SIDE}"
             style="cursor: crosshair;"></canvas></div>
@@ -206,7 +225,7 @@ function numberBox(container, label, help, onSettle) {
   box.className = 'control';
   box.title = help;
   box.innerHTML = '<span class="label"></span><input type="number" min="0" step="1">';
-  box.style.minWidth = '6rem';
+  box.style.minWidth = '8em';
   box.querySelector('.label').textContent = label;
   const input = box.querySelector('input');
   input.addEventListener('change', () => onSettle(Math.trunc(Number(input.value)) || 0));
@@ -229,7 +248,7 @@ function build(root, data) {
   }
   const causalBox = document.createElement('label');
   causalBox.className = 'control';
-  causalBox.style.minWidth = '6rem';
+  causalBox.style.minWidth = '6em';
   causalBox.title = 'Causal kernels have t_k = 0 for k < 0: output i sees inputs j ≤ i only, '
     + 'so T is lower triangular.';
   causalBox.innerHTML = '<span class="label">Causal</span><input type="checkbox" name="causal">';
@@ -296,7 +315,12 @@ function receive(root, fig, data) {
     const control = name.startsWith('cell_') ? 'cell' : name;
     input.disabled = off.has(control) || off.has(name);
   }
-  fig.inputs.channel.parentElement.style.display = data.inactive.includes('channel') ? 'none' : '';
+  // hidden: controls that mean nothing for this kernel (a learned kernel's λ where its
+  // model has none); the channel of a kernel that is not one of the operator's channels
+  const hidden = new Set(data.hidden || []);
+  if (data.inactive.includes('channel')) hidden.add('channel');
+  for (const name of ['channel', 'decay'])
+    fig.inputs[name].parentElement.style.display = hidden.has(name) ? 'none' : '';
   const typedBox = fig.inputs.coefficients.parentElement;
   typedBox.style.display = data.coefficients === null ? 'none' : '';
   typedBox.title = data.typed_help || '';
@@ -316,10 +340,14 @@ function draw(root, fig) {
   fig.inputs.cell_i.max = String(n - 1); fig.inputs.cell_j.max = String(n - 1);
   fig.inputs.cell_i.value = String(cell.i); fig.inputs.cell_j.value = String(cell.j);
   const limit = colourLimit(t);
-  const matrix = root.querySelector('canvas.matrix');
+  const matrix = root.querySelector('canvas.matrix'), kernel = root.querySelector('canvas.kernel');
+  const side = matrixSide(root);
+  matrix.width = matrix.height = kernel.height = side;
   fig.layout = {...drawPicture(matrix, t, n, idx, cell, limit), idx};
-  const kernel = root.querySelector('canvas.kernel');
-  kernel.width = Math.max(320, Math.min(720, root.clientWidth - MATRIX_SIDE - 16));
+  // where the picture sits on its canvas (its margins follow the text size), for tests
+  matrix.setAttribute('data-frame', `${fig.layout.left} ${fig.layout.top} ${fig.layout.side}`);
+  const rest = root.clientWidth - side - 16;  // beside T, or below it on a narrow screen
+  kernel.width = rest >= 320 ? rest : Math.max(260, root.clientWidth || 560);
   drawKernel(kernel, t, n, cell);
   const stride = idx.length > 1 ? idx[1] - idx[0] : 1;
   const shown = stride > 1 ? `every ${ordinal(stride)} row and column drawn (${idx.length} of ${n}), `

@@ -109,12 +109,17 @@ def mount_learned(checkpoint: str, layer: int, channel: int, key: str) -> None:
     model, info = checkpoints.load_checkpoint(checkpoint)
     n = summary(info).train_n
     coeffs = checkpoints.checkpoint_kernel(checkpoint, n, layer, channel)  # (2n-1,)
-    causal = bool(model.config.operator.causal)
+    operator = model.config.operator
     kernel = {"coefficients": lab.packed(coeffs), "n": None, "decay": None, "causal": None,
               "channel": None}
+    # the readouts say the checkpoint's own settings: its λ, or none where it has no one λ
+    # (FD-TNN, a learned λ per channel)
+    own = {"n": n, "decay": operator.decay}
+    hidden = [] if "decay" in operator.used_fields() else ["decay"]
     figures.show("toeplitz", {
-        "name": f"{checkpoint}:{layer}:{channel}", "kernel": kernel, "causal": causal,
-        "cell": [min(v, n - 1) for v in cell_picker.CELL], "cells": lab.FIGURE_CELLS,
-        "inactive": ["n", "decay", "channel"], "locked": list(STATE), "coefficients": None,
-        "typed_help": TYPED_HELP}, tuple(replace(c, default=n if c.name == "n" else c.default)
-                                         for c in CONTROLS), key=key, link=False)
+        "name": f"{checkpoint}:{layer}:{channel}", "kernel": kernel,
+        "causal": bool(operator.causal), "cell": [min(v, n - 1) for v in cell_picker.CELL],
+        "cells": lab.FIGURE_CELLS, "inactive": ["n", "decay", "channel"], "hidden": hidden,
+        "locked": list(STATE), "coefficients": None, "typed_help": TYPED_HELP},
+        tuple(replace(c, default=own.get(c.name, c.default)) for c in CONTROLS), key=key,
+        link=False)
