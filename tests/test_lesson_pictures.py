@@ -1,16 +1,22 @@
 """The lessons' pictures: the circulant embedding step by step (tnn_core.lab.basics),
-against numpy written here, and SKI's factors W, A, W A Wᵀ as the Decomposition page
-sends them to its figure."""
+against numpy written here, SKI's factors W, A, W A Wᵀ as the Decomposition page
+sends them to its figure, and what steps 3.4 and 3.5 draw and name, and where the
+notices point (issue 38)."""
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.linalg
 from streamlit.testing.v1 import AppTest
 
+from pages._ui import kernels
+from tnn_core.analysis.decompose import decompose
 from tnn_core.lab.basics import circulant_embedding
 from tnn_core.lab.common.cells_image import cells_image
+from tnn_core.lab.lesson import load_lessons
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
@@ -111,3 +117,65 @@ def test_decomposition_draws_w_and_a(n, rank):
     data = json.loads(at.get("bidi_component")[0].proto.json)
     assert data["kernel"]["n"] == n
     assert f"&rank={rank}&" in data["numbers"]["drawn"]
+
+
+# -- what the lessons' steps draw and name -------------------------------------------------
+LESSONS = {lesson.slug: lesson for lesson in load_lessons()[0]}
+
+
+def test_step_3_4_names_each_sides_error_and_its_own_svd_optimum():
+    """The two "Frobenius optimum" values of step 3.4 differ, and the notice says why: each
+    is the SVD optimum of its side's own T − B (the band taps are the best given that
+    side's W A Wᵀ), here recomputed by a dense float64 SVD; neither side's A beats it."""
+    step = LESSONS["3-ski-sparse-plus-low-rank"].steps[3]
+    view = dict(step.view.params)
+    n = int(view["n"])
+    t = kernels.preset_kernel("spike_smooth", n, 0.99, False, 0, 0)
+    dense = scipy.linalg.toeplitz(t[n - 1:], t[n - 1::-1])  # T[i, j] = t_{i-j}
+    optima = {}
+    for side in ("a", "b"):
+        dec = decompose(t, 9, int(view[f"{side}_rank"]), method=view[f"{side}_method"])
+        band = dec.band_coeffs
+        sigma = np.linalg.svd(dense - scipy.linalg.toeplitz(band[n - 1:], band[n - 1::-1]),
+                              compute_uv=False)
+        optimum = np.sqrt(np.sum(sigma[dec.rank:] ** 2)) / np.linalg.norm(dense)
+        assert dec.errors.relative_optimal_frobenius == pytest.approx(optimum, rel=1e-9)
+        assert dec.errors.relative_frobenius >= optimum
+        optima[view[f"{side}_method"]] = optimum
+    assert abs(optima["sample"] - optima["fit"]) > 0.1 * optima["fit"]  # two values shown
+    for words in ("'Frobenius optimum'", "SVD optimum of its own T − B",
+                  "no rank-r part can beat", "sides subtract different bands"):
+        assert words in step.notice
+
+
+def test_step_3_5_draws_the_error_curve_beside_the_svd_optimum_at_reveal():
+    """Its title promises the error against r next to the SVD optimum: under the figure at
+    Reveal (the sketch's answer), with the sampled, fitted and optimal errors and r marked."""
+    lesson = LESSONS["3-ski-sparse-plus-low-rank"]
+    step = lesson.steps[4]
+    assert "SVD optimum" in step.title and step.drawn == ("decomposition", "error_curve")
+    at = open_page("pages/lessons.py")
+    at.selectbox(key="lesson").set_value(lesson.title).run()
+    at.number_input(key="step").set_value(5).run()
+    names = [figure.proto.component_name for figure in at.get("bidi_component")]
+    assert not any(name.endswith("error_curve") for name in names)  # the sketch's answer
+    at.session_state[f"sketch:{lesson.slug}:5"] = {"guess": [[2.0, 0.5], [64.0, 0.01]]}
+    at.run()
+    at.button(key=f"reveal:{lesson.slug}:5").click().run()
+    assert not at.exception
+    curve = next(json.loads(figure.proto.json) for figure in at.get("bidi_component")
+                 if figure.proto.component_name.endswith("error_curve"))
+    assert curve["rank"] == 16 and len(curve["ranks"]) == len(curve["optimal"])
+    assert all(o <= f + 1e-12 for o, f in zip(curve["optimal"], curve["fit"], strict=True)
+               if o is not None and f is not None)
+
+
+def test_every_notice_points_at_what_is_on_screen():
+    """A notice names another page only with the link under the figure that opens it, and
+    no document: what it points at is on the student's screen."""
+    for lesson in LESSONS.values():
+        for number, step in enumerate(lesson.steps, start=1):
+            where = f"{lesson.slug} step {number}"
+            assert "docs/" not in step.notice + step.text, where
+            for named in re.findall(r"the \w+ page[^.;]*", step.notice, flags=re.I):
+                assert "the link under the figure" in named, (where, named)

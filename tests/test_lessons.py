@@ -219,17 +219,17 @@ def test_every_step_renders_and_reveals(lessons_page, lesson):
 def test_the_answer_waits_for_a_prediction_and_the_figure_does_not(lessons_page):
     at = lessons_page
     first = SHIPPED[0]
-    assert first.steps[0].question is not None and first.steps[0].view is not None
-    reveal = at.button(key=f"reveal:{first.slug}:1")
-    assert reveal.disabled  # no prediction yet
+    assert first.steps[1].question is not None and first.steps[1].view.withheld == ("causal",)
+    at.number_input(key="step").set_value(2).run()
+    assert at.button(key=f"reveal:{first.slug}:2").disabled  # no prediction yet
     assert not at.success and not at.warning
-    assert first.steps[0].question.explain not in " ".join(m.value for m in at.markdown)
-    figure = json.loads(at.get("bidi_component")[0].proto.json)  # drawn before the answer
-    assert figure["name"] == "exponential" and "n" in figure["locked"]
-    _reveal(at, first, 1)
+    assert first.steps[1].question.explain not in " ".join(m.value for m in at.markdown)
+    figure = json.loads(at.get("bidi_component")[0].proto.json)  # drawn before the answer,
+    assert not figure["causal"] and "causal" in figure["locked"]  # its switch withheld
+    _reveal(at, first, 2)
     assert at.success or at.warning
-    assert at.get("link_button")
-    assert at.button(key=f"reveal:{first.slug}:1").disabled  # revealed once
+    assert json.loads(at.get("bidi_component")[0].proto.json)["causal"]  # as the view says
+    assert at.button(key=f"reveal:{first.slug}:2").disabled  # revealed once
 
 
 def test_back_and_next_move_one_step(lessons_page):
@@ -367,7 +367,7 @@ def test_a_malformed_lesson_file_is_an_error_and_the_rest_works(monkeypatch, tmp
 
 @pytest.mark.parametrize("question, message", [
     ('computed = "nope"\nchoices = ["a", "b"]', "computed must be one of"),
-    ('computed = "first_to_roundoff"\nanswer = "a"\nchoices = ["a", "b"]',
+    ('computed = "never_to_roundoff"\nanswer = "a"\nchoices = ["a", "b"]',
      "then no answer is typed"),
     ('sketch = "nope"', "sketch must be one of"),
     ('sketch = "decay_envelope"\nanswer = 1', "a sketch question has no answer"),

@@ -25,6 +25,7 @@ from pages._ui import charts, checkpoint_views, checkpoints, frame, kernels, num
 from pages._ui.memo import memo
 from pages.figures import circulant, compare, decomposition, fd_kernel, recurrent_fit, toeplitz
 from tnn_core.lab import lesson as lesson_lab
+from tnn_core.lab.common.stored_measurements import stored_or_computed
 from tnn_core.lab.lesson import (
     BAND_SHARE_NAME,
     DECAY_PAIR,
@@ -39,7 +40,7 @@ from tnn_core.lab.lesson import (
 from tnn_core.lab.lesson import answers as lesson_answers
 from tnn_core.lab.lesson import sketch as lesson_sketch
 
-__all__ = ["show", "sketch_curve", "computed_answer"]
+__all__ = ["show", "revealed", "sketch_curve", "computed_answer"]
 
 METHODS = {"sample": "A sampled", "fit": "A fitted"}
 ABLATION_BAND = 9  # lags Inspect's band ablation keeps in a step (the atlas's default)
@@ -69,9 +70,22 @@ def _sliders(settings: Mapping, names: tuple[str, ...]) -> dict:
     return {name: float(settings[name]) for name in names if name in settings}
 
 
+def revealed(key: str) -> bool:
+    """Whether the question of the step drawn under ``key`` ("lesson:SLUG:NUMBER", as
+    pages/lessons.py names it) is revealed: that page keeps it as "revealed:SLUG:NUMBER"."""
+    return bool(st.session_state.get(f"revealed:{key.removeprefix('lesson:')}", False))
+
+
 def show(view: View, wanted: tuple[str, ...], key: str) -> None:
     """Draw the figures ``wanted`` (of ``lesson.VIEW_FIGURES[view.path]``: a step's
-    ``drawn``) of the view's page at its settings, their state under ``key``."""
+    ``drawn``) of the view's page at its settings, their state under ``key``; until the
+    step's question is revealed, without what the view withholds (``View.withheld``)."""
+    if view.withheld and not revealed(key):
+        view, key = view.before_reveal(), f"{key}:withheld"  # at Reveal, drawn afresh
+        wanted = tuple(name for name in wanted if name not in view.withheld)
+        if not wanted:
+            st.caption("The figure appears with the answer: it shows it.")
+            return
     settings, locked = dict(view.params), view.locked
     if view.path == "basics":
         _basics(settings, locked, wanted, key)
@@ -210,7 +224,8 @@ def _table10() -> None:
     decay, on the same windows from 1× to 16× its training length."""
     pair = checkpoint_views.decay_pair(DECAY_PAIR)
     with st.container(key="lesson-table10", border=True):
-        st.plotly_chart(charts.decay_pair_chart(pair, height=330), key="lesson-decay-pair")
+        st.plotly_chart(charts.decay_pair_chart(pair, height=330, text_size=18),
+                        key="lesson-decay-pair")  # a projector's type size
         st.caption(pair.sentence())
 
 
@@ -221,25 +236,37 @@ def _ablation(checkpoint: str) -> None:
     name = ablation.full.metric_name
     with st.container(key="lesson-ablation", border=True):
         st.markdown(f"**{checkpoint}, every layer kept to its band ({ablation.band})**")
-        row = st.columns(3 + len(ablation.per_layer))
-        scored = [("Full kernels", ablation.full), ("Every layer, band only",
+        _metrics([("Full kernels", ablation.full), ("Every layer, band only",
                                                     ablation.restricted)] + [
             (f"Layer {layer} alone, band only", scores)
-            for layer, scores in enumerate(ablation.per_layer)]
-        for column, (label, scores) in zip(row, scored, strict=False):
-            low, high = scores.ci95
-            column.metric(label, numbers.format_metric(scores.metric, name),
-                          help=f"95 % interval {numbers.format_interval((low, high), name)}")
-        row[-1].metric("Chance", numbers.format_metric(ablation.chance, name))
+            for layer, scores in enumerate(ablation.per_layer)], ablation.chance, name)
         st.caption(f"{name} at the training length n = {ablation.length} on the same "
                    f"{ablation.full.sequences:,} sequences for every variant (hover a value "
                    f"for its 95 % interval). {ablation.sentence()}")
 
 
+def _metrics(scored: list, chance: float, name: str) -> None:
+    """Each (label, Scores) as a metric with its interval on hover, then chance, three to a
+    row: wide enough for the labels at a projector's type size (five to a row cut them)."""
+    cells = [*scored, ("Chance", None)]
+    for start in range(0, len(cells), 3):
+        for column, (label, scores) in zip(st.columns(3), cells[start:start + 3],
+                                           strict=False):
+            if scores is None:
+                column.metric(label, numbers.format_metric(chance, name))
+            else:
+                column.metric(label, numbers.format_metric(scores.metric, name),
+                              help=f"95 % interval "
+                                   f"{numbers.format_interval(scores.ci95, name)}")
+
+
 @memo(max_entries=8, spinner="Converting every layer…")
 def _quick_conversion(digest: str, band: int, rank: int, method: str, _model,
                       _task) -> lesson_lab.QuickConversion:
-    return lesson_lab.quick_conversion(_model, _task, band, rank, method)
+    return stored_or_computed("quick_conversion", (digest,),
+                              {"band": band, "rank": rank, "method": method},
+                              lambda: lesson_lab.quick_conversion(_model, _task, band, rank,
+                                                                  method))
 
 
 def _conversion_result(checkpoint: str, band: int, rank: int,
@@ -257,14 +284,9 @@ def _conversion(checkpoint: str, band: int, rank: int, method: str) -> None:
     with st.container(key="lesson-conversion", border=True):
         st.markdown(f"**{checkpoint}, every layer as band m = {band} + rank r = {rank} "
                     f"({method})**")
-        row = st.columns(3 + len(result.alone))
-        scored = [("Source", result.source), ("Every layer converted", result.converted)] + [
-            (f"Layer {layer} alone", scores) for layer, scores in enumerate(result.alone)]
-        for column, (label, scores) in zip(row, scored, strict=False):
-            low, high = scores.ci95
-            column.metric(label, numbers.format_metric(scores.metric, name),
-                          help=f"95 % interval {numbers.format_interval((low, high), name)}")
-        row[-1].metric("Chance", numbers.format_metric(result.chance, name))
+        _metrics([("Source", result.source), ("Every layer converted", result.converted)] + [
+            (f"Layer {layer} alone", scores) for layer, scores in enumerate(result.alone)],
+            result.chance, name)
         misses = ", ".join(f"layer {i} {e:.2f}" for i, e in enumerate(result.errors))
         st.caption(f"{name} at the training length on the same {result.source.sequences:,} "
                    f"sequences for every variant (hover a value for its 95 % interval). "
@@ -330,8 +352,8 @@ def computed_answer(view: View, name: str, choices: tuple[str, ...], seed: int) 
     """Which of ``choices`` is right for a computed question (``name``, of
     ``lesson_answers.COMPUTED``) of a step with ``view``, at the view's settings."""
     settings = dict(view.params)
-    if name == "first_to_roundoff" and view.path == "frequency":
-        return lesson_answers.first_to_roundoff(
+    if name == "never_to_roundoff" and view.path == "frequency":
+        return lesson_answers.never_to_roundoff(
             choices, _whole(settings, "width", fd_kernel.WIDTH.default),
             _whole(settings, "depth", 1), _whole(settings, "n", 512), seed,
             "cosine" if _switch(settings, "smooth", False) else "omega",

@@ -13,6 +13,7 @@ in docs/lessons.md):
     view = "basics?preset=Exponential+decay&n=8" # optional: a lab page and its controls
     lock = ["n"]                                 # optional: controls of the view kept fixed
     figures = ["toeplitz"]                       # optional: which of the page's figures
+    withhold = ["toeplitz"]                      # optional: kept back until Reveal
     notice = "What to notice ..."                # optional
     [steps.question]                             # optional: predict, then reveal
     prompt = "How many numbers does T hold?"
@@ -25,7 +26,9 @@ in docs/lessons.md):
 teacher copies it from the browser. A step draws the view's page's figures (those of
 ``VIEW_FIGURES``: the first unless ``figures`` names others) in the lesson itself; a view
 of another page opens embedded. Its page must be one of ``VIEW_PAGES`` and its
-parameters that page's controls; anything else is refused on load.
+parameters that page's controls; anything else is refused on load. ``withhold`` keeps
+back, until the step's question is revealed, figures that show its answer and switches
+whose other value is it (``WITHHELD_SWITCHES``: drawn the other way, locked).
 
 ``load_lessons`` reads a folder, and no file in it can take the others down: each file is
 read with ``tnn_core.files.read_bounded`` (regular files only, never past
@@ -64,6 +67,7 @@ from tnn_core.lab.lesson.content import (
     MEASUREMENTS,
     VIEW_FIGURES,
     VIEW_PAGES,
+    WITHHELD_SWITCHES,
     Lesson,
     LessonError,
     Question,
@@ -82,7 +86,8 @@ from tnn_core.lab.lesson.sketch import SKETCHES, Curve, distance
 
 __all__ = [
     # lessons and their files
-    "LESSON_DIR", "VIEW_PAGES", "VIEW_FIGURES", "MEASUREMENTS", "DEFAULT_FIGURES", "MAX_STEPS",
+    "LESSON_DIR", "VIEW_PAGES", "VIEW_FIGURES", "MEASUREMENTS", "DEFAULT_FIGURES",
+    "WITHHELD_SWITCHES", "MAX_STEPS",
     "MAX_FILE_BYTES", "LessonError", "View", "Question", "Step", "Lesson", "parse_lesson",
     "load_lesson", "load_lessons", "folder_listing",
     # questions whose answer is computed, and curves sketched first

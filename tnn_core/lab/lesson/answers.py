@@ -26,14 +26,14 @@ from tnn_core.lab.common.decay_curve import decay_curve, decay_magnitude
 from tnn_core.lab.common.recurrent_fit import modes_by_decay
 from tnn_core.training.verdicts import quality
 
-__all__ = ["COMPUTED", "OUTCOMES", "first_to_roundoff", "smaller_frobenius",
+__all__ = ["COMPUTED", "OUTCOMES", "never_to_roundoff", "smaller_frobenius",
            "fft_against_dense", "negative_lags", "band_only", "conversion_loss",
            "modes_against_decay"]
 
 # what each function concludes, in the order of its question's choices (None: the choices
 # are the data's own names, and it picks one)
 OUTCOMES: dict[str, tuple[str, ...] | None] = {
-    "first_to_roundoff": None,
+    "never_to_roundoff": None,
     "smaller_frobenius": None,
     "fft_against_dense": ("approximate", "round-off", "exact"),
     "negative_lags": ("zero", "small", "mirror"),
@@ -49,19 +49,19 @@ def _choice(name: str, outcome: str, choices: Sequence[str]) -> str:
     return choices[OUTCOMES[name].index(outcome)]
 
 
-def first_to_roundoff(choices: Sequence[str], width: int, depth: int, n: int, seed: int,
+def never_to_roundoff(choices: Sequence[str], width: int, depth: int, n: int, seed: int,
                       fd_input: str, causal: bool) -> str:
-    """Of the activations ``choices``, the one whose FD kernel falls below round-off
-    (``common.decay_curve``) at the smallest lag, at this setting."""
-    reached = {}
-    for activation in choices:
-        kernel = fd_response(activation, width, depth, n, seed, fd_input, causal).kernel
-        lag = decay_curve(decay_magnitude(kernel)).roundoff_from
-        if lag is not None:
-            reached[activation] = lag
-    if not reached:
-        raise ValueError(f"no activation of {list(choices)} reaches round-off at n = {n}")
-    return min(reached, key=reached.get)
+    """Of the activations ``choices``, the one whose FD kernel never falls below round-off
+    (``common.decay_curve``) within its n − 1 lags, at this setting: the one response the
+    FD-TNN theorems promise no fast decay (a ReLU response has kinks inside (0, π): a
+    1/t² tail, Theorem 4 square summability only). ValueError unless exactly one."""
+    never = [activation for activation in choices if decay_curve(decay_magnitude(
+        fd_response(activation, width, depth, n, seed, fd_input, causal).kernel)
+    ).roundoff_from is None]
+    if len(never) != 1:
+        raise ValueError(f"{len(never)} of the activations {list(choices)} never reach "
+                         f"round-off at n = {n} ({never}); the question needs exactly one")
+    return never[0]
 
 
 def smaller_frobenius(choices: Sequence[str], coeffs: np.ndarray,

@@ -8,12 +8,13 @@ from __future__ import annotations
 import re
 import reprlib
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tnn_core.lab.common.url_controls import SIDEBAR, URL_CONTROLS
 
 __all__ = ["VIEW_PAGES", "VIEW_FIGURES", "MEASUREMENTS", "DEFAULT_FIGURES", "SIDEBAR",
-           "LessonError", "View", "Question", "Step", "Lesson", "quoted", "file_number"]
+           "WITHHELD_SWITCHES", "LessonError", "View", "Question", "Step", "Lesson", "quoted",
+           "file_number"]
 
 # page url_path -> the controls a view may set: the pages' URL controls (lab.common), every
 # page's but the Lessons page's own
@@ -41,6 +42,10 @@ MEASUREMENTS = ("ablation", "conversion", "modes_against_decay")
 DEFAULT_FIGURES: dict[str, tuple[str, ...]] = {
     "basics": ("toeplitz",), "decomposition": ("decomposition",), "frequency": ("fd_kernel",),
     "compare": ("compare",)}
+# switches a step may withhold until its question is revealed: drawn at their other value,
+# locked, until then (a step's ``withhold``; pages/figures/steps.py)
+WITHHELD_SWITCHES: dict[str, tuple[str, ...]] = {"basics": ("causal",),
+                                                 "frequency": ("causal",)}
 
 
 class LessonError(ValueError):
@@ -67,18 +72,32 @@ def file_number(name: str) -> int | None:
 
 @dataclass(frozen=True)
 class View:
-    """A lab page with its controls set: ``path`` "basics", ``params`` {"n": "8"}, and the
-    controls ``locked`` (shown disabled at those values: the page reads ``lock``)."""
+    """A lab page with its controls set: ``path`` "basics", ``params`` {"n": "8"}, the
+    controls ``locked`` (shown disabled at those values: the page reads ``lock``), and what
+    a step's figures keep back until its question is revealed (``withheld``, a step's
+    ``withhold``): figures of the step, drawn only then, and switches of
+    ``WITHHELD_SWITCHES``, drawn at their other value and locked until then."""
 
     path: str
     params: tuple[tuple[str, str], ...]
     locked: tuple[str, ...] = ()
+    withheld: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
         """Relative URL of the view, free to explore: PATH?QUERY."""
         query = urllib.parse.urlencode(self.params)
         return f"{self.path}?{query}" if query else self.path
+
+    def before_reveal(self) -> View:
+        """The view as its step draws it until its question is revealed: its withheld
+        switches at their other value and locked (its withheld figures left out by the
+        step: pages/figures/steps.py)."""
+        switches = set(self.withheld) & {name for name, _ in self.params}
+        params = tuple((name, ("false" if value.lower() == "true" else "true")
+                        if name in switches else value) for name, value in self.params)
+        return replace(self, params=params,
+                       locked=tuple(dict.fromkeys(self.locked + tuple(sorted(switches)))))
 
     @property
     def embed_url(self) -> str:

@@ -9,6 +9,7 @@ import re
 import sys
 import tomllib
 import urllib.parse
+from dataclasses import replace
 from pathlib import Path
 
 from tnn_core.lab.lesson.answers import COMPUTED, OUTCOMES
@@ -16,6 +17,7 @@ from tnn_core.lab.lesson.content import (
     SIDEBAR,
     VIEW_FIGURES,
     VIEW_PAGES,
+    WITHHELD_SWITCHES,
     Lesson,
     LessonError,
     Question,
@@ -134,8 +136,8 @@ def _finite(value, rule: str) -> float:
 def _step(data, where: str) -> Step:
     if not isinstance(data, dict):
         raise LessonError(f"{where} must be a table; got {quoted(data)}")
-    _known(data, {"title", "text", "latex", "view", "lock", "notice", "question", "figures"},
-           where)
+    _known(data, {"title", "text", "latex", "view", "lock", "notice", "question", "figures",
+                  "withhold"}, where)
     latex = data.get("latex", [])
     if isinstance(latex, str):
         latex = [latex]
@@ -155,11 +157,31 @@ def _step(data, where: str) -> Step:
             not set(figures) <= set(offered):
         raise LessonError(f"{where}: figures must be a list of the view's figures "
                           f"{list(offered)}; got {quoted(figures)}")
-    return Step(title=_text(data, "title", where), text=_text(data, "text", where),
+    step = Step(title=_text(data, "title", where), text=_text(data, "text", where),
                 latex=tuple(latex), view=view, figures=tuple(figures),
                 notice=_text(data, "notice", where, required=False),
                 question=None if "question" not in data
                 else _question(data["question"], f"{where}.question"))
+    return _withheld(step, data.get("withhold"), where)
+
+
+def _withheld(step: Step, withhold, where: str) -> Step:
+    """``step`` with its view's ``withheld``: ``withhold`` lists figures the step draws and
+    switches of ``WITHHELD_SWITCHES`` its view sets, and needs a question to reveal them."""
+    if withhold is None:
+        return step
+    offered = () if step.view is None else step.drawn + tuple(
+        name for name in WITHHELD_SWITCHES.get(step.view.path, ())
+        if name in dict(step.view.params))
+    if not isinstance(withhold, list) or not withhold or \
+            not all(isinstance(name, str) for name in withhold) or \
+            not set(withhold) <= set(offered):
+        raise LessonError(f"{where}: withhold must list some of the step's figures and the "
+                          f"switches its view sets, {list(offered)}; got {quoted(withhold)}")
+    if step.question is None:
+        raise LessonError(f"{where}: withhold needs a question: what it keeps back is shown "
+                          f"at Reveal")
+    return replace(step, view=replace(step.view, withheld=tuple(withhold)))
 
 
 # What a dotted key is made of, outside strings and comments (replaced by "s" first, in
