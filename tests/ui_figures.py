@@ -159,6 +159,7 @@ def _summary(values: list[float]) -> dict:
     values = sorted(values)
     return {"count": len(values), "median_ms": round(statistics.median(values), 1),
             "p90_ms": round(values[int(0.9 * (len(values) - 1))], 1),
+            "p95_ms": round(values[int(0.95 * (len(values) - 1))], 1),
             "max_ms": round(values[-1], 1)}
 
 
@@ -202,15 +203,21 @@ def drag_cpu(url: str, figure: str, control: str, pid: int, page) -> float:
 
 def classroom(url: str, figure: str, control: str, sessions: int, seconds: float,
               browser) -> dict:
-    """``sessions`` pages, each settling a move every 2 s for ``seconds``."""
-    pages = []
+    """``sessions`` pages, each settling a move every 2 s (or as often as one Playwright
+    thread can drag them all in turn) for ``seconds``: the releases' times, the moves
+    whose exact numbers had not arrived by the end of their round (``unsettled``), and
+    the pages showing an exception or a page error."""
+    pages, errors = [], []
     for _ in range(sessions):
         context = browser.new_context(viewport={"width": 1400, "height": 900})
         context.add_init_script(RECORD)
         page = context.new_page()
+        page.on("pageerror", lambda error: errors.append(str(error)))
         _open(page, url, figure)
         pages.append(page)
     releases: list[float] = []
+    moved = unsettled = 0
+    start = time.time()
     end, targets = time.time() + seconds, iter(_targets(10_000))
     while time.time() < end:  # the pages share Playwright's one thread: take turns
         round_start = time.time()
@@ -220,9 +227,15 @@ def classroom(url: str, figure: str, control: str, sessions: int, seconds: float
         time.sleep(max(0.0, 2.0 - (time.time() - round_start)))
         for page in pages:
             release = _release(_events(page))
-            if release is not None:
+            moved += 1
+            if release is None:
+                unsettled += 1
+            else:
                 releases.append(release)
-    return {"sessions": sessions, "release": _summary(releases)}
+    shown = sum(page.locator("[data-testid='stException']").count() for page in pages)
+    return {"sessions": sessions, "moves": moved, "seconds": round(time.time() - start, 1),
+            "release": _summary(releases), "unsettled": unsettled,
+            "page_errors": len(errors), "exceptions_shown": shown}
 
 
 def main(argv: list[str] | None = None) -> int:
