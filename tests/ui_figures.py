@@ -251,6 +251,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=40.0, help="--class: how long")
     p.add_argument("--cold", action="store_true", help="time the first open after a start")
     args = p.parse_args(argv)
+    # The server's warm-up (Inspect's views of every shipped checkpoint, minutes of scoring
+    # after the first visit) would be counted in every move's CPU here; a class's server
+    # has finished it before the class. Off unless the caller sets it.
+    os.environ.setdefault("TOEPLITZ_LAB_WARM_UP", "none")
     port = _free_port()
     server = _make_run(port) if args.cold else _server(port)
     url = f"http://127.0.0.1:{port}/{args.page}?n={args.n}"
