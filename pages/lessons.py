@@ -3,6 +3,7 @@ figures beside the text (pages/figures/steps.py); predict, then reveal; a link t
 step; a presenter mode."""
 
 import math
+import re
 import urllib.parse
 from pathlib import Path
 
@@ -16,33 +17,82 @@ from tnn_core.lab import lesson as lesson_lab
 
 frame.ensure_app_frame()
 
-# Presenter mode: the sidebar hidden, larger type, arrow keys move between steps wherever
-# the focus is (the keys click the Back / Next buttons; ignored while typing in a field,
-# and left to a figure's slider while the pointer holds it).
+# Presenter mode: the sidebar and header hidden, the page as wide as the screen, and the type
+# sized by the screen's height, so that a step fits one screen of a projector from 720 to
+# 1080 lines: at 900 every text is at least 18 px (the figures' through their one size,
+# --figure-font: pages/figures/figure.css; a formula's subscripts are 0.7 of its size, so a
+# display formula at 3vh puts them at 18.3 px).
 PRESENTER_STYLE = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] {display: none;}
 [data-testid="stHeader"] {display: none;}
-[data-testid="stMainBlockContainer"] {padding-top: 1.5rem; padding-bottom: 1rem;}
-[data-testid="stMain"] [data-testid="stMarkdownContainer"] p {font-size: 1.35rem;}
-[data-testid="stMain"] h2 {font-size: 2.4rem;}
+[data-testid="stMainBlockContainer"] {padding: 1.5rem 1.5rem 1rem; max-width: none;}
+[data-testid="stMain"] {--figure-font: clamp(0.8rem, 2.05vh, 1.4rem);}
+[data-testid="stMain"] :is(p, li, label, summary, input, button, a, th, td) {
+  font-size: clamp(1rem, 2.4vh, 1.6rem);}
+[data-testid="stMain"] :is(p, li) code {font-size: 0.9em;}
+[data-testid="stMain"] .katex-display {font-size: clamp(1rem, 3vh, 2rem);}
+[data-testid="stMain"] [data-testid="stCaptionContainer"] :is(p, code, a) {
+  font-size: clamp(0.9rem, 2.1vh, 1.4rem);}
+[data-testid="stMain"] [data-testid="stCaptionContainer"] code {word-break: break-all;}
+[data-testid="stMain"] h2 {font-size: clamp(1.6rem, 4.3vh, 3rem);}
 </style>"""
-ARROW_KEYS = """<script>
+# Every mode: the step's figures stay on the screen while the text beside them scrolls (from
+# 640 px wide, where Streamlit's columns sit side by side).
+LAYOUT_STYLE = """<style>
+@media (min-width: 640px) {
+  [data-testid="stColumn"]:has(.st-key-step-figures) {
+    position: sticky; top: 0.5rem; align-self: flex-start;}
+}
+</style>"""
+# The page's keys and view: Left / Right click Back / Next wherever the focus is, but in a
+# field being typed in (a figure's focused slider keeps them: pages/figures/common.js stops
+# them on the window, before this listener on the document); after Reveal the verdict and the
+# notice below it are scrolled onto the screen (the sticky figures stay); a display formula
+# wider than its column (a phone) is scaled down to fit it instead of scrolling sideways.
+PAGE_SCRIPT = """<script>
 if (!window.toeplitzLessonKeys) {
   window.toeplitzLessonKeys = true;
-  let held = false;  // a pointer is down: a figure's slider under it keeps its arrow keys
-  document.addEventListener("pointerdown", () => { held = true; }, true);
-  document.addEventListener("pointerup", () => { held = false; }, true);
   document.addEventListener("keydown", (event) => {
     const label = {ArrowRight: "Next", ArrowLeft: "Back"}[event.key];
     const target = event.composedPath()[0];  // inside a figure's shadow root too
     const tag = target?.tagName, type = target?.type;
     const typing = ["TEXTAREA", "SELECT"].includes(tag) || (tag === "INPUT" &&
       !["range", "checkbox", "radio"].includes(type));
-    if (!label || typing || (held && type === "range")) return;
+    if (!label || typing) return;
     const button = [...document.querySelectorAll("[data-testid='stMain'] button")]
       .find((b) => b.innerText.trim().endsWith(label) && !b.disabled);
     if (button) { event.preventDefault(); event.stopPropagation(); button.click(); }
-  }, true);  // capture: before a focused slider or radio takes the key
+  }, true);  // capture: before a focused radio takes the key
+  let revealing = false, queued = false;
+  document.addEventListener("click", (event) => {
+    const button = event.composedPath().find((e) => e.tagName === "BUTTON");
+    if (button && button.innerText.trim().endsWith("Reveal")) revealing = true;
+  }, true);
+  const showVerdict = () => {
+    const alerts = [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stAlert']")];
+    const verdict = alerts.find((a) => /the answer is/i.test(a.innerText));
+    if (!verdict) return;
+    const column = verdict.closest("[data-testid='stColumn']") || document;
+    const after = [...column.querySelectorAll("[data-testid='stAlert']")].pop();
+    after.scrollIntoView({block: "nearest"});
+    if (verdict.getBoundingClientRect().top < 0) verdict.scrollIntoView({block: "start"});
+    if (document.querySelector("[data-test-script-state='notRunning']")) revealing = false;
+  };
+  const fitFormulas = () => {
+    for (const display of document.querySelectorAll("[data-testid='stMain'] .katex-display")) {
+      const formula = display.querySelector(":scope > .katex");
+      if (!formula) continue;
+      formula.style.fontSize = "";
+      if (display.scrollWidth > display.clientWidth + 1) {
+        formula.style.fontSize = `${1.21 * display.clientWidth / display.scrollWidth}em`;
+      }
+    }
+  };
+  const settle = () => { queued = false; fitFormulas(); if (revealing) showVerdict(); };
+  const later = () => { if (!queued) { queued = true; requestAnimationFrame(settle); } };
+  new MutationObserver(later).observe(document.body, {childList: true, subtree: true,
+    attributes: true, attributeFilter: ["data-test-script-state"]});
+  window.addEventListener("resize", later);
 }
 </script>"""
 VIEW_HEIGHT = 1100  # px of the embedded page
@@ -57,8 +107,26 @@ def lessons(folder: str, listing: tuple) -> tuple[dict[str, lesson_lab.Lesson], 
     return {lesson.title: lesson for lesson in found}, errors
 
 
-def move(by: int, count: int) -> None:
-    go_to(min(max(1, st.session_state.get("step", 1) + by), count))
+def move(by: int, count: int, neighbour: tuple[str, int] | None) -> None:
+    """on_click of Back (``by`` -1) and Next (+1): the step ``by`` away, or past the
+    lesson's first or last step the ``neighbour`` lesson's step (its title, its step)."""
+    number = st.session_state.get("step", 1) + by
+    if 1 <= number <= count:
+        go_to(number)
+    elif neighbour is not None:
+        st.session_state["lesson"] = neighbour[0]
+        go_to(neighbour[1])
+
+
+def neighbours(found: dict[str, lesson_lab.Lesson], title: str
+               ) -> tuple[tuple[str, int] | None, tuple[str, int] | None]:
+    """Where Back leaves the lesson ``title`` (the previous lesson's last step) and where Next
+    does (the next lesson's first step); None before the first and after the last."""
+    titles = list(found)
+    place = titles.index(title)
+    before = titles[place - 1] if place > 0 else None
+    after = titles[place + 1] if place + 1 < len(titles) else None
+    return (before and (before, len(found[before].steps))), (after and (after, 1))
 
 
 def go_to(number: int) -> None:
@@ -144,6 +212,11 @@ def refuse_link_value(key: str, text: str, err: ValueError, used: str) -> None:
     """The link's ``key`` = ``text`` cannot be used (``err`` says why): one line of the
     page's link notice, which says that ``used`` is used instead."""
     controls.note_link_value(key, f"= {quoted(text)} {err}", None, used)
+
+
+def plain(title: str) -> str:
+    """A title for markdown as it reads: "1. Toeplitz …" is not the first item of a list."""
+    return re.sub(r"^(\d+)\. ", r"\1\\. ", title)
 
 
 def factor_text(decades: float) -> str:
@@ -252,9 +325,12 @@ if not found:
             f"docs/lessons.md shows how to write one.", icon=":material/school:")
     st.stop()
 
-# presenting, the lesson's controls fold away: the step has the screen (the arrow keys move)
-top = (st.expander("Lesson, step and presenter mode") if presenting else st.container()
-       ).columns([3, 1, 1])
+# presenting, the step has the screen from its first line: the lesson's controls fold away
+# below it (the arrow keys move); else they come first
+first, second = st.container(), st.container()
+body, fold = ((first, second.expander("Lesson, step and presenter mode")) if presenting
+              else (second, first))
+top = fold.columns([3, 1, 1])
 title = controls.control(top[0].selectbox, "Lesson", list(found), key="lesson", on_change=go_to,
                          args=(1,))  # another lesson starts at its first step
 lesson = found[title]
@@ -269,15 +345,17 @@ present = controls.control(top[2].toggle, "Presenter mode", key="present",
                                 "move between steps.")
 if present:
     st.html(PRESENTER_STYLE)
-st.html(ARROW_KEYS, unsafe_allow_javascript=True)
+st.html(LAYOUT_STYLE)
+st.html(PAGE_SCRIPT, unsafe_allow_javascript=True)
 
 step = lesson.steps[number - 1]
 # the figures beside the whole text, header included: they start at the top of the screen
-text, view = st.columns([2, 3]) if step.view else (st.container(), None)
+# (the text 5/12 of the width: 1.1's display formula fits it at projector type)
+text, view = body.columns([5, 7]) if step.view else (body.container(), None)
 with text:
     st.header(f"{number}. {step.title}")
     if not present:
-        st.caption(f"{lesson.title} · step {number} of {count} · {lesson.summary}")
+        st.caption(f"{plain(lesson.title)} · step {number} of {count} · {lesson.summary}")
     st.markdown(step.text)
     for formula in step.latex:
         st.latex(formula)
@@ -290,17 +368,23 @@ with text:
     if revealed and step.notice:
         st.info(f"**What to notice.** {step.notice}", icon=":material/lightbulb:")
 if view is not None:
-    with view:
+    with view, st.container(key="step-figures"):
         if revealed or not set(step.drawn) <= set(lesson_lab.MEASUREMENTS):
             show_view(step.view, step.drawn, f"lesson:{lesson.slug}:{number}")
         else:  # the measurement is the answer
             st.caption("The measurement appears with the answer.")
 
-nav = st.columns([1, 1, 4])
-nav[0].button("Back", key="back", icon=":material/arrow_back:", disabled=number == 1,
-              on_click=move, args=(-1, count), width="stretch")
-nav[1].button("Next", key="next", icon=":material/arrow_forward:", disabled=number == count,
-              on_click=move, args=(1, count), width="stretch")
+previous, following = neighbours(found, title)
+nav = body.columns([1, 1, 4])
+nav[0].button("Back", key="back", icon=":material/arrow_back:",
+              disabled=number == 1 and previous is None, on_click=move,
+              args=(-1, count, previous), width="stretch",
+              help=f"The last step of {previous[0]}" if number == 1 and previous else None)
+nav[1].button("Next", key="next", icon=":material/arrow_forward:",
+              disabled=number == count and following is None, on_click=move,
+              args=(1, count, following), width="stretch",
+              help=f"The first step of {following[0]}" if number == count and following
+              else None)
 if st.context.url:  # the app's address, with this page's path when it is not the default
     base = st.context.url.rstrip("/").removesuffix("/lessons")
     query = urllib.parse.urlencode({"lesson": title, "step": number})

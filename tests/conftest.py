@@ -64,6 +64,7 @@ SERVER_FILES = (
     "tests/test_url_values.py",  # 24
     "tests/test_figure_decomposition_app.py",  # 11
     "tests/test_compare_browser.py",  # 10
+    "tests/test_lessons_screens_browser.py",
 )
 # The other files that take longest, about longest first. pyproject's --no-loadscope-reorder
 # makes pytest-xdist hand out files in the order collected, so the server's unit and these

@@ -58,7 +58,8 @@ def page_text(at: AppTest, authored: set[str]) -> tuple[str, str]:
     texts = [e.value for kind in ("markdown", "caption", "latex", "info", "success",
                                   "warning", "error", "header") for e in at.get(kind)]
     texts += [f"{m.label} {m.value}" for m in at.get("metric")]
-    texts += [frame.value.to_csv() for frame in at.get("arrow_data_frame")]
+    texts += [frame.value.to_csv() for kind in ("arrow_data_frame", "table")
+              for frame in at.get(kind)]
     texts += [word for data in payloads(at) for word in _payload_words(data)]
     computed = [text for text in texts if not any(mine in text for mine in authored)]
     return "\n".join(texts), "\n".join(computed)
@@ -105,7 +106,7 @@ def switches_shown(step: lesson_lab.Step, at: AppTest) -> list[str]:
 def figures_drawn(at: AppTest) -> int:
     """Figures on the page: the lab's (components), plotly charts and tables."""
     return sum(len(at.get(kind)) for kind in ("bidi_component", "plotly_chart",
-                                              "arrow_data_frame"))
+                                              "arrow_data_frame", "table"))
 
 
 def predict(at: AppTest, lesson: lesson_lab.Lesson, number: int) -> None:

@@ -23,6 +23,8 @@ const FIT_LAYOUT = `
   .panels canvas { width: 100%; height: 260px; display: block; }
   .panels canvas.disc { height: auto; aspect-ratio: 1; max-width: 260px; }
   .legend { display: flex; flex-wrap: wrap; }
+  /* a phone: the three panels one under the other */
+  @media (max-width: 640px) { .panels { grid-template-columns: minmax(0, 1fr); } }
 </style>
 <div class="controls"></div>
 <div class="panels">

@@ -110,7 +110,7 @@ def decay_table(source, n: int, causal: bool) -> None:
     with st.container(key="lesson-modes_against_decay", border=True):
         st.markdown(f"**The smallest s reaching an error, at each λ** (n = {n}, the same "
                     "RPE)")
-        st.dataframe({"λ": [f"{decay:g}" for decay in found]} | {
+        st.table({"λ": [f"{decay:g}" for decay in found]} | {
             f"s for {target:.1%}": ["over 32" if s is None else s for s in (
                 row[i] for row in found.values())]
             for i, target in enumerate(lab.RECURRENT_TARGETS)}, hide_index=True)

@@ -24,20 +24,20 @@ const SKETCH_LAYOUT = `
 <style>
   canvas { width: 100%; height: 200px; display: block; touch-action: none; cursor: crosshair; }
   canvas:focus { outline: none; }
-  canvas:focus-visible { outline: 3px solid #1f77b4; outline-offset: 2px; }
+  canvas:focus-visible { outline: 3px solid var(--figure-series-1); outline-offset: 2px; }
   canvas.fixed { cursor: default; }
-  .legend span { margin-right: 1.2rem; font-size: 0.85rem; }
+  .legend span { margin-right: 1.2em; font-size: 1em; }
 </style>
 <div class="caption title"></div>
 <canvas tabindex="0" role="application"
         aria-label="Sketch area: arrow keys move the cursor, Enter places a point, Backspace removes the last"></canvas>
 <div class="legend">
-  <span style="color: #ff7f0e">┅ your sketch</span>
-  <span class="truth-label" style="color: #1f77b4"></span>
+  <span class="key dashed" style="color: var(--figure-series-2)">your sketch</span>
+  <span class="truth-label key" style="color: var(--figure-series-1)"></span>
 </div>`;
 
 const KEY_STEPS = { x: 40, y: 20 };  // cursor steps across the plot's width and height
-const CURSOR_COLOUR = '#d62728';
+const CURSOR_COLOUR = 'series-4';  // a palette name (figure.css)
 
 // The sketch with `point` added: points at the same or a later x than the stroke's
 // previous point, up to this one, are replaced, so a function of x is drawn.
@@ -59,7 +59,7 @@ function drawCursor(canvas, frame, cursor) {
   const [xp, yp] = cursorPixel(frame, cursor);
   const ctx = canvas.getContext('2d');
   ctx.save();
-  ctx.strokeStyle = CURSOR_COLOUR; ctx.lineWidth = 2;
+  ctx.strokeStyle = canvasStyle(canvas).colour(CURSOR_COLOUR); ctx.lineWidth = 2;
   ctx.beginPath();
   ctx.moveTo(xp - 9, yp); ctx.lineTo(xp + 9, yp); ctx.moveTo(xp, yp - 9); ctx.lineTo(xp, yp + 9);
   ctx.stroke();
@@ -72,9 +72,9 @@ function drawSketch(root, state) {
   const canvas = root.querySelector('canvas');
   canvas.width = canvas.clientWidth || 480;
   canvas.height = canvas.clientHeight || 200;
-  const series = [{ x: guess.map((p) => p[0]), y: guess.map((p) => p[1]), colour: '#ff7f0e',
+  const series = [{ x: guess.map((p) => p[0]), y: guess.map((p) => p[1]), colour: 'series-2',
                     dash: [5, 4] }];
-  if (data.truth) series.push({ x: data.truth.x, y: data.truth.y, colour: '#1f77b4' });
+  if (data.truth) series.push({ x: data.truth.x, y: data.truth.y, colour: 'series-1' });
   const axes = data.axes;
   state.frame = drawLines(canvas, series, { logX: axes.logX, logY: axes.logY,
     xLabel: axes.xLabel, yLabel: axes.yLabel, bounds: { x: axes.x, y: axes.y } });
@@ -87,7 +87,8 @@ function drawSketch(root, state) {
     cursorText = point.map((v) => Number(v.toPrecision(3))).join(',');
   }
   root.querySelector('.title').textContent = data.title;
-  root.querySelector('.truth-label').textContent = data.truth ? `━ ${data.truth.label}` : '';
+  root.querySelector('.truth-label').textContent = data.truth ? data.truth.label : '';
+  root.querySelector('.truth-label').hidden = !data.truth;
   markDrawn(root, [['points', guess.length], ['truth', data.truth ? 1 : 0],
                    ['cursor', cursorText]]);
 }

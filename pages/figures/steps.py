@@ -209,7 +209,7 @@ def _atlas_medians(checkpoint: str) -> None:
     with st.container(key="lesson-atlas", border=True):
         st.markdown(f"**{checkpoint}: the atlas's medians per layer** (n = {n}, band m = "
                     f"{band}, r = {rank}; every channel of each layer)")
-        st.dataframe({
+        st.table({
             "layer": medians.layer.tolist(),
             BAND_SHARE_NAME: [f"{v:.0%}" for v in medians.locality],
             "fitted decay λ": [numbers.fmt(v, ".3f") for v in medians.decay],
@@ -238,16 +238,16 @@ def _ablation(checkpoint: str) -> None:
         st.markdown(f"**{checkpoint}, every layer kept to its band ({ablation.band})**")
         _metrics([("Full kernels", ablation.full), ("Every layer, band only",
                                                     ablation.restricted)] + [
-            (f"Layer {layer} alone, band only", scores)
+            (f"Layer {layer}, band only", scores)
             for layer, scores in enumerate(ablation.per_layer)], ablation.chance, name)
         st.caption(f"{name} at the training length n = {ablation.length} on the same "
                    f"{ablation.full.sequences:,} sequences for every variant (hover a value "
-                   f"for its 95 % interval). {ablation.sentence()}")
+                   f"for its 95 % interval); \"Layer i, band only\": that layer alone "
+                   f"kept to its band, the others whole. {ablation.sentence()}")
 
 
 def _metrics(scored: list, chance: float, name: str) -> None:
-    """Each (label, Scores) as a metric with its interval on hover, then chance, three to a
-    row: wide enough for the labels at a projector's type size (five to a row cut them)."""
+    """Each (label, Scores) as a metric, its interval on hover, then chance: three a row."""
     cells = [*scored, ("Chance", None)]
     for start in range(0, len(cells), 3):
         for column, (label, scores) in zip(st.columns(3), cells[start:start + 3],

@@ -346,7 +346,9 @@ function draw(root, fig) {
   fig.layout = {...drawPicture(matrix, t, n, idx, cell, limit), idx};
   // where the picture sits on its canvas (its margins follow the text size), for tests
   matrix.setAttribute('data-frame', `${fig.layout.left} ${fig.layout.top} ${fig.layout.side}`);
-  const rest = root.clientWidth - side - 16;  // beside T, or below it on a narrow screen
+  // beside T (2 px spare: a canvas exactly as wide as the row wraps), or below it on a
+  // narrow screen
+  const rest = root.clientWidth - side - 18;
   kernel.width = rest >= 320 ? rest : Math.max(260, root.clientWidth || 560);
   drawKernel(kernel, t, n, cell);
   const stride = idx.length > 1 ? idx[1] - idx[0] : 1;
