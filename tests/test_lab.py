@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from tests.references import band_lags_ref, interp_ref, lopsided, toeplitz_ref
-from tnn_core.analysis.curves import CURVE_RANKS
+from tnn_core.analysis.curves import CURVE_RANKS, error_curve
+from tnn_core.analysis.presets import synthetic_kernel
 from tnn_core.analysis.decompose import decompose
 from tnn_core.lab.decomposition import decomposition_view, rank_curve
 
@@ -101,6 +102,16 @@ def test_band_span_shades_exactly_the_band_lags(band, causal):
     inside = [k for k in range(-(n - 1), n) if lo < k < hi]
     assert inside == band_lags_ref(n, band, causal)
     assert (lo, hi) == (inside[0] - 0.5, inside[-1] + 0.5)  # half a lag beyond each end
+
+
+@pytest.mark.parametrize("name", ["spike_smooth", "oscillating"])
+def test_drawn_optimum_is_the_precise_one_to_a_thousandth(name):
+    """At n = 1024 the optimum comes from Lanczos, stopped earlier for the drawn curve."""
+    t = synthetic_kernel(name, 1024, 0.95).double().numpy()
+    drawn = rank_curve(t, 9, False)
+    precise = error_curve(t, 9, CURVE_RANKS)
+    np.testing.assert_allclose(drawn.optimal, precise.optimal, rtol=2e-3)
+    np.testing.assert_array_equal(drawn.fit, precise.fit)
 
 
 def test_rank_curve_against_the_decompositions():

@@ -47,10 +47,9 @@ from tnn_core.analysis.gram import (
 )
 from tnn_core.analysis.low_rank import interpolation_weights, low_rank_matrix, residual_matrix
 from tnn_core.analysis.norms import single_threaded_blas
-from tnn_core.analysis.persymmetric import kernel_rfft, toeplitz_singular_values
+from tnn_core.analysis.persymmetric import toeplitz_singular_values
 from tnn_core.checks import check_choice, check_int
 from tnn_core.core.interpolation import inducing_points, interpolation
-from tnn_core.core.toeplitz import fft_size
 
 __all__ = ["METHODS", "SPECTRAL_ROUTES", "LANCZOS_FROM_N", "Decomposition", "decompose",
            "decompose_channels", "as_kernel", "check_decomposition", "smooth_continuation",
@@ -181,9 +180,8 @@ class Decomposition:
         exactly (``gram.residual_frobenius_sq``)."""
         if self._projection is not None:
             return self._projection
-        N = fft_size(self.n)
         with single_threaded_blas():
-            return inducing_projection(kernel_rfft(self.coeffs, N), self.interp, N)
+            return inducing_projection(self.coeffs, self.gram)
 
     # -- errors ---------------------------------------------------------------------------
     @property
@@ -268,8 +266,7 @@ def _decomposition(t: np.ndarray, band: int, rank: int, causal: bool, method: st
     if solve is None:
         a = sample_inducing_coeffs(smooth_continuation(t, gram.lags), rank)
     else:
-        N = fft_size(n)
         with single_threaded_blas():
-            projection = inducing_projection(kernel_rfft(t, N), gram.interp, N)
+            projection = inducing_projection(t, gram)
             a = solve(projection, t[n - 1 + gram.lags])
     return Decomposition(t, band, rank, causal, method, spectral, a, gram, projection)

@@ -42,13 +42,11 @@ from tnn_core.analysis.low_rank import (
 )
 from tnn_core.analysis.persymmetric import (
     capped_norm,
-    kernel_rfft,
     persymmetric_singular_values,
     toeplitz_norm,
     toeplitz_product,
 )
 from tnn_core.core.interpolation import Interpolation
-from tnn_core.core.toeplitz import fft_size
 
 __all__ = ["RELATIVE_ERROR", "relative_error", "DecompositionErrors", "optimal_errors",
            "decomposition_errors", "ZERO_KERNEL_NOTE", "THEOREM1_DENSE_MAX_N", "Theorem1Terms",
@@ -165,8 +163,7 @@ def decomposition_errors(*, coeffs: np.ndarray, band_coeffs: np.ndarray, interp:
         frobenius = float(np.linalg.norm(R))
     else:
         if projection is None:
-            N = fft_size(n)
-            projection = inducing_projection(kernel_rfft(coeffs, N), interp, N)
+            projection = inducing_projection(coeffs, gram)
         t_band = coeffs[n - 1 + gram.lags]
         frobenius = math.sqrt(residual_frobenius_sq(gram, A_coeffs, projection, t_band, norm_sq))
     optimal_spectral, optimal_frobenius = optimal_errors(

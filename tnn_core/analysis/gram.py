@@ -31,16 +31,22 @@ import numpy as np
 import scipy.fft
 import torch
 
+from tnn_core.analysis.basis_diagonals import BasisDiagonals, basis_diagonals
+from tnn_core.analysis.persymmetric import kernel_rfft
 from tnn_core.core.interpolation import Interpolation, interpolation, used_columns
+from tnn_core.core.toeplitz import fft_size
 
 __all__ = [
     "band_lags",
     "SkiGram",
     "ski_gram",
     "layout_gram",
+    "wide_band_table",
     "band_diagonal_sums",
+    "scatter_diagonal_sums",
     "basis_gram",
     "inducing_projection",
+    "product_projection",
     "diagonal_sums",
     "fit_inducing_coeffs",
     "inducing_solver",
@@ -68,8 +74,27 @@ def _diagonal_index_sums(X: np.ndarray) -> np.ndarray:
     return np.bincount((p - q + r - 1).ravel(), weights=X.ravel(), minlength=2 * r - 1)
 
 
+def wide_band_table(interp: Interpolation, lags: np.ndarray) -> BasisDiagonals | None:
+    """The every-lag table (``basis_diagonals``, kept per (n, r)) when it is cheaper than
+    scattering the band: m >= 2r lags (the scatter's O(n m) against the table's
+    O(n r log n), measured even at about m = 2r), and within the table's limits; else None."""
+    if len(lags) < 2 * interp.r:
+        return None
+    return basis_diagonals(interp.n, interp.r)
+
+
 def band_diagonal_sums(interp: Interpolation, lags: np.ndarray) -> np.ndarray:
-    """s[k, l] = Σ_i (W S_l Wᵀ)_{i, i-k} for the given lags k. -> [m, 2r-1].
+    """s[k, l] = Σ_i (W S_l Wᵀ)_{i, i-k} for the given lags k: rows of the exact every-lag
+    table for a wide band (``wide_band_table``), else ``scatter_diagonal_sums``. -> [m, 2r-1]."""
+    table = wide_band_table(interp, lags)
+    if table is None:
+        return scatter_diagonal_sums(interp, lags)
+    return table.rows(lags)
+
+
+def scatter_diagonal_sums(interp: Interpolation, lags: np.ndarray) -> np.ndarray:
+    """``band_diagonal_sums`` by scattering the band's entries, for any W: the table's
+    reference, and its route beyond the table's limits. -> [m, 2r-1].
 
     Row i of W has weights (w_i0, w_i1) at columns (p_i, p_i + 1), so the entry
     (i, j = i - k) of W S_l Wᵀ is Σ_ab w_ia w_jb [p_i + a - p_j - b = l]: four
@@ -125,12 +150,21 @@ def basis_gram(interp: Interpolation) -> np.ndarray:
     return gram
 
 
-def inducing_projection(spectrum: np.ndarray, interp: Interpolation, N: int) -> np.ndarray:
-    """b[l] = <W S_l Wᵀ, T>_F = Σ_{p-q=l} (Wᵀ T W)_pq. -> [2r-1].
+def inducing_projection(coeffs: np.ndarray, gram: SkiGram) -> np.ndarray:
+    """b[l] = <W S_l Wᵀ, T>_F for the kernel coeffs [2n-1] on the layout ``gram``. -> [2r-1].
 
-    spectrum: complex [F], rfft of T's size-N circulant column (``persymmetric.kernel_rfft``).
-    T W by r FFT products (scipy.fft; see ``norms`` on threads), Wᵀ(T W) by the sparse W.
-    """
+    Σ_k t_k s[k, l] in O(n) when the layout kept the every-lag table (a wide band), else
+    ``product_projection``'s r FFT products."""
+    if gram.table is None:
+        return product_projection(coeffs, gram.interp)
+    return gram.table.projection(coeffs)
+
+
+def product_projection(coeffs: np.ndarray, interp: Interpolation) -> np.ndarray:
+    """``inducing_projection`` as Σ_{p-q=l} (Wᵀ T W)_pq, for any W: T W by r FFT products
+    (scipy.fft; see ``norms`` on threads), Wᵀ(T W) by the sparse W. -> [2r-1]."""
+    N = fft_size(interp.n)
+    spectrum = kernel_rfft(coeffs, N)  # (F,)
     n, r = interp.n, interp.r
     index = interp.index.cpu().numpy()  # (n,)
     weight = interp.weight.detach().cpu().to(torch.float64).numpy()  # (n, 2)
@@ -172,6 +206,7 @@ class SkiGram:
     counts: np.ndarray  # [m] c_k = n - |k|, entries on diagonal k
     diagonal: np.ndarray  # [m, 2r-1] s
     gram: np.ndarray  # [2r-1, 2r-1] Γ
+    table: BasisDiagonals | None  # s at every lag, for a wide band (``wide_band_table``)
 
 
 def ski_gram(interp: Interpolation, lags: np.ndarray) -> SkiGram:
@@ -182,6 +217,7 @@ def ski_gram(interp: Interpolation, lags: np.ndarray) -> SkiGram:
         counts=(interp.n - np.abs(lags)).astype(np.float64),
         diagonal=band_diagonal_sums(interp, lags),
         gram=basis_gram(interp),
+        table=wide_band_table(interp, lags),
     )
 
 
