@@ -4,12 +4,15 @@ One value per key for the whole server, computed once even when a page asks for 
 another session or the warm-up (``warmup``) is computing it: the caller then waits for that
 result instead of computing it a second time. The key is the arguments bound to their names,
 except those whose name starts with "_" (a model, a task: keyed by the digest passed beside
-them); arrays are keyed by their bytes. A ValueError is kept like a value: these arguments
+them, in an argument named as KEYED_BY says; a function that leaves arguments out without one
+is refused when it is decorated); arrays are keyed by their bytes. A ValueError is kept like a value: these arguments
 fail the same way again; a TimeLimitError (work stopped at its time limit, a busy moment's
 failure) is not kept: the next call computes again.
 
-The values are shared, not copied: nobody may change one. Arrays in a value are made
-read-only to hold everyone to that.
+The values are shared, not copied: nobody may change one. Every numpy array in a value is
+made read-only to hold everyone to that, all the way down through dataclasses, tuples, lists
+and dicts' values. What stays writable, and must not be written: torch tensors (which have
+no read-only flag), the lists and dicts themselves, and objects of other classes.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ __all__ = ["VIEW_THREADS", "STARTED_PREFIX", "Memo", "memo"]
 # waits for it (docs/benchmarks.md).
 VIEW_THREADS = 1
 STARTED_PREFIX = "memo-"  # the threads ``Memo.start`` computes on
+# the arguments that may stand for those left out of the key ("_" ones): the digest of the
+# file a model came from, an upload's key (its digest), a task's key
+KEYED_BY = ("digest", "digests", "key", "task_key")
 
 
 class Memo:
@@ -52,6 +58,7 @@ class Memo:
         self.function, self.max_entries = function, max_entries
         self.spinner, self.threads = spinner, threads
         self._signature = inspect.signature(function)
+        _check_keyed(function, self._signature)
         self._entries: OrderedDict[tuple, Future] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -151,6 +158,17 @@ def memo(max_entries: int, spinner: str | None = None,
     return decorate
 
 
+def _check_keyed(function: Callable, signature: inspect.Signature) -> None:
+    """ValueError when ``function`` leaves arguments out of the key and none of KEYED_BY
+    stands for them (two calls with other models would share one value)."""
+    names = list(signature.parameters)
+    left_out = [name for name in names if name.startswith("_")]
+    if left_out and not any(name in KEYED_BY for name in names):
+        raise ValueError(f"memo of {function.__qualname__}: {', '.join(left_out)} left out of "
+                         f"the key, but no argument named one of {', '.join(KEYED_BY)} keys "
+                         "them")
+
+
 def _hashable(value):
     """``value`` as a key: arrays by dtype, shape and a digest of their bytes."""
     if isinstance(value, np.ndarray):
@@ -165,16 +183,18 @@ def _hashable(value):
 
 
 def _read_only(value):
-    """``value`` with its arrays (and a dataclass's array fields) made read-only."""
+    """``value`` with every numpy array in it made read-only, through dataclasses, tuples,
+    lists and dicts' values, however deep."""
     if isinstance(value, np.ndarray):
         value.flags.writeable = False
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for field in dataclasses.fields(value):
-            found = getattr(value, field.name)
-            if isinstance(found, np.ndarray):
-                found.flags.writeable = False
-    elif isinstance(value, tuple):
+            _read_only(getattr(value, field.name))
+    elif isinstance(value, (tuple, list)):
         for item in value:
+            _read_only(item)
+    elif isinstance(value, dict):
+        for item in value.values():
             _read_only(item)
     return value
 
