@@ -23,6 +23,7 @@ Letters: n length, r inducing points, m band lags, N FFT size, F = N//2 + 1.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -225,9 +226,13 @@ def ski_gram(interp: Interpolation, lags: np.ndarray) -> SkiGram:
 def layout_gram(n: int, r: int, band: int, causal: bool) -> SkiGram:
     """``ski_gram`` of W = interpolation(n, r) and the band's lags, kept for the last
     ``LAYOUTS_KEPT`` layouts: it depends on the layout alone, not on the kernel, so a new
-    kernel of the same layout (a move of λ, another channel) reuses it. Its arrays are
+    kernel of the same layout (a move of λ, another channel) reuses it. A kept layout
+    holds the every-lag table whatever its band (``basis_diagonals``, itself kept per
+    (n, r)), so each kernel's projection costs O(n), not r FFT products. Its arrays are
     read-only."""
     gram = ski_gram(interpolation(n, r), band_lags(n, band, causal))
+    if gram.table is None:
+        gram = dataclasses.replace(gram, table=basis_diagonals(n, r))
     for array in (gram.lags, gram.counts, gram.diagonal, gram.gram):
         array.setflags(write=False)
     return gram
