@@ -1,6 +1,7 @@
 """The house: imports follow the architecture one way, with no cycles (README, Layout).
 
-    core <- operators <- models <- analysis, training, bench <- compress, convert <- lab <- pages
+    core <- operators <- models <- analysis, training, bench <- generate, report, convert
+         <- compress <- lab <- pages
 
 Read from the source with ``ast`` (imports inside functions count too), so a lazy import
 cannot hide a cycle or a layer skipped backwards.
