@@ -17,7 +17,7 @@ from tnn_core.lab.common.band_ablation import BandAblation
 from tnn_core.lab.common.checkpoints import SHIPPED_DIR, open_file
 from tnn_core.lab.common.conversion import QuickConversion
 from tnn_core.lab.common.decay_pair import DecayPair
-from tnn_core.lab.common.measurement_build import compute_shipped, shipped_digests
+from tnn_core.lab.common.measurement_build import compute_shipped, digests
 from tnn_core.lab.common.measurement_codecs import CODECS
 from tnn_core.lab.lesson import load_lessons
 from tnn_core.training.scores import Scores
@@ -59,7 +59,7 @@ def same(a, b, rel: float = 0.0) -> bool:
     if isinstance(a, np.ndarray):
         if a.dtype != b.dtype or a.shape != b.shape:
             return False
-        return np.array_equal(a, b) if rel == 0 or a.dtype.kind != "f" else np.allclose(
+        return np.array_equal(a, b) if rel == 0 or a.dtype.kind not in "fc" else np.allclose(
             a, b, rtol=rel, atol=0)
     if isinstance(a, tuple):
         return isinstance(b, tuple) and len(a) == len(b) and all(
@@ -158,16 +158,17 @@ def test_a_changed_byte_in_a_shipped_checkpoint_is_computed_again(tmp_path):
 
 
 def test_every_shipped_store_file_matches_the_shipped_checkpoints():
-    """A retrained checkpoint needs `python -m tnn_core.lab.common.measurement_build
-    --build`: otherwise its lesson steps compute again on every fresh server."""
+    """A retrained checkpoint, or a change to the recurrent fit's code, needs `python -m
+    tnn_core.lab.common.measurement_build --build` (`make lesson-measurements`): otherwise
+    its lesson steps compute again on every fresh server."""
     for measurement in store.LESSON_MEASUREMENTS:
         compute = Counted(None)
-        found = store.stored_or_computed(measurement.kind,
-                                         shipped_digests(measurement.checkpoints),
+        found = store.stored_or_computed(measurement.kind, digests(measurement),
                                          dict(measurement.params), compute)
         assert compute.calls == 0, f"{measurement.file_name} is missing or stale"
         assert type(found).__name__ == {"band_ablation": "BandAblation", "decay_pair": "DecayPair",
-                                        "quick_conversion": "QuickConversion"}[measurement.kind]
+                                        "quick_conversion": "QuickConversion",
+                                        "recurrent_fit": "RecurrentFit"}[measurement.kind]
 
 
 def test_every_lesson_measurement_is_stored():

@@ -3,11 +3,13 @@
 Every kind of measurement a lesson shows has an ``encode`` (result -> JSON-able dict) and a
 ``decode`` (dict -> result) in ``CODECS``. A decoded result is the computed one: floats
 travel as Python's shortest round-trip repr, each array keeps its dtype, and ``Scores``
-recompute their interval from the same per-sequence sums. ``decode`` trusts nothing in its
+recompute their interval from the same per-sequence sums; a recurrent fit's complex poles
+and residues travel as their real and imaginary parts. ``decode`` trusts nothing in its
 input: every field is checked for its type, finiteness, length and bounds, and anything
 else raises ``StoredValueError`` naming the field (the store then recomputes).
 
-Letters: N sequences, L layers, F length factors.
+Letters: N sequences, L layers, F length factors; n a kernel's length, q the fits of a
+ladder, s modes.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 from tnn_core.lab.common.band_ablation import BandAblation
 from tnn_core.lab.common.conversion import QuickConversion
 from tnn_core.lab.common.decay_pair import DecayPair
+from tnn_core.lab.common.recurrent_fit_result import RecurrentFit
 from tnn_core.training.scores import Scores
 
 __all__ = ["StoredValueError", "CODECS", "MAX_SEQUENCES", "MAX_ITEMS"]
@@ -176,9 +179,66 @@ def decode_decay_pair(value: Mapping) -> DecayPair:
                      factor=factor, length=length, last=rows["last"], every=rows["every"])
 
 
+def _typed(value: Mapping, name: str, dtype: str, length: int) -> np.ndarray:
+    """``_array`` of exactly ``dtype`` and ``length``, read-only (a stored result is shared)."""
+    array = _array(value, name)
+    if array.dtype != dtype or len(array) != length:
+        raise StoredValueError(f"{name!r} must hold {length} {dtype} values, got "
+                               f"{len(array)} {array.dtype}")
+    array.setflags(write=False)
+    return array
+
+
+def _encode_complex(values: np.ndarray) -> dict:
+    return {"real": _encode_array(values.real), "imag": _encode_array(values.imag)}
+
+
+def _complex_arrays(value: Mapping, name: str, lengths: np.ndarray) -> tuple[np.ndarray, ...]:
+    """List ``name`` of {"real", "imag"} -> complex arrays of ``lengths``, read-only."""
+    found = []
+    for item in _list(value, name, len(lengths)):
+        length = int(lengths[len(found)])
+        array = _typed(item, "real", "float64", length) + 1j * _typed(
+            item, "imag", "float64", length)
+        array.setflags(write=False)
+        found.append(array)
+    return tuple(found)
+
+
+def encode_recurrent_fit(fit: RecurrentFit) -> dict:
+    return {"n": fit.n, "column": _encode_array(fit.column), "modes": _encode_array(fit.modes),
+            "poles": [_encode_complex(z) for z in fit.poles],
+            "residues": [_encode_complex(c) for c in fit.residues], "direct": fit.direct,
+            "errors": _encode_array(fit.errors), "undamped": _encode_array(fit.undamped)}
+
+
+def decode_recurrent_fit(value: Mapping) -> RecurrentFit:
+    """A RecurrentFit whose every array has its length (column n, q fits of s modes each,
+    s ascending in 1..MAX_ITEMS), finite errors, d = k_0 and 0 <= undamped <= s."""
+    n = _int(value, "n", 1, MAX_SEQUENCES)
+    column = _typed(value, "column", "float64", n)
+    modes = _array(value, "modes")
+    if modes.dtype != "int64" or not 0 < len(modes) <= MAX_ITEMS or modes[0] < 1 \
+            or modes[-1] > MAX_ITEMS or np.any(np.diff(modes) <= 0):
+        raise StoredValueError(f"'modes' must be 1 to {MAX_ITEMS} int64 values rising within "
+                               f"1..{MAX_ITEMS}")
+    modes.setflags(write=False)
+    direct, errors = _float(value, "direct"), _typed(value, "errors", "float64", len(modes))
+    undamped = _typed(value, "undamped", "int64", len(modes))
+    if direct != column[0] or np.any(errors < 0) or np.any(undamped < 0) \
+            or np.any(undamped > modes):
+        raise StoredValueError("'direct' must be the column's k_0, 'errors' at least 0 and "
+                               "'undamped' within 0..s")
+    return RecurrentFit(n=n, column=column, modes=modes,
+                        poles=_complex_arrays(value, "poles", modes),
+                        residues=_complex_arrays(value, "residues", modes), direct=direct,
+                        errors=errors, undamped=undamped)
+
+
 # kind -> (encode, decode)
 CODECS: dict[str, tuple[Callable[[Any], dict], Callable[[Mapping], Any]]] = {
     "band_ablation": (encode_band_ablation, decode_band_ablation),
     "quick_conversion": (encode_quick_conversion, decode_quick_conversion),
     "decay_pair": (encode_decay_pair, decode_decay_pair),
+    "recurrent_fit": (encode_recurrent_fit, decode_recurrent_fit),
 }

@@ -1,5 +1,6 @@
 """Lesson measurements computed once and kept beside the shipped checkpoints, so that a
-class never waits for them: TNN's Table 10 pair, the band ablation, the quick conversions.
+class never waits for them: TNN's Table 10 pair, the band ablation, the quick conversions,
+lesson 6's recurrent fits.
 
 A stored measurement is one small JSON file in ``STORE_DIR``
 (checkpoints/lesson-measurements/KIND-NAMES-PARAMS.json)::
@@ -9,14 +10,17 @@ A stored measurement is one small JSON file in ``STORE_DIR``
      "params": {"band": 9}, "result": {...}}
 
 It is keyed by its kind, the SHA-256 of every checkpoint file it was computed from (in
-order) and its parameters. ``stored_or_computed`` returns the stored result when all three
-match what the caller has loaded (the digests are those of the bytes the models came from:
+order) and its parameters; a recurrent fit by the SHA-256 of its kernel's coefficients and
+of the code that fits it instead (``recurrent_fit.fit_key``; its "checkpoints" name those
+two). ``stored_or_computed`` returns the stored result when all three match what the
+caller has loaded (the digests are those of the bytes the models came from:
 ``common.checkpoints.Opened.digest``), and otherwise computes it: a changed or replaced
-checkpoint, another parameter, another format, or a file that is not what its kind holds
-(``measurement_codecs`` checks every field; files over ``MAX_FILE_BYTES`` are not read) is
-never trusted, only logged. The store is read once per process and never written while the
-app runs. Each stored result is decoded once per process (``preload``: the server's
-warm-up) and shared, read-only, as the memo shares computed views.
+checkpoint or kernel, changed fitting code, another parameter, another format, or a file
+that is not what its kind holds (``measurement_codecs`` checks every field; files over
+``MAX_FILE_BYTES`` are not read) is never trusted, only logged. The store is read once
+per process and never written while the app runs. Each stored result is decoded once per
+process (``preload``: the server's warm-up) and shared, read-only, as the memo shares
+computed views.
 
 ``python -m tnn_core.lab.common.measurement_build --build`` computes
 ``LESSON_MEASUREMENTS`` on the shipped checkpoints and writes their files (about two
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tnn_core.lab.common.measurement_codecs import CODECS, StoredValueError
+from tnn_core.lab.common.recurrent_fit_result import LADDER
 from tnn_core.training.checkpoint import SHIPPED_DIR
 
 __all__ = ["FORMAT", "STORE_DIR", "MAX_FILE_BYTES", "Measurement", "LESSON_MEASUREMENTS",
@@ -49,21 +54,40 @@ Result = TypeVar("Result")
 @dataclass(frozen=True)
 class Measurement:
     """One measurement a lesson shows: its kind (of ``measurement_codecs.CODECS``), the
-    shipped checkpoints it reads, in order, and its parameters (JSON scalars)."""
+    shipped checkpoints it reads, in order, and its parameters (JSON values); for a fit of
+    one kernel, ``kernel``: where its coefficients come from, as a step's view gives them
+    (``measurement_build.lesson_kernel``), its checkpoints none."""
 
     kind: str
     checkpoints: tuple[str, ...]
     params: tuple[tuple[str, Any], ...]
+    kernel: tuple[tuple[str, Any], ...] = ()
 
     @property
     def file_name(self) -> str:
-        words = [self.kind, *self.checkpoints, *(f"{k}{v}" for k, v in self.params
-                                                  if isinstance(v, (str, int, float)))]
+        words = [self.kind, *self.checkpoints,
+                 *(v if isinstance(v, str) else f"{k}{v}" for k, v in self.kernel),
+                 *(f"{k}{v}" for k, v in self.params if isinstance(v, (str, int, float)))]
         return "-".join(words) + ".json"
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """What each SHA-256 of its key is of: the checkpoint files, or the kernel and the
+        code that fits it (``recurrent_fit.fit_key``)."""
+        if not self.kernel:
+            return self.checkpoints
+        return (", ".join(f"{k} {v}" for k, v in self.kernel),
+                "the fit's code (recurrent_fit.FIT_CODE)")
+
+
+def _lesson_fit(**kernel) -> Measurement:
+    """The recurrent fits, s of ``LADDER``, of the kernel a lesson 6 step draws."""
+    return Measurement("recurrent_fit", (), (("ladder", LADDER),), tuple(kernel.items()))
 
 
 # What the lessons show (tnn_core/lab/lessons: the Inspect and Compress steps' figures and
-# computed answers; tests/test_stored_measurements.py checks that each one is listed here)
+# computed answers, lesson 6's fits; tests/test_stored_measurements.py and
+# tests/test_stored_recurrent_fits.py check that each one is listed here)
 LESSON_MEASUREMENTS = (
     Measurement("decay_pair", ("charlm-tno-decay099", "charlm-tno-nodecay"),
                 (("names", ("charlm-tno-decay099", "charlm-tno-nodecay")),
@@ -73,6 +97,11 @@ LESSON_MEASUREMENTS = (
                 (("band", 3), ("rank", 8), ("method", "fit"))),
     Measurement("quick_conversion", ("digits-tno",),
                 (("band", 9), ("rank", 16), ("method", "fit"))),
+    # lesson 6: step 2's exact kernel, step 3's learned channel, step 4's channel at each λ
+    _lesson_fit(source="oscillating", channel=0, n=64, decay=0.9, causal=True, seed=0),
+    _lesson_fit(source="checkpoint", checkpoint="charlm-tno", layer=0, channel=0, n=128),
+    *(_lesson_fit(source="tno", channel=0, n=256, decay=decay, causal=True, seed=0)
+      for decay in (0.9, 0.99, 0.999)),
 )
 
 
@@ -168,10 +197,10 @@ def preload(folder: Path = STORE_DIR) -> Iterator[str]:
 
 
 def encode_file(measurement: Measurement, digests: tuple[str, ...], result: Any) -> str:
-    """The store file's text for ``result`` of ``measurement`` on files ``digests``."""
+    """The store file's text for ``result`` of ``measurement`` on inputs ``digests``."""
     return json.dumps({
         "format": FORMAT, "kind": measurement.kind,
-        "checkpoints": [list(pair) for pair in zip(measurement.checkpoints, digests,
+        "checkpoints": [list(pair) for pair in zip(measurement.inputs, digests,
                                                    strict=True)],
         "params": dict(measurement.params), "result": CODECS[measurement.kind][0](result)},
         allow_nan=False, separators=(",", ":")) + "\n"
