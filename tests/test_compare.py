@@ -15,7 +15,7 @@ from tnn_core.analysis.decompose import decompose
 from tnn_core.analysis.dense import display_indices
 from tnn_core.analysis.presets import preset_kernel
 from tnn_core.lab.common.browser_data import packed
-from tnn_core.lab.common.decomposition_figures import synthetic_parts
+from tnn_core.lab.common.decomposition_figures import drawn, figure_data, synthetic_parts
 from tnn_core.lab.compare import (
     DIFFERENCE_CELLS,
     change_text,
@@ -107,6 +107,24 @@ def test_a_sides_drawn_names_its_settings_after_its_prefix():
     assert side_drawn("b", 64, 1, 8, None, "fit") == "n=64&b_band=1&b_rank=8&b_method=fit"
     with pytest.raises(ValueError, match="side must be one of"):
         side_drawn("c", 64, 1, 8, None, "fit")
+
+
+def test_a_side_is_the_decomposition_figure_under_a_prefix():
+    """One builder: Compare's side data is the Decomposition page's for the same view, with
+    the side's names in ``drawn`` and its prefix keys added."""
+    from tnn_core.lab.decomposition import decomposition_view
+
+    n = 40
+    coeffs = preset_kernel("spike_smooth", n, 0.9).numpy()
+    side = side_figure_data("b", compare_side(coeffs, 9, 8, False, "fit", 0.9), False, 0.9,
+                            None)
+    page = figure_data(decomposition_view(coeffs, 9, 8, False, "fit"), None, False, "T", 0.9,
+                       "fit", drawn(n, 9, 8, 0.9, "fit"))
+    plain = drawn(n, 9, 8, 0.9, "fit")
+    for data in (side["numbers"], side["fitted"]):
+        assert data["drawn"] == side_drawn("b", n, 9, 8, 0.9, "fit")
+        data["drawn"] = plain
+    assert {k: v for k, v in side.items() if k not in ("prefix", "scaleWith", "factors")} == page
 
 
 def test_the_figure_data_of_a_side_and_of_the_difference():

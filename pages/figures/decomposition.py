@@ -124,33 +124,19 @@ def mount(source: KernelSource, n: int, causal: bool, method: str, key: str,
         frame.show_error(err)
         return None
     figures.show("decomposition", {
-        **figure_payload(source, coeffs, length, causal, method, view, fitted.band, decay),
+        **figure_payload(source, length, causal, method, view, fitted.band, decay),
         "locked": list(locked), "factors": factors, "compact": compact}, controls, key=key,
         link=link)
     return Mounted(coeffs, label, length, fitted.band, fitted.rank, decay, view)
 
 
-def figure_payload(source: KernelSource, coeffs: np.ndarray, length: int, causal: bool,
-                   method: str, view, band: int, decay: float | None) -> dict:
+def figure_payload(source: KernelSource, length: int, causal: bool, method: str,
+                   view: lab.DecompositionView, band: int, decay: float | None) -> dict:
     """The band + W A Wᵀ figure's data (its contract: pages/figures/decomposition.js)."""
-    if source.browser_decay:
-        base, extra = synthetic_parts(source.name, length, causal)
-        kernel = {"id": lab.kernel_id(base, extra), "base": lab.packed(base),
-                  "extra": lab.packed(extra)}
-    else:
-        kernel = {"id": lab.kernel_id(coeffs), "coeffs": lab.packed(coeffs)}
-    kernel |= {"n": length, "causal": causal,
-               "label": "T (SKI's target)" if source.name == "ski" else "T"}
-    drawn = lab.drawn(length, band, view.rank, decay, method)
-    numbers = dict(zip(("spectral", "optimalSpectral", "optimalFrobenius", "gap"),
-                       lab.json_floats([view.relative_spectral,
-                                                view.relative_optimal_spectral,
-                                                view.relative_optimal_frobenius, view.gap]),
-                       strict=True))
-    return {"kernel": kernel, "decay": decay,
-            "method": method, "numbers": {"drawn": drawn} | numbers,
-            "fitted": {"drawn": drawn, "coeffs": lab.packed(view.inducing_values)}
-            if method == "fit" else None}
+    parts = synthetic_parts(source.name, length, causal) if source.browser_decay else None
+    label = "T (SKI's target)" if source.name == "ski" else "T"
+    return lab.figure_data(view, parts, causal, label, decay, method,
+                           lab.drawn(length, band, view.rank, decay, method))
 
 
 def curve_payload(curve, length: int, band: int, rank: int) -> dict:

@@ -25,7 +25,7 @@ from tnn_core.analysis.decompose import decompose
 from tnn_core.analysis.dense import display_indices
 from tnn_core.analysis.presets import PRESETS, SYNTHETIC
 from tnn_core.lab.common import decomposition_figures
-from tnn_core.lab.common.browser_data import json_floats, kernel_id, packed
+from tnn_core.lab.common.browser_data import json_floats
 from tnn_core.lab.common.decomposition_figures import SIDES, Settings, fit_to_length
 
 __all__ = ["DIFFERENCE_CELLS", "SIDES", "SideView", "compare_side", "side_drawn",
@@ -97,26 +97,11 @@ def side_figure_data(side: str, view: SideView, causal: bool, decay: float | Non
     coefficients at λ = ``decay`` (None: the kernel has no λ); the server's numbers and
     fitted A labelled with the view they belong to; the prefix, and the other side's prefix
     for one residual colour scale."""
-    if parts is not None:
-        base, extra = parts
-        kernel = {"id": kernel_id(base, extra), "base": packed(base),
-                  "extra": packed(extra)}
-    else:
-        kernel = {"id": kernel_id(view.coeffs),
-                  "coeffs": packed(view.coeffs)}
-    kernel |= {"n": view.n, "causal": causal, "label": "T"}
     drawn = side_drawn(side, view.n, view.band, view.rank, decay, view.method)
-    numbers = dict(zip(("spectral", "optimalSpectral", "optimalFrobenius", "gap"),
-                       json_floats([view.relative_spectral,
-                                                view.relative_optimal_spectral,
-                                                view.relative_optimal_frobenius, view.gap]),
-                       strict=True))
     other = next(s for s in SIDES if s != side)
-    return {"kernel": kernel, "decay": decay, "method": view.method,
-            "numbers": {"drawn": drawn} | numbers,
-            "fitted": {"drawn": drawn, "coeffs": packed(view.inducing_values)}
-            if view.method == "fit" else None,
-            "prefix": f"{side}_", "scaleWith": f"{other}_", "factors": False}
+    return decomposition_figures.figure_data(view, parts, causal, "T", decay, view.method,
+                                             drawn) | {
+        "prefix": f"{side}_", "scaleWith": f"{other}_", "factors": False}
 
 
 def change_text(a: float, b: float) -> str:

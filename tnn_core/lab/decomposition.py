@@ -56,6 +56,7 @@ from tnn_core.lab.common.conversion import convertible
 from tnn_core.lab.common.decomposition_figures import (
     Settings,
     drawn,
+    figure_data,
     fit_to_length,
     synthetic_parts,
 )
@@ -85,9 +86,9 @@ __all__ = ["live_speed", "ROUNDOFF_FLOOR", "CURVE_FLOOR", "ratio_text", "speed_t
            "RECURRENT_TARGETS", "modes_by_decay",
            # what the page and its figures show beside them
            "MAX_TYPED_CHARS", "MAX_TYPED_LENGTH", "OPERATOR_CHANNELS", "SYNTHETIC",
-           "display_line", "format_flops", "drawn", "js_number", "json_floats", "kernel_id",
-           "packed", "synthetic_parts", "convertible", "is_kernels_only", "low_rank_entry",
-           "TOGEIPI_PART"]
+           "display_line", "format_flops", "drawn", "figure_data", "js_number", "json_floats",
+           "kernel_id", "packed", "synthetic_parts", "convertible", "is_kernels_only",
+           "low_rank_entry", "TOGEIPI_PART"]
 
 ROUNDOFF_FLOOR = 1e-13  # relative to a chart's largest value: below it is float64 round-off
 

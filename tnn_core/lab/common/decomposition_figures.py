@@ -25,9 +25,10 @@ import torch
 
 from tnn_core.analysis.presets import SYNTHETIC
 from tnn_core.core.toeplitz import causal_part, check_length, lags
-from tnn_core.lab.common.browser_data import js_number
+from tnn_core.lab.common.browser_data import js_number, json_floats, kernel_id, packed
 
-__all__ = ["SPIKES", "SIDES", "synthetic_parts", "drawn", "Settings", "fit_to_length"]
+__all__ = ["SPIKES", "SIDES", "synthetic_parts", "drawn", "figure_data", "Settings",
+           "fit_to_length"]
 
 SPIKES = {0: 1.5, 1: -0.8, -1: 0.6, 2: 0.4, -2: -0.3}  # spike_smooth's taps, lag -> value
 SIDES = ("a", "b")  # Compare's two settings; a side's controls are named "a_band", "b_rank", …
@@ -70,6 +71,31 @@ def drawn(n: int, band: int, rank: int, decay: float | None, method: str) -> str
     params.append(("method", method))
     return urlencode([(name, value if isinstance(value, str) else js_number(value))
                       for name, value in params])
+
+
+def figure_data(view, parts: tuple[np.ndarray, np.ndarray] | None, causal: bool, label: str,
+                decay: float | None, method: str, drawn_as: str) -> dict:
+    """The band + W A Wᵀ figure's data (its contract: the header of
+    pages/figures/decomposition.js), less its controls, for the Decomposition page and for
+    each side of Compare. view: the server's numbers at the settled values (a
+    ``decomposition.DecompositionView`` or a ``compare.SideView``: n, coeffs [2n-1], the
+    relative errors and optima, gap, inducing_values [2r-1]); the kernel goes as ``parts``
+    (base, extra) [2n-1] of a synthetic preset, so that λ moves in the browser, else as
+    view.coeffs; ``drawn_as``: the ``data-drawn`` the numbers belong to (``drawn``, or a
+    Compare side's prefixed one)."""
+    if parts is not None:
+        base, extra = parts
+        kernel = {"id": kernel_id(base, extra), "base": packed(base), "extra": packed(extra)}
+    else:
+        kernel = {"id": kernel_id(view.coeffs), "coeffs": packed(view.coeffs)}
+    kernel |= {"n": view.n, "causal": causal, "label": label}
+    numbers = dict(zip(("spectral", "optimalSpectral", "optimalFrobenius", "gap"),
+                       json_floats([view.relative_spectral, view.relative_optimal_spectral,
+                                    view.relative_optimal_frobenius, view.gap]), strict=True))
+    return {"kernel": kernel, "decay": decay, "method": method,
+            "numbers": {"drawn": drawn_as} | numbers,
+            "fitted": {"drawn": drawn_as, "coeffs": packed(view.inducing_values)}
+            if method == "fit" else None}
 
 
 @dataclass(frozen=True)
