@@ -32,7 +32,6 @@ from tnn_core.lab.lesson import (
     SIDES,
     SKI_ERROR_NAME,
     View,
-    atlas_view,
     fd_response,
     opening_atlas,
     summary,
@@ -204,8 +203,7 @@ def _atlas_medians(checkpoint: str) -> None:
     model, info = checkpoints.load_checkpoint(checkpoint)
     n = summary(info).train_n
     n, band, rank = opening_atlas(model.config, n)
-    atlas = atlas_view(model, n, band, rank)
-    medians = atlas.layers
+    medians = checkpoint_views.atlas(checkpoint, n, band, rank).layers  # Inspect's, kept
     with st.container(key="lesson-atlas", border=True):
         st.markdown(f"**{checkpoint}: the atlas's medians per layer** (n = {n}, band m = "
                     f"{band}, r = {rank}; every channel of each layer)")
