@@ -43,9 +43,9 @@ from tnn_core.analysis.dense import frobenius_sq
 from tnn_core.analysis.errors import ZERO_KERNEL_NOTE, optimal_errors
 from tnn_core.analysis.gram import (
     band_lags,
-    fit_inducing_coeffs,
     inducing_projection,
     layout_gram,
+    layout_solver,
     residual_frobenius_sq,
 )
 from tnn_core.analysis.norms import single_threaded_blas
@@ -103,7 +103,7 @@ def _error_curve(coeffs, band: int, ranks: Iterable[int], causal: bool,
     for r in valid:
         gram = layout_gram(n, r, int(band), causal)  # kept across kernels: a move of λ
         projection = inducing_projection(t, gram)  # (2r-1,)
-        fitted = fit_inducing_coeffs(gram, projection, t_band)
+        fitted = layout_solver(n, r, int(band), causal)(projection, t_band)
         for errors, a in ((sample, sample_inducing_coeffs(smooth, r)), (fit, fitted)):
             error_sq = residual_frobenius_sq(gram, a, projection, t_band, norm_sq)
             errors.append(math.sqrt(error_sq) / norm)

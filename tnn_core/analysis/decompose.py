@@ -11,7 +11,7 @@ Algorithm 1 of "SKI to go Faster" approximates T (T[i, j] = t_{i-j}) by
   ``method="sample"``: a_l = k̃(l h), k̃ the kernel continued linearly across the
   band (the spike removed, the smooth part kept), read between integer lags by
   linear interpolation. ``method="fit"``: a is the joint least-squares optimum of
-  ||T - B - W A Wᵀ||_F over a with B's taps optimal (``gram.fit_inducing_coeffs``),
+  ||T - B - W A Wᵀ||_F over a with B's taps optimal (``gram.inducing_solver``),
   so its Frobenius error is never above sample's.
 
 Theorem 1 bounds the low-rank error through the linear-interpolation factor h²/8, h the

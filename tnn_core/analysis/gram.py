@@ -49,7 +49,7 @@ __all__ = [
     "inducing_projection",
     "product_projection",
     "diagonal_sums",
-    "fit_inducing_coeffs",
+    "layout_solver",
     "inducing_solver",
     "residual_frobenius_sq",
 ]
@@ -238,25 +238,26 @@ def layout_gram(n: int, r: int, band: int, causal: bool) -> SkiGram:
     return gram
 
 
-def fit_inducing_coeffs(gram: SkiGram, projection: np.ndarray, t_band: np.ndarray,
-                        rcond: float = 1e-13) -> np.ndarray:
-    """Joint least-squares a [2r-1] minimising ||T - B(β) - W A(a) Wᵀ||_F with β optimal.
-
-    The objective is ||T||² - 2 aᵀb + aᵀΓa - Σ_k c_k (t_k - (s a)_k / c_k)² (module
-    docstring), a quadratic in a with normal equations
-        (Γ - sᵀ C⁻¹ s) a = b - sᵀ t_band.
-    The matrix is PSD and singular when band and low-rank share a direction (r = n:
-    W = I); its pseudo-inverse (eigenvalues below rcond · max cut) gives the
-    minimum-norm solution, as a dense least-squares solver would.
-    """
-    return inducing_solver(gram, rcond)(projection, t_band)
+@functools.lru_cache(maxsize=LAYOUTS_KEPT)
+def layout_solver(n: int, r: int, band: int, causal: bool
+                  ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """``inducing_solver`` of ``layout_gram(n, r, band, causal)``, kept alike: a new kernel
+    of a kept layout only solves."""
+    return inducing_solver(layout_gram(n, r, band, causal))
 
 
 def inducing_solver(gram: SkiGram, rcond: float = 1e-13
                     ) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """``fit_inducing_coeffs`` for many kernels of one layout (n, r, band lags): the normal
-    matrix depends on the layout alone, so its eigendecomposition is taken once, and the
-    returned (projection [2r-1], t_band [m]) -> a [2r-1] only solves."""
+    """(projection b [2r-1], t_band [m]) -> the joint least-squares a [2r-1] minimising
+    ||T - B(β) - W A(a) Wᵀ||_F with β optimal, for the kernels of one layout.
+
+    The objective is ||T||² - 2 aᵀb + aᵀΓa - Σ_k c_k (t_k - (s a)_k / c_k)² (module
+    docstring), a quadratic in a with normal equations
+        (Γ - sᵀ C⁻¹ s) a = b - sᵀ t_band.
+    The matrix depends on the layout alone, so its eigendecomposition is taken once, and
+    the returned function only solves. It is PSD and singular when band and low-rank
+    share a direction (r = n: W = I); its pseudo-inverse (eigenvalues below rcond · max
+    cut) gives the minimum-norm solution, as a dense least-squares solver would."""
     s, c = gram.diagonal, gram.counts
     Q = gram.gram - s.T @ (s / c[:, None])  # (2r-1, 2r-1)
     eig, vec = np.linalg.eigh(0.5 * (Q + Q.T))
