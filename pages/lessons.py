@@ -2,7 +2,6 @@
 figures beside the text (pages/figures/steps.py); predict, then reveal; a link to every
 step; a presenter mode."""
 
-import math
 import re
 import urllib.parse
 from pathlib import Path
@@ -26,7 +25,8 @@ PRESENTER_STYLE = """<style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] {display: none;}
 [data-testid="stHeader"] {display: none;}
 [data-testid="stMainBlockContainer"] {padding: 1.5rem 1.5rem 1rem; max-width: none;}
-[data-testid="stMain"] {--figure-font: clamp(0.8rem, 2.05vh, 1.4rem);}
+[data-testid="stMain"] {--figure-font: clamp(0.8rem, 2.05vh, 1.4rem);
+  --factors-height: 19vh; --curve-height: calc(39vh - 121px); --sketch-height: 22vh;}
 [data-testid="stMain"] :is(p, li, label, summary, input, button, a, th, td) {
   font-size: clamp(1rem, 2.4vh, 1.6rem);}
 [data-testid="stMain"] :is(p, li) code {font-size: 0.9em;}
@@ -47,8 +47,10 @@ LAYOUT_STYLE = """<style>
 # The page's keys and view: Left / Right click Back / Next wherever the focus is, but in a
 # field being typed in (a figure's focused slider keeps them: pages/figures/common.js stops
 # them on the window, before this listener on the document); after Reveal the verdict and the
-# notice below it are scrolled onto the screen (the sticky figures stay); a display formula
-# wider than its column (a phone) is scaled down to fit it instead of scrolling sideways.
+# notice below it are scrolled onto the screen (the sticky figures stay) and kept there while
+# what is above it settles its height (a sketch gains the lab's line), until 2 s without
+# a resize or the reader's own scroll, key or click; a display formula wider than its column
+# (a phone) is scaled down to fit it instead of scrolling sideways.
 PAGE_SCRIPT = """<script>
 if (!window.toeplitzLessonKeys) {
   window.toeplitzLessonKeys = true;
@@ -63,20 +65,40 @@ if (!window.toeplitzLessonKeys) {
       .find((b) => b.innerText.trim().endsWith(label) && !b.disabled);
     if (button) { event.preventDefault(); event.stopPropagation(); button.click(); }
   }, true);  // capture: before a focused radio takes the key
-  let revealing = false, queued = false;
+  let revealing = false, queued = false, keeper = null, placed = [null, 0];
   document.addEventListener("click", (event) => {
     const button = event.composedPath().find((e) => e.tagName === "BUTTON");
     if (button && button.innerText.trim().endsWith("Reveal")) revealing = true;
   }, true);
-  const showVerdict = () => {
+  const placeVerdict = () => {  // the verdict (returned) and the notice below it on screen
     const alerts = [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stAlert']")];
     const verdict = alerts.find((a) => /the answer is/i.test(a.innerText));
-    if (!verdict) return;
+    if (!verdict) return null;
     const column = verdict.closest("[data-testid='stColumn']") || document;
-    const after = [...column.querySelectorAll("[data-testid='stAlert']")].pop();
-    after.scrollIntoView({block: "nearest"});
+    [...column.querySelectorAll("[data-testid='stAlert']")].pop()
+      .scrollIntoView({block: "nearest"});
     if (verdict.getBoundingClientRect().top < 0) verdict.scrollIntoView({block: "start"});
-    if (document.querySelector("[data-test-script-state='notRunning']")) revealing = false;
+    placed = [verdict, verdict.getBoundingClientRect().top];  // where it was left
+    return verdict;
+  };
+  const keepVerdict = (verdict) => {  // through every resize, until the layout is still
+    const off = new AbortController(); let quiet;
+    const stop = () => { off.abort(); clearTimeout(quiet); keeper?.disconnect(); keeper = null; };
+    const moved = () => placed[0].isConnected &&
+      Math.abs(placed[0].getBoundingClientRect().top - placed[1]) > 1;
+    keeper = new ResizeObserver(() => {
+      placeVerdict(); clearTimeout(quiet); quiet = setTimeout(stop, 2000); });
+    for (const e of [document.querySelector("[data-testid='stMainBlockContainer']"),
+      verdict.closest("[data-testid='stColumn']")]) if (e) keeper.observe(e);
+    for (const type of ["keydown", "pointerdown"])
+      window.addEventListener(type, stop, {capture: true, signal: off.signal});
+    document.addEventListener("scroll", () => { if (moved()) stop(); },  // the reader's
+      {capture: true, signal: off.signal});
+  };
+  const showVerdict = () => {
+    const verdict = placeVerdict();
+    if (!verdict || !document.querySelector("[data-test-script-state='notRunning']")) return;
+    revealing = false; if (!keeper) keepVerdict(verdict);
   };
   const fitFormulas = () => {
     for (const display of document.querySelectorAll("[data-testid='stMain'] .katex-display")) {
@@ -219,16 +241,6 @@ def plain(title: str) -> str:
     return re.sub(r"^(\d+)\. ", r"\1\\. ", title)
 
 
-def factor_text(decades: float) -> str:
-    """The ratio 10^``decades`` in words: two significant figures, written out from 100 on
-    ("1.3", "240", "12,000"), and from a million on a power of ten ("10^7", "10^323"),
-    which no float overflows."""
-    if decades >= 6:
-        return f"10^{decades:.0f}"
-    factor = 10**decades
-    return f"{factor:.2g}" if factor < 100 else f"{float(f'{factor:.2g}'):,.0f}"
-
-
 def show_sketch(question: lesson_lab.Question, view: lesson_lab.View, key: str,
                 number: int) -> bool:
     """Sketch, then reveal: the lab's curve drawn over the sketch, and how far apart they
@@ -252,20 +264,15 @@ def show_sketch(question: lesson_lab.Question, view: lesson_lab.View, key: str,
     revealed = st.session_state.get(revealed_key, False)
     if revealed:
         st.query_params["revealed"] = str(number)
-    sketch.show(curve, "Draw with the pointer: press, drag, release.", revealed, points,
-                figure_key)
+    sketch.show(curve, sketch.INSTRUCTIONS, revealed, points, figure_key)
     st.button("Reveal", key=f"reveal:{key}", icon=":material/visibility:",
               disabled=not points or revealed,
               on_click=st.session_state.__setitem__, args=(revealed_key, True))
     if not revealed:
         st.caption("The lab's curve appears over your sketch once you press Reveal.")
         return False
-    apart = lesson_lab.distance(points, curve)
-    how = ("none of your sketch lies inside the curve's range" if not math.isfinite(apart)
-           else f"your sketch is a factor {factor_text(apart)} from it, at the median "
-                f"of its points" if curve.log_y
-           else f"your sketch is {apart:.0%} of the axis from it")
-    st.info(f"The answer is the lab's curve, drawn over your sketch: {how}. "
+    st.info(f"The answer is the lab's curve, drawn over your sketch: "
+            f"{sketch.distance_words(points, curve)}. "
             f"{question.explain}", icon=":material/insights:")
     return True
 

@@ -263,29 +263,6 @@ def next_step(page, number: int, following) -> float:
     return took
 
 
-# Steps whose figure is still taller than the screen (issue 38, open): Decomposition with
-# W · A · Wᵀ open (3.3) and Compare's two sides (3.4) at 1400 × 900; at 1280 × 720 also
-# 3.5's error curve under its figure. A walk fails on any other problem, and when one of
-# these has come to fit (then take it out here).
-TALLER_THAN_900 = {("3-ski-sparse-plus-low-rank", 3), ("3-ski-sparse-plus-low-rank", 4)}
-TALLER_THAN_720 = TALLER_THAN_900 | {("3-ski-sparse-plus-low-rank", 5)}
-
-
-def assert_only_known(problems: list[str], slug: str, known: set) -> None:
-    """No problem in the walk of lesson ``slug`` but a figure outside the screen in a step
-    that ``known`` lists, and each of those still there."""
-    expected = {number for name, number in known if name == slug}
-
-    def outside(problem: str) -> int | None:
-        return next((number for number in expected if problem.startswith(
-            f"step {number}: ") and "outside" in problem), None)
-
-    rest = [problem for problem in problems if outside(problem) is None]
-    assert not rest, "\n".join(rest)
-    fits = expected - {outside(problem) for problem in problems}
-    assert not fits, f"steps {sorted(fits)} now fit the screen: take them out of the list"
-
-
 def soft(problems: list[str], check, *args) -> None:
     """``check(*args)``; an assertion it fails is kept in ``problems`` and the walk goes
     on, so that one step's problem does not hide the next step's."""
@@ -358,7 +335,7 @@ def test_walk_every_step(chromium_page, server, lesson):  # noqa: F811
           f"({', '.join(f'{t:.0f}' for t in nexts)}), Reveal median "
           f"{statistics.median(reveals) if reveals else float('nan'):.0f} ms over "
           f"{len(reveals)} ({', '.join(f'{t:.0f}' for t in reveals)})")
-    assert_only_known(problems, lesson.slug, TALLER_THAN_900)
+    assert not problems, "\n".join(problems)
 
 
 def test_back_on_a_first_step_opens_the_previous_lessons_last(chromium_page, server):  # noqa: F811

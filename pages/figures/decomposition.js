@@ -5,7 +5,7 @@
 // given W A Wᵀ, the four pictures and ‖T − band − W A Wᵀ‖_F / ‖T‖_F
 // (tests/test_figure_decomposition.py holds the two to 1e-9).
 //
-// Data, from pages/decomposition.py (tnn_core/lab/decomposition_figures.py) and, once per side,
+// Data, from pages/decomposition.py (tnn_core/lab/common/decomposition_figures.py) and, once per side,
 // pages/compare.py (tnn_core/lab/compare.py, side_figure_data):
 //   kernel   once per kernel: {id, n, causal, label} and either coeffs [2n-1] (t_k at lag
 //            k in coeffs[n-1+k]) or, for a synthetic preset, base and extra [2n-1] with
@@ -196,14 +196,18 @@ const LAYOUT = `
   .pieces { display: flex; gap: 0.8rem; align-items: center; margin-top: 0.4rem; }
   .pieces canvas { border: 1px solid var(--figure-muted); display: block; }
   .pieces .caption { flex: 1; }
-  .numbers { display: flex; gap: 1.5rem; flex-wrap: wrap; margin: 0.3rem 0; font-size: 1em; }
+  .numbers { display: flex; gap: 0.2rem 1.5rem; flex-wrap: wrap; margin: 0.3rem 0; font-size: 1em; }
   .numbers b { font-size: 1.15em; }
   .note { color: var(--figure-note); font-size: 1em; }
   details summary { cursor: pointer; font-size: 1em; }
-  /* mounted narrow (Compare A/B's two columns): the sliders share one row, W · A · Wᵀ wraps;
-     narrower still (a phone), each slider has a row of its own (figure.css) */
+  /* a slider's label and value on one line, the slider under them */
+  .figure .controls .control { flex-direction: row; flex-wrap: wrap; align-items: baseline;
+                               column-gap: 0.5em; }
+  /* from 420 px wide the sliders share one row (a lesson step's column at 1280 × 720 too);
+     mounted narrow (Compare A/B's two columns), W · A · Wᵀ wraps; narrower still (a phone),
+     each slider has a row of its own (figure.css) */
   .figure { container-type: inline-size; }
-  @container (min-width: 420px) and (max-width: 640px) {
+  @container (min-width: 420px) {
     .figure .controls { gap: 0.8rem; flex-wrap: nowrap; }
     .figure .controls .control { min-width: 0; flex: 1; }
   }
@@ -232,7 +236,9 @@ const LAYOUT = `
     <div class="caption factors-text"></div>
   </div>
 </details>`;
-const FACTOR_PIXELS = 192;  // the height of W's picture (and the width of Wᵀ's)
+// The height of W's picture (and the width of Wᵀ's): --factors-height, which a page may set
+// (presenter mode: from the screen's height, pages/lessons.py), else 192 px.
+const FACTOR_SIZE = 'var(--factors-height, 192px)';
 
 const scientific = (v, digits = 2) => (v === null || v === undefined || !Number.isFinite(v)
   ? '—' : v.toExponential(digits));
@@ -313,15 +319,16 @@ function drawFactors(root, dec) {
   const { W, a, rank: r, n } = dec;
   const rows = shownIndices(n, PICTURE_CELLS), points = shownIndices(r, PICTURE_CELLS);
   const wEntry = (i, q) => (W.index[i] === q ? W.w0[i] : W.index[i] + 1 === q ? W.w1[i] : 0);
-  const thin = Math.round(FACTOR_PIXELS * Math.min(1, Math.max(0.35, r / n)));
+  const share = Math.min(1, Math.max(0.35, r / n)).toFixed(3);  // of FACTOR_SIZE: r's side
+  const full = FACTOR_SIZE, thin = `calc(${FACTOR_SIZE} * ${share})`;
   const size = (name, width, height) => {
     const canvas = root.querySelector(`[data-picture="${name}"]`);
-    canvas.style.width = `${width}px`; canvas.style.height = `${height}px`;
+    canvas.style.width = width; canvas.style.height = height;
     return canvas;
   };
-  drawEntries(size('W', thin, FACTOR_PIXELS), rows, points, wEntry, 1);
+  drawEntries(size('W', thin, full), rows, points, wEntry, 1);
   drawEntries(size('A', thin, thin), points, points, (p, q) => a[r - 1 + p - q], dec.limit);
-  drawEntries(size('Wt', FACTOR_PIXELS, thin), points, rows, (q, i) => wEntry(i, q), 1);
+  drawEntries(size('Wt', full, thin), points, rows, (q, i) => wEntry(i, q), 1);
   const aMax = a.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
   const i = Math.min(n - 1, Math.round(n / 3));
   root.querySelector('.factors-text').textContent =

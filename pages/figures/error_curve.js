@@ -11,7 +11,9 @@
 //   floor      that floor; exact: the ranks where some curve is below it
 //   rank       the settled r (clamped to n), marked until the decomposition figure moves
 //   height     optional: the plot's height in CSS pixels (default 300; a lesson step's is
-//              lower, to share the screen with the decomposition figure)
+//              lower, to share the screen with the decomposition figure). A page may set
+//              it in CSS instead, --curve-height (presenter mode: from the screen's height,
+//              pages/lessons.py), which wins
 // Per frame, here: the mark at the decomposition figure's r; while its m differs from the
 // curve's, the curve is marked stale (data-stale) until the server sends the new one.
 
@@ -65,7 +67,7 @@ export default function (component) {
   const [root, created] = figureRoot(parentElement, 'error_curve', CURVE_LAYOUT);
   if (created) root.state = {};
   const state = root.state;
-  root.querySelector('canvas').style.height = `${data.height || 300}px`;
+  root.querySelector('canvas').style.height = `var(--curve-height, ${data.height || 300}px)`;
   if (!state.data || state.data.id !== data.id || state.settled !== data.rank) {
     Object.assign(state, { rank: data.rank, band: data.band, frobenius: NaN, settled: data.rank });
   }

@@ -7,6 +7,8 @@
 //   guess   [[x, y], ...] the sketch the server has (the state sent back), or []
 //   truth   null until the answer is revealed; then {x: [...], y: [...], label}
 //   title   what to sketch, in words
+// The drawing area is 200 px high, or --sketch-height where a page sets it (presenter mode:
+// from the screen's height, pages/lessons.py).
 // By pointer (mouse, pen or touch alike: pointer events, and touch-action none so a finger
 // draws instead of scrolling), per move: the sketch so far, one point per pixel column, x
 // increasing (a later stroke over an x replaces what was there); on release its points go
@@ -22,7 +24,8 @@
 
 const SKETCH_LAYOUT = `
 <style>
-  canvas { width: 100%; height: 200px; display: block; touch-action: none; cursor: crosshair; }
+  canvas { width: 100%; height: var(--sketch-height, 200px); display: block; touch-action: none;
+           cursor: crosshair; }
   canvas:focus { outline: none; }
   canvas:focus-visible { outline: 3px solid var(--figure-series-1); outline-offset: 2px; }
   canvas.fixed { cursor: default; }

@@ -9,9 +9,9 @@ from collections.abc import Mapping
 import streamlit as st
 
 from pages import figures
-from tnn_core.lab.lesson import Curve
+from tnn_core.lab.lesson import Curve, distance
 
-__all__ = ["INSTRUCTIONS", "guess", "show"]
+__all__ = ["INSTRUCTIONS", "distance_words", "guess", "show"]
 
 # how to draw, for the figure's title: every hand and device sketch.js takes
 INSTRUCTIONS = ("Draw with the mouse or a finger: press, drag, release. Or Tab to the axes: "
@@ -39,3 +39,24 @@ def show(curve: Curve, title: str, revealed: bool, points: list[list[float]],
         "axes": {"x": list(curve.x_range), "y": list(curve.y_range), "logX": curve.log_x,
                  "logY": curve.log_y, "xLabel": curve.x_label, "yLabel": curve.y_label},
         "guess": points, "truth": truth, "title": title}, (), key=key, link=False)
+
+
+def distance_words(points: list[list[float]], curve: Curve) -> str:
+    """How far the sketch ``points`` lies from ``curve`` (``lesson.distance``), in words:
+    on a log y axis a factor at the median of its points, else a share of the axis."""
+    apart = distance(points, curve)
+    if not math.isfinite(apart):
+        return "none of your sketch lies inside the curve's range"
+    if curve.log_y:
+        return f"your sketch is a factor {factor_text(apart)} from it, at the median of its points"
+    return f"your sketch is {apart:.0%} of the axis from it"
+
+
+def factor_text(decades: float) -> str:
+    """The ratio 10^``decades`` in words: two significant figures, written out from 100 on
+    ("1.3", "240", "12,000"), and from a million on a power of ten ("10^7", "10^323"),
+    which no float overflows."""
+    if decades >= 6:
+        return f"10^{decades:.0f}"
+    factor = 10**decades
+    return f"{factor:.2g}" if factor < 100 else f"{float(f'{factor:.2g}'):,.0f}"
