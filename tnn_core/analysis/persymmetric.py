@@ -115,7 +115,8 @@ def toeplitz_singular_values(coeffs: torch.Tensor, k: int, dense_max_n: int = 51
 
     All n, dense ("dense"), when n <= dense_max_n or k > n/4 (n/8 for a symmetric kernel,
     whose dense route splits in halves: at n = 1024 it took ~40 ms where Lanczos took
-    ~220 ms for k = 200 and ~45 ms for k = 129); else the top k as the
+    ~220 ms for k = 200 and ~45 ms for k = 129; not with energy_rank, whose Lanczos took
+    ~20 ms for k = 129); else the top k as the
     largest |λ(T J)| by symmetric Lanczos ("lanczos"), at most max(4k, k + 100) steps.
     If that is not enough (a spectrum clustered at the top) it goes dense for n <= 2048
     and otherwise returns the Ritz values, marked "lanczos (not converged)". With
@@ -126,7 +127,8 @@ def toeplitz_singular_values(coeffs: torch.Tensor, k: int, dense_max_n: int = 51
     n = (t.shape[-1] + 1) // 2
     k = min(k, n)
     symmetric = _is_symmetric(t)
-    if n <= dense_max_n or k > (n // 8 if symmetric else n // 4):
+    halves_pay = symmetric and energy_rank is None  # the energy test stops Lanczos sooner
+    if n <= dense_max_n or k > (n // 8 if halves_pay else n // 4):
         return _dense_singular_values(t, symmetric), "dense"
     energy = None
     if energy_rank is not None:
