@@ -170,7 +170,10 @@ def symmetric_lanczos(matvec: NumpyProduct, n: int, k: int = 1, tol: float = 1e-
     for j in range(steps):
         w = np.array(matvec(Q.rows[j]), dtype=np.float64)
         alpha[j] = Q.rows[j] @ w
-        w = _orthogonalise(w, Q.rows[: j + 1])  # removes α_j q_j and β_{j-1} q_{j-1} too
+        w -= alpha[j] * Q.rows[j]  # the three-term recurrence first, so that the full
+        if j > 0:  # reorthogonalisation removes only round-off: one pass, not DGKS's two
+            w -= beta[j - 1] * Q.rows[j - 1]
+        w = _orthogonalise(w, Q.rows[: j + 1])
         norm = np.linalg.norm(w)
         scale = max(scale, abs(alpha[j]), norm)
         beta[j] = Q.extend(j + 1, w, norm, scale, rng)
