@@ -17,7 +17,10 @@ Products are scipy.fft circulant embeddings (TNN §3.1), dense pieces numpy: see
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import threading
+from collections import OrderedDict
 
 import numpy as np
 import scipy.fft
@@ -173,8 +176,26 @@ def capped_norm(hankel: NumpyProduct, n: int, tol: float = 1e-10) -> LanczosResu
     return result
 
 
+NORMS_KEPT = 64  # kernels whose ||T||_2 ``toeplitz_norm`` keeps
+_norms: OrderedDict[tuple[bytes, float], float] = OrderedDict()  # (digest, tol) -> ||T||_2
+_norms_lock = threading.Lock()
+
+
 def toeplitz_norm(coeffs, tol: float = 1e-10) -> float:
-    """||T||_2 for the Toeplitz T of coeffs [2n-1]: the largest |λ(T J)| (``capped_norm``)."""
+    """||T||_2 for the Toeplitz T of coeffs [2n-1]: the largest |λ(T J)| (``capped_norm``),
+    kept for the last NORMS_KEPT kernels (by a digest of their float64 bytes): a move of r
+    or m decomposes the same T again."""
     t = coeffs.detach().cpu().numpy() if isinstance(coeffs, torch.Tensor) else coeffs
+    t = np.ascontiguousarray(t, dtype=np.float64)
+    key = (hashlib.blake2b(t.tobytes(), digest_size=16).digest(), float(tol))
+    with _norms_lock:
+        if key in _norms:
+            _norms.move_to_end(key)
+            return _norms[key]
     n = (len(t) + 1) // 2
-    return float(capped_norm(toeplitz_product(t, flip=True), n, tol).values[0])
+    norm = float(capped_norm(toeplitz_product(t, flip=True), n, tol).values[0])
+    with _norms_lock:
+        _norms[key] = norm
+        while len(_norms) > NORMS_KEPT:
+            _norms.popitem(last=False)
+    return norm
