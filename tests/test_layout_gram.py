@@ -18,9 +18,10 @@ from tnn_core.core.interpolation import interpolation
                           (13, 5, 9, True), (97, 13, 31, False)])
 def test_kept_gram_is_a_fresh_one_and_read_only(n, r, band, causal):
     kept = layout_gram(n, r, band, causal)
-    fresh = ski_gram(interpolation(n, r), band_lags(n, band, causal))
+    fresh = ski_gram(interpolation(n, r), band_lags(n, band, causal))  # scattered, if narrow
     for name in ("lags", "counts", "diagonal", "gram"):
-        np.testing.assert_array_equal(getattr(kept, name), getattr(fresh, name))
+        np.testing.assert_allclose(getattr(kept, name), getattr(fresh, name), rtol=1e-14,
+                                   atol=1e-14 * n)  # the table's exact sums, the scatter's
         with pytest.raises(ValueError, match="read-only"):
             getattr(kept, name)[...] = 0
 

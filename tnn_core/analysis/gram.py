@@ -23,7 +23,6 @@ Letters: n length, r inducing points, m band lags, N FFT size, F = N//2 + 1.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -210,15 +209,20 @@ class SkiGram:
     table: BasisDiagonals | None  # s at every lag, for a wide band (``wide_band_table``)
 
 
-def ski_gram(interp: Interpolation, lags: np.ndarray) -> SkiGram:
+def ski_gram(interp: Interpolation, lags: np.ndarray,
+             table: BasisDiagonals | None = None) -> SkiGram:
+    """The layout's pieces; its band sums from ``table`` when one is given (a kept layout's),
+    else from the table only for a wide band (``wide_band_table``), by the scatter otherwise."""
     lags = np.asarray(lags, dtype=np.int64)
+    table = table if table is not None else wide_band_table(interp, lags)
     return SkiGram(
         interp=interp,
         lags=lags,
         counts=(interp.n - np.abs(lags)).astype(np.float64),
-        diagonal=band_diagonal_sums(interp, lags),
+        diagonal=(table.rows(lags) if table is not None
+                  else scatter_diagonal_sums(interp, lags)),
         gram=basis_gram(interp),
-        table=wide_band_table(interp, lags),
+        table=table,
     )
 
 
@@ -227,12 +231,10 @@ def layout_gram(n: int, r: int, band: int, causal: bool) -> SkiGram:
     """``ski_gram`` of W = interpolation(n, r) and the band's lags, kept for the last
     ``LAYOUTS_KEPT`` layouts: it depends on the layout alone, not on the kernel, so a new
     kernel of the same layout (a move of λ, another channel) reuses it. A kept layout
-    holds the every-lag table whatever its band (``basis_diagonals``, itself kept per
-    (n, r)), so each kernel's projection costs O(n), not r FFT products. Its arrays are
-    read-only."""
-    gram = ski_gram(interpolation(n, r), band_lags(n, band, causal))
-    if gram.table is None:
-        gram = dataclasses.replace(gram, table=basis_diagonals(n, r))
+    takes its band sums from the every-lag table whatever its band (``basis_diagonals``,
+    itself kept per (n, r): a move of m reads rows of it) and keeps it, so each kernel's
+    projection costs O(n), not r FFT products. Its arrays are read-only."""
+    gram = ski_gram(interpolation(n, r), band_lags(n, band, causal), basis_diagonals(n, r))
     for array in (gram.lags, gram.counts, gram.diagonal, gram.gram):
         array.setflags(write=False)
     return gram
