@@ -1,5 +1,6 @@
-"""The band + W A Wᵀ and error-against-r figures (pages/figures/decomposition.js and
-error_curve.js) against tnn_core, in Chromium, and driven on the running app.
+"""The band + W A Wᵀ and error-against-r figures (pages/figures/decomposition.js, its maths
+in decomposition_maths.js, and error_curve.js) against tnn_core, in Chromium, and driven on
+the running app.
 
 1. The figure's maths, loaded as a plain script (``test_figure_fft.js_page``), against
    ``tnn_core.analysis.decompose`` for n = 2, 7, 100, 257, 1024 (the page has nothing to

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import js_functions
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "tnn_core"
 
@@ -217,3 +219,38 @@ def _long_functions(path: Path) -> list[str]:
 def test_a_function_holds_at_most_60_lines_unless_a_comment_says_why():
     long = [f for path in SOURCES for f in _long_functions(path)]
     assert not long, "\n".join(long)
+
+
+# The figures' JavaScript under the same rules: a file at most MAX_FILE_LINES lines, a
+# function at most MAX_FUNCTION_LINES from its header to its closing brace unless the line
+# right above its header says why (``// long: ...``; tests/js_functions.py reads them).
+JS_SOURCES = sorted((ROOT / "pages").rglob("*.js"))
+
+
+def test_the_figures_javascript_is_found():
+    assert {"fft.js", "common.js", "decomposition.js"} <= {p.name for p in JS_SOURCES}
+
+
+@pytest.mark.parametrize("path", JS_SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_javascript_file_holds_at_most_400_lines(path):
+    lines = path.read_text(encoding="utf-8").count("\n")
+    assert lines <= MAX_FILE_LINES, f"{path.relative_to(ROOT)} has {lines} lines"
+
+
+def _long_js_functions(name: str, text: str) -> list[str]:
+    return [f"{name}:{f.first} {f.name} ({f.lines} lines)"
+            for f in js_functions.long_functions(text, MAX_FUNCTION_LINES)]
+
+
+def test_a_javascript_function_holds_at_most_60_lines_unless_a_comment_says_why():
+    long = [f for path in JS_SOURCES
+            for f in _long_js_functions(str(path.relative_to(ROOT)),
+                                        path.read_text(encoding="utf-8"))]
+    assert not long, "\n".join(long)
+
+
+def test_a_long_javascript_function_is_caught():
+    planted = ("// what the figure draws\nexport default function (component) {\n"
+               + "  draw();\n" * MAX_FUNCTION_LINES + "}\n")
+    assert _long_js_functions("planted.js", planted) == [
+        f"planted.js:2 <anonymous> ({MAX_FUNCTION_LINES + 2} lines)"]

@@ -9,7 +9,11 @@ and computes what the browser cannot (spectral norms, least squares at large n, 
 Each figure NAME has ``NAME.js`` beside this file, appended to the shared ``fft.js`` and
 ``common.js`` in one module that ends with its ``export default function (component)``.
 Its header documents its data contract: what the server sends once per kernel
-(``data``) and what the browser computes per frame.
+(``data``) and what the browser computes per frame. A figure too large for one file (the
+house rules hold the JavaScript too: a file at most 400 lines, a function at most 60,
+tests/test_layout.py) declares its other files in ``PARTS``, named ``NAME_<part>.js``; they
+come between the shared files and ``NAME.js`` (``script``), so they hold plain functions
+and constants that ``NAME.js`` calls.
 
 The contract that tests and benchmarks rely on (keep it stable):
 - the figure's root element has ``data-testid="figure"`` and ``data-figure="NAME"``;
@@ -42,6 +46,8 @@ __all__ = ["Control", "show", "values", "value", "keep_in_link", "is_number", "u
 
 FOLDER = Path(__file__).resolve().parent
 SHARED = ("fft.js", "common.js")  # before the figure's own file, in this order
+# A figure's files besides NAME.js, after SHARED and before NAME.js, in this order.
+PARTS = {"decomposition": ("decomposition_maths.js",)}
 
 
 @dataclass(frozen=True)
@@ -71,9 +77,9 @@ class Control:
 
 
 def script(name: str) -> str:
-    """The module a figure runs: the shared files, then ``NAME.js``."""
+    """The module a figure runs: the shared files, the figure's ``PARTS``, then ``NAME.js``."""
     return "\n".join((FOLDER / part).read_text(encoding="utf-8")
-                     for part in (*SHARED, f"{name}.js"))
+                     for part in (*SHARED, *PARTS.get(name, ()), f"{name}.js"))
 
 
 @functools.cache

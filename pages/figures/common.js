@@ -1,6 +1,7 @@
 // What every figure shares: its root and the test contract, its sliders, a colour
-// scale, a heatmap and a line plot on a canvas. Each figure's own file (NAME.js) follows
-// this one in the same module and ends with `export default function (component)`.
+// scale, a heatmap and a line plot on a canvas. Each figure's own files (its PARTS, then
+// NAME.js: pages/figures/__init__.py script) follow this one in the same module, which
+// ends with NAME.js's `export default function (component)`.
 //
 // The contract (pages/figures/__init__.py): the root element carries
 // data-testid="figure" and data-figure="NAME"; after each draw, data-drawn holds the

@@ -193,15 +193,18 @@ function sized(canvas) {
   return canvas;
 }
 
-function draw(root, fig) {
-  const data = fig.data, p = profile(data);
-  // the response panel shown or not first: the panels' shares, and so the canvases' widths
-  root.querySelector('.response').style.display = data.response ? '' : 'none';
+// Kernel i's colour and dash: both differ from kernel i − 1's.
+const kernelColour = (i) => COLOURS[i % COLOURS.length];
+const kernelDash = (i) => LINE_STYLES[i % LINE_STYLES.length].dash;
+
+// The semilog and log-log decay plots: every kernel's curve (the one described on top),
+// its fits over lags data.fit.start … p.end and the envelope λ^t · max, the guides stopping
+// at the curve's smallest drawn value.
+function drawDecay(root, data, p) {
   const label = data.causal ? '|k[t]|' : 'max(|k[t]|, |k[−t]|)';
   const lags = Float64Array.from(rangeFrom(0, p.n - 1));
-  const colour = (i) => COLOURS[i % COLOURS.length];
-  const dash = (i) => LINE_STYLES[i % LINE_STYLES.length].dash;
-  const curves = p.kernels.map((k, i) => ({x: lags, y: k.drawn, colour: colour(i), dash: dash(i)}))
+  const curves = p.kernels.map((k, i) => ({x: lags, y: k.drawn, colour: kernelColour(i),
+                                           dash: kernelDash(i)}))
     .reverse();  // the kernel described last, on top
   const clip = (v) => (v >= p.lowest ? v : NaN);
   const fitted = rangeFrom(Math.max(data.fit.start, 0), p.end);
@@ -231,16 +234,22 @@ function draw(root, fig) {
     `${label}, log-log: a straight line is a power law`;
   drawLines(sized(root.querySelector('canvas.loglog')), loglog,
             {logX: true, logY: true, xLabel: 'lag t', yLabel: '', marks});
-  if (p.response !== null) {
-    const r = p.response;
-    drawLines(sized(root.querySelector('canvas.magnitude')),
-              [{x: r.omega, y: r.magnitude, colour: COLOURS[0]}],
-              {xLabel: 'ω (radians, 0 … π)', yLabel: ''});
-    drawLines(sized(root.querySelector('canvas.phase')),
-              [{x: r.omega, y: r.phase, colour: COLOURS[1]}],
-              {xLabel: 'ω (radians, 0 … π)', yLabel: ''});
-  }
-  const legend = p.kernels.map((k, i) => [colour(i), dash(i),
+}
+
+// The frequency response r (frequencyResponse): its magnitude above, its phase below.
+function drawResponse(root, r) {
+  drawLines(sized(root.querySelector('canvas.magnitude')),
+            [{x: r.omega, y: r.magnitude, colour: COLOURS[0]}],
+            {xLabel: 'ω (radians, 0 … π)', yLabel: ''});
+  drawLines(sized(root.querySelector('canvas.phase')),
+            [{x: r.omega, y: r.phase, colour: COLOURS[1]}],
+            {xLabel: 'ω (radians, 0 … π)', yLabel: ''});
+}
+
+// The legend (a key per kernel, the fits, the envelope), the numbers of the kernel
+// described and the caption.
+function writeText(root, data, p) {
+  const legend = p.kernels.map((k, i) => [kernelColour(i), kernelDash(i),
                                           i === 0 ? `${k.label} (this setting)` : k.label]);
   legend.push([FIT, [9, 4], 'the fits (grey, dashed)']);
   if (data.envelope !== null) legend.push([ENVELOPE, [2, 3], `λ^t · max, λ = ${data.envelope}`]);
@@ -260,6 +269,15 @@ function draw(root, fig) {
   root.querySelector('.caption').textContent = `Each curve stops where it falls below `
     + `${data.floor.toExponential(0)} × its own max (float64 round-off). Semilog: a straight `
     + 'line is an exponential; log-log: a straight line is a power law, its slope −p.';
+}
+
+function draw(root, fig) {
+  const data = fig.data, p = profile(data);
+  // the response panel shown or not first: the panels' shares, and so the canvases' widths
+  root.querySelector('.response').style.display = data.response ? '' : 'none';
+  drawDecay(root, data, p);
+  if (p.response !== null) drawResponse(root, p.response);
+  writeText(root, data, p);
   markDrawn(root, data.drawn);
   fig.drawnParams = Object.fromEntries(data.drawn.map(([k, v]) => [k, String(v)]));
   restale(root, fig);
