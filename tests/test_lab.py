@@ -15,8 +15,8 @@ import pytest
 
 from tests.references import band_lags_ref, interp_ref, lopsided, toeplitz_ref
 from tnn_core.analysis.curves import CURVE_RANKS, error_curve
-from tnn_core.analysis.presets import synthetic_kernel
 from tnn_core.analysis.decompose import decompose
+from tnn_core.analysis.presets import synthetic_kernel
 from tnn_core.lab.decomposition import decomposition_view, rank_curve
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")

@@ -5,9 +5,9 @@ another session or the warm-up (``warmup``) is computing it: the caller then wai
 result instead of computing it a second time. The key is the arguments bound to their names,
 except those whose name starts with "_" (a model, a task: keyed by the digest passed beside
 them, in an argument named as KEYED_BY says; a function that leaves arguments out without one
-is refused when it is decorated); arrays are keyed by their bytes. A ValueError is kept like a value: these arguments
-fail the same way again; a TimeLimitError (work stopped at its time limit, a busy moment's
-failure) is not kept: the next call computes again.
+is refused when it is decorated); arrays are keyed by their bytes. A ValueError is kept like
+a value: these arguments fail the same way again; a TimeLimitError (work stopped at its time
+limit, a busy moment's failure) is not kept: the next call computes again.
 
 The values are shared, not copied: nobody may change one. Every numpy array in a value is
 made read-only to hold everyone to that, all the way down through dataclasses, tuples, lists
