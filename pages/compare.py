@@ -13,8 +13,6 @@ from pages._ui import controls, frame, kernels, link_values
 from pages.figures import compare as figure
 from tnn_core.lab import compare as lab
 
-frame.ensure_app_frame()
-
 DEFAULT_METHOD = {"a": "sample", "b": "fit"}  # the page opens on a comparison worth seeing
 
 
@@ -47,47 +45,67 @@ def shared_control(key: str, widget, label: str, default, parse, url, **kwargs):
     return value
 
 
-st.title("Compare A/B")
-st.markdown(
-    "**Look at the two residuals, the last picture of each setting:** they share one colour "
-    "scale, so the paler one is the better approximation, and where they differ shows what "
-    "the other setting fixes. Try sample against fit, $m = 1$ against $m = 9$, or $r = 8$ "
-    "against $r = 32$.")
+def main() -> None:
+    """The page: the shared controls, the two sides, B − A."""
+    frame.ensure_app_frame()
+    st.title("Compare A/B")
+    st.markdown(
+        "**Look at the two residuals, the last picture of each setting:** they share one colour "
+        "scale, so the paler one is the better approximation, and where they differ shows what "
+        "the other setting fixes. Try sample against fit, $m = 1$ against $m = 9$, or $r = 8$ "
+        "against $r = 32$.")
+    source, n, causal = shared_controls()
+    st.query_params["source"] = kernels.SOURCE_LABELS[source]  # as a bound select box writes it
+    st.query_params["n"] = str(n)
+    st.query_params["causal"] = str(causal).lower()
+    if n < 2:
+        st.info("n = 1: T is the 1 × 1 matrix [t₀]; the band holds it exactly and nothing is left "
+                "for a low-rank part (r needs two inducing points). Set n ≥ 2 to compare.",
+                icon=":material/info:")
+        st.stop()
+    columns = dict(zip(lab.SIDES, st.columns(2, border=True), strict=True))
+    views = {}
+    for side, column in columns.items():
+        with column:
+            views[side] = draw_side(side, source, n, causal)
 
-left, mid, right = st.columns([2, 2, 1])
-with left:
-    source = shared_control(
-        "source", st.selectbox, "Kernel (shared)", "spike_smooth",
-        lambda label: next(o for o in lab.PRESETS if kernels.SOURCE_LABELS[o] == label),
-        kernels.SOURCE_LABELS.get, options=list(lab.PRESETS),
-        format_func=kernels.SOURCE_LABELS.get,
-        help="The kernel both settings decompose: a synthetic shape, or channel 0 of a "
-             "freshly initialised operator (seeded from the sidebar). Each builds it at its "
-             "own λ.")
-with mid:
-    n = shared_control("n", st.slider, "Length n (shared)", 256, lambda text: int(float(text)),
-                       str, min_value=1, max_value=4096,
-                       help="T is n × n on both sides. Errors are exact at this n; pictures "
-                            "show every k-th row and column when n is large. The pictures "
-                            "redraw once you let go.")
-with right:
-    causal = shared_control("causal", st.toggle, "Causal (shared)", False,
-                            lambda text: text.lower() == "true", lambda v: str(v).lower(),
-                            help="A causal kernel is zero at negative lags; the band then "
-                                 "holds lags 0 ≤ k < m.")
-st.query_params["source"] = kernels.SOURCE_LABELS[source]  # as a bound select box writes it
-st.query_params["n"] = str(n)
-st.query_params["causal"] = str(causal).lower()
-if n < 2:
-    st.info("n = 1: T is the 1 × 1 matrix [t₀]; the band holds it exactly and nothing is left "
-            "for a low-rank part (r needs two inducing points). Set n ≥ 2 to compare.",
-            icon=":material/info:")
-    st.stop()
+    st.subheader("Difference: B − A")
+    if any(view is None for view in views.values()):
+        st.info("The difference needs both settings to work: change the one with the error.",
+                icon=":material/info:")
+        st.stop()
+    figure.show_difference(views, n, source != "fd", "compare_difference_figure")
 
-has_decay = source != "fd"  # FD-TNN has no decay bias
+
+def shared_controls() -> tuple[str, int, bool]:
+    """The kernel, n and causal both sides share, kept in the URL as bound widgets keep
+    theirs."""
+    left, mid, right = st.columns([2, 2, 1])
+    with left:
+        source = shared_control(
+            "source", st.selectbox, "Kernel (shared)", "spike_smooth",
+            lambda label: next(o for o in lab.PRESETS if kernels.SOURCE_LABELS[o] == label),
+            kernels.SOURCE_LABELS.get, options=list(lab.PRESETS),
+            format_func=kernels.SOURCE_LABELS.get,
+            help="The kernel both settings decompose: a synthetic shape, or channel 0 of a "
+                 "freshly initialised operator (seeded from the sidebar). Each builds it at its "
+                 "own λ.")
+    with mid:
+        n = shared_control("n", st.slider, "Length n (shared)", 256, lambda text: int(float(text)),
+                           str, min_value=1, max_value=4096,
+                           help="T is n × n on both sides. Errors are exact at this n; pictures "
+                                "show every k-th row and column when n is large. The pictures "
+                                "redraw once you let go.")
+    with right:
+        causal = shared_control("causal", st.toggle, "Causal (shared)", False,
+                                lambda text: text.lower() == "true", lambda v: str(v).lower(),
+                                help="A causal kernel is zero at negative lags; the band then "
+                                     "holds lags 0 ≤ k < m.")
+    return source, n, causal
 
 
 def method_control(side: str) -> str:
+    """Side ``side``'s low-rank A: sampled from the kernel, or fitted."""
     return controls.control(st.radio, f"{side.upper()}: low-rank A", ["sample", "fit"],
                             index=["sample", "fit"].index(DEFAULT_METHOD[side]),
                             key=f"{side}_method",
@@ -98,25 +116,15 @@ def method_control(side: str) -> str:
                                  "settles.")
 
 
-def draw_side(side: str) -> lab.SideView | None:
+def draw_side(side: str, source: str, n: int, causal: bool) -> lab.SideView | None:
     """One side: its method, its figure, its notes; its view, or None after an st.error
     sentence saying why not."""
     st.markdown(f"**Setting {side.upper()}**")
     method = method_control(side)
+    has_decay = source != "fd"  # FD-TNN has no decay bias
     return figure.mount_side(side, source, n, causal, method, f"compare_{side}_figure",
                              locked=tuple(c.name for c in figure.side_controls(side, has_decay)
                                           if controls.locked(c.name)))
 
 
-columns = dict(zip(lab.SIDES, st.columns(2, border=True), strict=True))
-views = {}
-for side, column in columns.items():
-    with column:
-        views[side] = draw_side(side)
-
-st.subheader("Difference: B − A")
-if any(view is None for view in views.values()):
-    st.info("The difference needs both settings to work: change the one with the error.",
-            icon=":material/info:")
-    st.stop()
-figure.show_difference(views, n, has_decay, "compare_difference_figure")
+main()

@@ -13,15 +13,21 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages import figures
-from pages._ui import cell_picker, checkpoints, controls, frame, kernels, numbers, timing
+from pages._ui import (
+    cell_picker,
+    checkpoints,
+    controls,
+    frame,
+    kernels,
+    numbers,
+    session_keys,
+    timing,
+)
 from pages._ui.memo import memo
 from pages.figures import decomposition as figure
 from pages.figures import decomposition_notes, decomposition_speed, recurrent_fit
 from pages.figures.decomposition import KernelSource
 from tnn_core.lab import decomposition as lab
-
-frame.ensure_app_frame()
-frame.receive_values("pages/decomposition.py")
 
 FIGURE_KEY = "decomposition_figure"  # the band + W A Wᵀ figure's state (its r, m, λ)
 
@@ -73,20 +79,22 @@ def kernel_source_picker(left, right) -> KernelSource:
                                      f"(n ≤ {lab.MAX_TYPED_LENGTH}).")
     return KernelSource(name, channel, text)
 
+
 def checkpoint_source_picker(column) -> KernelSource:
     choices = checkpoints.checkpoint_choices()
     if not choices:
         raise ValueError("there are no checkpoints yet: train one on the Train page")
-    if st.session_state.get("checkpoint", next(iter(choices))) not in choices:
-        st.session_state["checkpoint"] = next(iter(choices))  # e.g. another session's upload
+    if st.session_state.get(session_keys.CHECKPOINT, next(iter(choices))) not in choices:
+        # e.g. another session's upload
+        st.session_state[session_keys.CHECKPOINT] = next(iter(choices))
     key = controls.control(st.selectbox, "Checkpoint", list(choices), format_func=choices.get,
                            key="checkpoint",
                            help="Shipped examples, your saved runs, uploads.")
     model, _ = checkpoints.load_checkpoint(key)
     layers, channels = len(model.operators()), model.operators()[0].dim
     a, b = column.columns(2)
-    layer = bounded_input(a, "Layer", layers - 1, "layer", f"Which of the model's {layers} "
-                          "layers.")
+    layer = bounded_input(a, "Layer", layers - 1, "layer",
+                          f"Which of the model's {layers} layers.")
     channel = bounded_input(b, "Channel", channels - 1, "channel",
                             f"Which of the layer's {channels} channels.")
     if model.config.operator.kind == "togeipi":
@@ -99,42 +107,53 @@ def colour_limit(coeffs: np.ndarray) -> float:
     return float(np.abs(coeffs).max(initial=0.0)) or 1.0
 
 
-st.title("Decomposition: band + low rank")
-st.markdown("**Drag r and m and watch the residual, the fourth picture:** it is what band + "
-            "W A Wᵀ misses, and it gathers where the smooth part bends faster than the inducing "
-            "points, h apart, can follow.")
+def main() -> None:
+    """The page: its controls, then the figures and the sections below them (a fragment)."""
+    frame.ensure_app_frame()
+    frame.receive_values("pages/decomposition.py")
+    st.title("Decomposition: band + low rank")
+    st.markdown("**Drag r and m and watch the residual, the fourth picture:** it is what band + W "
+                "A Wᵀ misses, and it gathers where the smooth part bends faster than the inducing "
+                "points, h apart, can follow.")
+    decomposition(*page_controls())
+    timing.page_activity()  # the page script ends: the quiet that timings wait for starts now
 
-top = st.columns([2.2, 1, 2.2, 2.1, 1.3, 1.6])
-try:
-    source = kernel_source_picker(top[0], top[1])
-except ValueError as err:
-    frame.show_error(err)
-    st.stop()
-if source.name not in ("tno", "ski", "fd", "checkpoint"):
-    top[1].caption("One channel only.")
-n = controls.control(top[2].slider, "Length n", 1, 4096, 512, key="n",
-                     disabled=source.name == "custom",
-                     help="T is n × n. Everything on this page is exact at this n; the pictures "
-                          "show every k-th row and column when n is large. Typed coefficients "
-                          "fix n.")
-if source.has_decay:
-    top[3].caption("Decay λ: a slider of the figure below.")
-else:
-    top[3].caption("Decay λ: none here; " + ("the kernel is learned." if source.name ==
-                                            "checkpoint" else "FD-TNN has no decay bias."
-                                            if source.name == "fd" else
-                                            "typed coefficients have their own."))
-causal = controls.control(top[4].toggle, "Causal", key="causal",
-                          help="A causal kernel is zero at negative lags. Watch what that does to "
-                               "the low-rank part.")
-method = controls.control(top[5].radio, "Low-rank A", ["sample", "fit"], key="method",
-                          horizontal=True,
-                          help="sample: A_ij = k̃(p_i - p_j), the kernel continued across the "
-                               "band (as SKI-TNN does), computed in the browser as you drag. fit: "
-                               "the Toeplitz A that minimises the Frobenius error (least squares), "
-                               "from the server once a value settles. fit is optimal in Frobenius "
-                               "norm only: in spectral norm it is worse than sample in about 13 % "
-                               "of settings (up to 1.10×).")
+
+def page_controls() -> tuple[KernelSource, int, bool, str]:
+    """The row of controls above the figures: (source, n, causal, method)."""
+    top = st.columns([2.2, 1, 2.2, 2.1, 1.3, 1.6])
+    try:
+        source = kernel_source_picker(top[0], top[1])
+    except ValueError as err:
+        frame.show_error(err)
+        st.stop()
+    if source.name not in ("tno", "ski", "fd", "checkpoint"):
+        top[1].caption("One channel only.")
+    n = controls.control(top[2].slider, "Length n", 1, 4096, 512, key="n",
+                         disabled=source.name == "custom",
+                         help="T is n × n. Everything on this page is exact at this n; the "
+                              "pictures show every k-th row and column when n is large. Typed "
+                              "coefficients fix n.")
+    if source.has_decay:
+        top[3].caption("Decay λ: a slider of the figure below.")
+    else:
+        top[3].caption("Decay λ: none here; " + ("the kernel is learned." if source.name ==
+                                                "checkpoint" else "FD-TNN has no decay bias."
+                                                if source.name == "fd" else
+                                                "typed coefficients have their own."))
+    causal = controls.control(top[4].toggle, "Causal", key="causal",
+                              help="A causal kernel is zero at negative lags. Watch what that does "
+                                   "to the low-rank part.")
+    method = controls.control(top[5].radio, "Low-rank A", ["sample", "fit"],
+                              key="method", horizontal=True,
+                              help="sample: A_ij = k̃(p_i - p_j), the kernel continued across the "
+                                   "band (as SKI-TNN does), computed in the browser as you drag. "
+                                   "fit: the Toeplitz A that minimises the Frobenius error (least "
+                                   "squares), from the server once a value settles. fit is optimal "
+                                   "in Frobenius norm only: in spectral norm it is worse than "
+                                   "sample in about 13 % of settings (up to 1.10×).")
+    return source, n, causal, method
+
 
 @st.fragment
 def decomposition(source: KernelSource, n: int, causal: bool, method: str) -> None:
@@ -181,9 +200,10 @@ def compress_button(key: str, drawn: figure.Mounted, method: str) -> None:
                       "method for every layer" + (": it shows how much of each layer's "
                       "kernels they miss (this model has no task to score)." if kernels_only
                       else ".")):
-        frame.open_page("pages/compress.py", {"checkpoint": key, "band": drawn.band,
-                                              "rank": drawn.rank, "method": method,
-                                              "per_layer": False})
+        frame.open_page("pages/compress.py", {
+            session_keys.CHECKPOINT: key, session_keys.BAND: drawn.band,
+            session_keys.RANK: drawn.rank, session_keys.METHOD: method,
+            session_keys.PER_LAYER: False})
 
 
 def sections_below(source: KernelSource, drawn: figure.Mounted, causal: bool,
@@ -193,7 +213,7 @@ def sections_below(source: KernelSource, drawn: figure.Mounted, causal: bool,
     coeffs, length, band, rank, view = (drawn.coeffs, drawn.length, drawn.band, drawn.rank,
                                         drawn.view)
     if any(key in st.query_params for key in ("cell_i", "cell_j")):
-        st.session_state["cell_open"] = True  # a link naming a cell opens its section
+        st.session_state[session_keys.CELL_OPEN] = True  # a link naming a cell opens its section
     cell_box = st.expander("One cell of T, followed everywhere: its diagonal, its lag on the "
                            "kernel, the inducing points it is interpolated from",
                            key="cell_open", on_change="rerun")
@@ -373,5 +393,5 @@ def decay_and_frequency(coeffs, length: int, causal: bool, decay: float | None) 
         "floor": lab.ROUNDOFF_FLOOR, "envelope": decay, "response": True,
         "follows": "decomposition", "drawn": drawn}, (), key="decomposition_profiles")
 
-decomposition(source, n, causal, method)
-timing.page_activity()  # the page script ends: the quiet that timings wait for starts now
+
+main()

@@ -5,11 +5,7 @@ import streamlit as st
 from pages._ui import frame
 from tnn_core.lab import lesson as lesson_lab
 
-frame.ensure_app_frame()
-
-st.title("Toeplitz Lab")
-st.markdown(
-    """
+INTRODUCTION = """
 An interactive lab for **Toeplitz neural networks**: sequence models whose token
 mixing is a Toeplitz matrix, $T_{ij} = t_{i-j}$, one per channel.
 
@@ -23,9 +19,26 @@ mixing is a Toeplitz matrix, $T_{ij} = t_{i-j}$, one per channel.
 
 Every fast operator here is checked against its dense matrix in the tests.
 """
-)
-teach, explore, inspect = st.columns(3, border=True)
-with teach:
+
+
+def main() -> None:
+    """The page: what the lab is, then its three ways in, side by side."""
+    frame.ensure_app_frame()
+    st.title("Toeplitz Lab")
+    st.markdown(INTRODUCTION)
+    teach, explore, inspect = st.columns(3, border=True)
+    with teach:
+        teach_a_class()
+    with explore:
+        explore_figures()
+    with inspect:
+        inspect_a_model()
+    st.caption("The sidebar's device and seed apply to every page, and every page's address "
+               "holds its settings: copy it to share exactly what you see.")
+
+
+def teach_a_class() -> None:
+    """The lessons: how many, and the links that open the first one."""
     st.subheader("Teach a class")
     shipped = lesson_lab.load_lessons(lesson_lab.LESSON_DIR)[0]
     st.markdown(f"{len(shipped)} lessons, {sum(len(lesson.steps) for lesson in shipped)} "
@@ -36,7 +49,10 @@ with teach:
     st.page_link("pages/lessons.py", label="Start lesson 1", icon=":material/school:")
     st.page_link("pages/lessons.py", label="Start lesson 1 in presenter mode",
                  icon=":material/co_present:", query_params={"present": "true"})
-with explore:
+
+
+def explore_figures() -> None:
+    """The pages whose figures follow the pointer."""
     st.subheader("Explore")
     st.markdown("Drag n, λ, r and m and watch the figures follow the pointer, computed in "
                 "your browser: the kernel and its matrix, band + W A Wᵀ against the SVD "
@@ -50,7 +66,10 @@ with explore:
              "FD-TNN, the Hilbert transform, decay against Theorems 2–4"),
             ("speed", "Speed", "speed", "Every operator timed on this machine")):
         st.page_link(f"pages/{path}.py", label=label, help=what, icon=f":material/{icon}:")
-with inspect:
+
+
+def inspect_a_model() -> None:
+    """The pages about a trained model."""
     st.subheader("Inspect a model")
     st.markdown("Open a shipped checkpoint or upload your own (safetensors, checked before "
                 "anything is loaded), see what each layer learned, how it does beyond its "
@@ -62,5 +81,6 @@ with inspect:
             ("train", "Train", "model_training", "A small TNN, SKI-TNN or FD-TNN on a real "
                                                  "task")):
         st.page_link(f"pages/{path}.py", label=label, help=what, icon=f":material/{icon}:")
-st.caption("The sidebar's device and seed apply to every page, and every page's address "
-           "holds its settings: copy it to share exactly what you see.")
+
+
+main()

@@ -8,8 +8,17 @@ length. The kernels its training kept and TNN's Table 10 are drawn here. Token m
 is left out, and the header says in one line why."""
 
 import streamlit as st
+import torch
 
-from pages._ui import charts, checkpoint_views, checkpoints, frame, kernel_replay, timing
+from pages._ui import (
+    charts,
+    checkpoint_views,
+    checkpoints,
+    frame,
+    kernel_replay,
+    session_keys,
+    timing,
+)
 from pages.figures import (
     channel_drill,
     checkpoint_header,
@@ -22,9 +31,6 @@ from pages.figures import (
 )
 from pages.figures.inspected import Inspected
 from tnn_core.lab import inspect as inspect_lab
-
-frame.ensure_app_frame()
-frame.receive_values("pages/inspect.py")
 
 
 @st.fragment
@@ -62,63 +68,81 @@ def table10() -> None:
             st.markdown(pair.sentence())
 
 
-st.title("Inspect checkpoint")
-st.markdown("Open a trained model and look at the Toeplitz kernels it learned: how much of "
-            "each channel's energy sits in a narrow band around the diagonal, how fast the rest "
-            "decays, how well SKI's low-rank part would hold it, whether the model needs it, "
-            "and how the model does beyond the length it was trained on.")
+def main() -> None:
+    """The page: the checkpoint chosen and opened, then its sections top to bottom."""
+    frame.ensure_app_frame()
+    frame.receive_values("pages/inspect.py")
+    inspected, model, info = opened_checkpoint()
+    open_at_training_length(inspected, model.config)
 
-# -- choose ---------------------------------------------------------------------------------
-checkpoint_upload.show()
-foreign_upload.show()
-key = checkpoints.checkpoint_select(
-    "No checkpoints yet: train one on the Train page, or upload one above.",
-    "Shipped examples in the order they teach most (each says what it shows), your saved "
-    "runs, and uploads. Links carry shipped ones only.")
-try:
-    model, info = checkpoints.load_checkpoint(key)
-except (inspect_lab.CheckpointError, ValueError) as err:
-    frame.show_error(err)
-    timing.page_activity()
-    st.stop()
-try:
-    task, task_error = checkpoints.checkpoint_task(key), None
-except ValueError as err:
-    task, task_error = None, err
-if task is not None:
-    checkpoint_views.start_length_sweep(key)  # it runs while the sections above it are drawn
-inspected = Inspected.of(key, model, info, task, task_error)
+    # -- the header, another run beside it, writing text, the kernels during training ---------
+    checkpoint_header.show(inspected, model, info)
+    if inspected.kernels_only_reason is None:  # token mixers alone: no curves, no training
+        run_comparison.show(inspected.key)
+        text_writing.show(inspected, model, info)
+        kernels_during_training(info)
 
-# Every checkpoint opens at its own training length (and SKI at its own band m).
-if st.session_state.get("_inspect_opened") != key or "atlas_n" not in st.session_state:
-    st.session_state["_inspect_opened"] = key
-    (st.session_state["atlas_n"], st.session_state["atlas_band"],
-     st.session_state["atlas_rank"]) = inspect_lab.opening_atlas(model.config,
-                                                                 inspected.about.train_n)
-    st.session_state["kernels_n"] = inspected.about.train_n
-st.session_state.setdefault("kernels_n", inspected.about.train_n)
+    # -- kernel atlas -----------------------------------------------------------------------
+    n = st.session_state[session_keys.ATLAS_N]  # what the page below draws
+    st.session_state[session_keys.INSPECT_DRAWN_N] = n  # the atlas's fragment compares with it
+    kernel_atlas.show(inspected)
 
-# -- the header, another run beside it, writing text, the kernels during training -------------
-checkpoint_header.show(inspected, model, info)
-if inspected.kernels_only_reason is None:  # token mixers alone: no curves, no training
-    run_comparison.show(key)
-    text_writing.show(inspected, model, info)
-    kernels_during_training(info)
+    # -- one channel ------------------------------------------------------------------------
+    drilled = channel_drill.show(inspected, n)
+    if drilled is None:
+        timing.page_activity()
+        st.stop()
 
-# -- kernel atlas ---------------------------------------------------------------------------
-st.session_state["_inspect_drawn_n"] = st.session_state["atlas_n"]  # what the page below draws
-kernel_atlas.show(inspected)
-n = st.session_state["_inspect_drawn_n"]
+    # -- extrapolation, TNN's Table 10 ------------------------------------------------------
+    extrapolation.show(inspected, drilled)
+    if inspected.kernels_only_reason is None:
+        table10()
 
-# -- one channel ----------------------------------------------------------------------------
-drilled = channel_drill.show(inspected, n)
-if drilled is None:
-    timing.page_activity()
-    st.stop()
+    timing.page_activity()  # the page script ends: the quiet that timings wait for starts now
 
-# -- extrapolation, TNN's Table 10 ----------------------------------------------------------
-extrapolation.show(inspected, drilled)
-if inspected.kernels_only_reason is None:
-    table10()
 
-timing.page_activity()  # the page script ends: the quiet that timings wait for starts now
+def opened_checkpoint() -> tuple[Inspected, torch.nn.Module, inspect_lab.CheckpointInfo]:
+    """The title, the uploads and the checkpoint chosen, opened: (inspected, model, info);
+    stops the page with an error sentence when it cannot be loaded."""
+    st.title("Inspect checkpoint")
+    st.markdown("Open a trained model and look at the Toeplitz kernels it learned: how much "
+                "of each channel's energy sits in a narrow band around the diagonal, how fast "
+                "the rest decays, how well SKI's low-rank part would hold it, whether the model "
+                "needs it, and how the model does beyond the length it was trained on.")
+
+    checkpoint_upload.show()
+    foreign_upload.show()
+    key = checkpoints.checkpoint_select(
+        "No checkpoints yet: train one on the Train page, or upload one above.",
+        "Shipped examples in the order they teach most (each says what it shows), your saved "
+        "runs, and uploads. Links carry shipped ones only.")
+    try:
+        model, info = checkpoints.load_checkpoint(key)
+    except (inspect_lab.CheckpointError, ValueError) as err:
+        frame.show_error(err)
+        timing.page_activity()
+        st.stop()
+    try:
+        task, task_error = checkpoints.checkpoint_task(key), None
+    except ValueError as err:
+        task, task_error = None, err
+    if task is not None:
+        checkpoint_views.start_length_sweep(key)  # it runs while the sections above it are drawn
+    return Inspected.of(key, model, info, task, task_error), model, info
+
+
+def open_at_training_length(inspected: Inspected, config) -> None:
+    """Every checkpoint opens at its own training length (and SKI at its own band m):
+    ``config`` is its model's configuration."""
+    key = inspected.key
+    if (st.session_state.get(session_keys.INSPECT_OPENED) != key
+            or session_keys.ATLAS_N not in st.session_state):
+        st.session_state[session_keys.INSPECT_OPENED] = key
+        n, band, rank = inspect_lab.opening_atlas(config, inspected.about.train_n)
+        st.session_state.update({session_keys.ATLAS_N: n, session_keys.ATLAS_BAND: band,
+                                 session_keys.ATLAS_RANK: rank})
+        st.session_state[session_keys.KERNELS_N] = inspected.about.train_n
+    st.session_state.setdefault(session_keys.KERNELS_N, inspected.about.train_n)
+
+
+main()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages._ui import controls, frame
+from pages._ui import controls, frame, session_keys
 from pages._ui.link_values import quoted
 from pages._ui.memo import memo
 from pages.figures import sketch, steps
@@ -132,11 +132,11 @@ def lessons(folder: str, listing: tuple) -> tuple[dict[str, lesson_lab.Lesson], 
 def move(by: int, count: int, neighbour: tuple[str, int] | None) -> None:
     """on_click of Back (``by`` -1) and Next (+1): the step ``by`` away, or past the
     lesson's first or last step the ``neighbour`` lesson's step (its title, its step)."""
-    number = st.session_state.get("step", 1) + by
+    number = st.session_state.get(session_keys.STEP, 1) + by
     if 1 <= number <= count:
         go_to(number)
     elif neighbour is not None:
-        st.session_state["lesson"] = neighbour[0]
+        st.session_state[session_keys.LESSON] = neighbour[0]
         go_to(neighbour[1])
 
 
@@ -153,7 +153,7 @@ def neighbours(found: dict[str, lesson_lab.Lesson], title: str
 
 def go_to(number: int) -> None:
     """on_click / on_change: step ``number``."""
-    st.session_state["step"] = number
+    st.session_state[session_keys.STEP] = number
     forget_prediction()
 
 
@@ -247,7 +247,8 @@ def show_sketch(question: lesson_lab.Question, view: lesson_lab.View, key: str,
     are. Returns whether the curve is revealed. The sketch and its reveal are kept for the
     step, and in the address (three significant digits a point), so a reload keeps them."""
     st.markdown(f"**Predict first.** {question.prompt}")
-    figure_key, stored_key, revealed_key = f"sketch:{key}", f"prediction:{key}", f"revealed:{key}"
+    figure_key, stored_key = f"sketch:{key}", session_keys.prediction(key)
+    revealed_key = session_keys.revealed(key)
     try:
         curve = steps.sketch_curve(view, question.sketch, frame.seed())
     except ValueError as err:
@@ -283,8 +284,8 @@ def show_question(question: lesson_lab.Question, view: lesson_lab.View | None, k
     reveal are kept per step, so Back and Next return to them as they were, and the
     current step's are in the address, so a reload or a shared link keeps them."""
     st.markdown(f"**Predict first.** {question.prompt}")
-    widget_key, stored_key = f"predict:{key}", f"prediction:{key}"
-    revealed_key = f"revealed:{key}"
+    widget_key, stored_key = f"predict:{key}", session_keys.prediction(key)
+    revealed_key = session_keys.revealed(key)
     from_address(question, number, stored_key, revealed_key)
     if widget_key not in st.session_state and stored_key in st.session_state:
         st.session_state[widget_key] = st.session_state[stored_key]  # back on this step
@@ -320,7 +321,7 @@ def show_question(question: lesson_lab.Question, view: lesson_lab.View | None, k
     return True
 
 
-presenting = st.session_state.get("present", st.query_params.get("present") == "true")
+presenting = st.session_state.get(session_keys.PRESENT, st.query_params.get("present") == "true")
 if not presenting:
     st.title("Lessons")
 found, problems = lessons(str(lesson_lab.LESSON_DIR),
@@ -338,12 +339,12 @@ first, second = st.container(), st.container()
 body, fold = ((first, second.expander("Lesson, step and presenter mode")) if presenting
               else (second, first))
 top = fold.columns([3, 1, 1])
-title = controls.control(top[0].selectbox, "Lesson", list(found), key="lesson", on_change=go_to,
-                         args=(1,))  # another lesson starts at its first step
+title = controls.control(top[0].selectbox, "Lesson", list(found), key="lesson",
+                         on_change=go_to, args=(1,))  # another lesson starts at its first step
 lesson = found[title]
 count = len(lesson.steps)
-if not 1 <= st.session_state.get("step", 1) <= count:
-    st.session_state["step"] = 1
+if not 1 <= st.session_state.get(session_keys.STEP, 1) <= count:
+    st.session_state[session_keys.STEP] = 1
 number = int(controls.control(top[1].number_input, "Step", 1, count, key="step",
                               on_change=forget_prediction,
                               help=f"{count} steps; the address bar links to this step."))

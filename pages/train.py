@@ -5,7 +5,7 @@ import time
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages._ui import checkpoints, frame, kernel_replay, numbers, session
+from pages._ui import checkpoints, frame, kernel_replay, numbers, session, session_keys
 from tnn_core.lab.train import (
     LIVE_RUNS,
     MAX_TEXT_BYTES,
@@ -27,8 +27,6 @@ from tnn_core.lab.train import (
     snapshot_view,
 )
 
-frame.ensure_app_frame()
-
 TASKS = {
     "charlm": "Characters: next-character prediction on Python's own source (causal)",
     "listops": "ListOps: evaluate nested MIN / MAX / MED / SUM_MOD expressions",
@@ -49,8 +47,9 @@ def watch(run_id: str, run: BackgroundRun, owner_key: str | None = None) -> None
     owner_key = owner_key if LIVE_RUNS.owns(run_id, owner_key) else None
     if owner_key is not None:
         run.stop_when_collected(session.session_token())
-    st.session_state.update(train_run=run, train_run_id=run_id, train_owner_key=owner_key,
-                            train_form=form_values(run.config))
+    st.session_state.update({session_keys.TRAIN_RUN: run, session_keys.TRAIN_RUN_ID: run_id,
+                             session_keys.TRAIN_OWNER_KEY: owner_key,
+                             session_keys.TRAIN_FORM: form_values(run.config)})
     show_in_address(run_id, owner_key)
 
 
@@ -67,7 +66,7 @@ def watch_from_list(run_id: str) -> None:
     run = LIVE_RUNS.get(run_id)
     if run is not None:
         watch(run_id, run)
-        st.session_state.update(st.session_state["train_form"])
+        st.session_state.update(st.session_state[session_keys.TRAIN_FORM])
 
 
 def start_in_a_place(make_run) -> bool:
@@ -78,7 +77,7 @@ def start_in_a_place(make_run) -> bool:
     try:
         slot = claim_training_place(session.session_id())
     except NoPlace as refusal:
-        st.session_state["train_refusal"] = refusal
+        st.session_state[session_keys.TRAIN_REFUSAL] = refusal
         return False
     try:
         run_id, run = make_run()
@@ -86,7 +85,7 @@ def start_in_a_place(make_run) -> bool:
         slot.release()  # never handed to a run
         if not isinstance(err, ValueError):
             raise
-        st.session_state["train_refusal"] = err
+        st.session_state[session_keys.TRAIN_REFUSAL] = err
         return False
     owner_key = new_owner_key()
     started = LIVE_RUNS.start(run_id, run, owner_key, slot)
@@ -98,13 +97,13 @@ def resume(run_id: str) -> None:
     """The list's Resume and Open buttons: continue the autosave to its steps."""
     if start_in_a_place(lambda: (run_id, resumed_run(checkpoints.USER_CHECKPOINTS, run_id,
                                                      frame.device()))):
-        st.session_state.update(st.session_state["train_form"])
+        st.session_state.update(st.session_state[session_keys.TRAIN_FORM])
 
 
 def show_refusal() -> None:
     """Why the last Start or Resume started nothing: a full server (a warning) or a run
     that cannot be made (an error)."""
-    refusal = st.session_state.pop("train_refusal", None)
+    refusal = st.session_state.pop(session_keys.TRAIN_REFUSAL, None)
     if isinstance(refusal, NoPlace):
         st.warning(str(refusal), icon=":material/hourglass_top:")
     elif refusal is not None:
@@ -126,72 +125,145 @@ def address_run() -> tuple[str, BackgroundRun | None, str | None] | None:
     return run_id, LIVE_RUNS.get(run_id), st.query_params.get(OWNER)
 
 
-st.title("Train")
-st.markdown("Train a small model on a real task, on this machine, and watch the loss and the "
-            "validation metric as it learns. The run goes on in the background: the other "
-            "pages keep working. It is autosaved every tenth of its steps, when you press "
-            "Stop and when it ends; reload the page and it is still here, running, or "
-            "listed below to resume if it stopped (closing the tab stops it, saved).")
+def main() -> None:
+    """The page: the form, then this session's run (live while it runs) or, without one, the
+    autosaved runs."""
+    frame.ensure_app_frame()
+    st.title("Train")
+    st.markdown("Train a small model on a real task, on this machine, and watch the loss and the "
+                "validation metric as it learns. The run goes on in the background: the other "
+                "pages keep working. It is autosaved every tenth of its steps, when you press "
+                "Stop and when it ends; reload the page and it is still here, running, or "
+                "listed below to resume if it stopped (closing the tab stops it, saved).")
+    run, in_address = this_sessions_run()
+    owner_key = st.session_state.get(session_keys.TRAIN_OWNER_KEY)
+    running = run is not None and not run.snapshot().finished  # a watcher's view follows it too
+    if start_from_form(train_form(start_disabled=running and owner_key is not None)):
+        run = st.session_state[session_keys.TRAIN_RUN]
+        owner_key = st.session_state[session_keys.TRAIN_OWNER_KEY]
+        running = True
+    show_refusal()
+    if run is None:
+        if in_address is not None:
+            st.info(f"The run of this address, {in_address[0]}, is no longer running on this "
+                    "server. If it was autosaved, it is listed below: resume it from there.",
+                    icon=":material/history:")
+        st.info("Choose a task and press **Start**. A small model trains in a minute or two "
+                "on a laptop CPU.", icon=":material/school:")
+        autosave_list()
+        st.stop()
+    run_id = st.session_state[session_keys.TRAIN_RUN_ID]
+    show_in_address(run_id, owner_key)  # kept after a visit to another page
+    if owner_key is None:
+        st.info(f"Run {run_id} belongs to another browser session: you can watch it here, but "
+                "only the session that started it can stop it or save it. Start a run of your "
+                "own with the form above.", icon=":material/visibility:")
+    if running:
+        live(run, run_id, owner_key)
+    else:
+        ended_run(run, run_id, owner_key)
 
-run: BackgroundRun | None = st.session_state.get("train_run")
-in_address = address_run() if run is None else None
-if in_address is not None and in_address[1] is not None:
-    watch(*in_address)
-    run = in_address[1]
-owner_key = st.session_state.get("train_owner_key")
-running = run is not None and not run.snapshot().finished  # a watcher's view follows it too
-# Streamlit forgets a widget's value when its page is left. While a run exists, the form
-# shows the settings it was started with, also after the person visits another page.
-for form_key, value in st.session_state.get("train_form", {}).items():
-    st.session_state.setdefault(form_key, value)
 
-with st.form("train-form", border=True):
-    c1, c2, c3 = st.columns(3)
-    task_name = c1.selectbox("Task", list(TASKS), format_func=TASKS.get, key="task",
-                             help="What the model learns. Causal tasks train a language model; "
-                                  "the others a bidirectional classifier.")
-    kind = c1.radio("Operator", ["tno", "ski", "fd"], horizontal=True, key="operator",
-                    help="tno: TNN's RPE MLP with decay. ski: band + low rank (bidirectional "
-                         "tasks; causal SKI uses the interpolated kernel with an FFT). fd: "
-                         "frequency-domain RPE.")
-    size = c1.radio("Size", list(SIZES), index=1, horizontal=True, key="size",
-                    help="tiny: width 32, 1 layer. small: 64, 2 layers. medium: 128, 2 layers.")
-    steps = c2.slider("Steps", 10, 5000, 300, step=10, key="steps",
-                      help="Optimizer updates (batches of 32 sequences).")
-    lr = c2.select_slider("Learning rate", [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2], value=3e-3,
-                          key="lr", help="Peak AdamW learning rate, after 10% warm-up.")
-    decay = c3.slider("Decay λ", 0.50, 1.00, 0.99, step=0.005, key="train_decay",
-                      help="tno: the decay λ^|k| on the kernel. ski: the inverse time warp.")
-    rank = c3.slider("Inducing points r", 2, 128, 32, key="train_rank",
-                     help="SKI only: rank of the low-rank part.")
-    band = c3.slider("Band m", 1, 64, 9, key="train_band", help="SKI only: taps of the band.")
-    text = None
-    if task_name == "charlm":
-        text = st.file_uploader("Your own text (optional, UTF-8)", type=["txt", "md",
-                                "py", "csv", "json", "rst"], key="train_text",
-                                max_upload_size=MAX_TEXT_BYTES // 2**20,
-                                help="Train on this text instead of Python's source. It is "
-                                     "split 90/10 into training and validation.")
-    # one run of one's own at a time; watching another's leaves Start free
-    start = st.form_submit_button("Start", type="primary",
-                                  disabled=running and owner_key is not None,
-                                  icon=":material/play_arrow:")
+def this_sessions_run() -> tuple[BackgroundRun | None, tuple | None]:
+    """(the run this session shows, or None; what ``address_run`` found when the session
+    had none). While a run exists the form shows the settings it was started with, also
+    after the person visits another page (Streamlit forgets a widget's value when its page
+    is left)."""
+    run: BackgroundRun | None = st.session_state.get(session_keys.TRAIN_RUN)
+    in_address = address_run() if run is None else None
+    if in_address is not None and in_address[1] is not None:
+        watch(*in_address)
+        run = in_address[1]
+    for form_key, value in st.session_state.get(session_keys.TRAIN_FORM, {}).items():
+        st.session_state.setdefault(form_key, value)
+    return run, in_address
 
-if start:
+
+def train_form(start_disabled: bool) -> dict | None:
+    """The run's settings form: its values once Start is pressed, else None."""
+    with st.form("train-form", border=True):
+        c1, c2, c3 = st.columns(3)
+        task_name = c1.selectbox("Task", list(TASKS), format_func=TASKS.get, key="task",
+                                 help="What the model learns. Causal tasks train a language model; "
+                                      "the others a bidirectional classifier.")
+        kind = c1.radio("Operator", ["tno", "ski", "fd"], horizontal=True, key="operator",
+                        help="tno: TNN's RPE MLP with decay. ski: band + low rank (bidirectional "
+                             "tasks; causal SKI uses the interpolated kernel with an FFT). fd: "
+                             "frequency-domain RPE.")
+        size = c1.radio("Size", list(SIZES), index=1, horizontal=True, key="size",
+                        help="tiny: width 32, 1 layer. small: 64, 2 layers. medium: 128, 2 layers.")
+        steps = c2.slider("Steps", 10, 5000, 300, step=10, key="steps",
+                          help="Optimizer updates (batches of 32 sequences).")
+        lr = c2.select_slider("Learning rate", [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2], value=3e-3,
+                              key="lr", help="Peak AdamW learning rate, after 10% warm-up.")
+        decay = c3.slider("Decay λ", 0.50, 1.00, 0.99, step=0.005, key="train_decay",
+                          help="tno: the decay λ^|k| on the kernel. ski: the inverse time warp.")
+        rank = c3.slider("Inducing points r", 2, 128, 32, key="train_rank",
+                         help="SKI only: rank of the low-rank part.")
+        band = c3.slider("Band m", 1, 64, 9, key="train_band", help="SKI only: taps of the band.")
+        text = None
+        if task_name == "charlm":
+            text = st.file_uploader("Your own text (optional, UTF-8)", type=["txt", "md",
+                                    "py", "csv", "json", "rst"], key="train_text",
+                                    max_upload_size=MAX_TEXT_BYTES // 2**20,
+                                    help="Train on this text instead of Python's source. It is "
+                                         "split 90/10 into training and validation.")
+        # one run of one's own at a time; watching another's leaves Start free
+        start = st.form_submit_button("Start", type="primary", disabled=start_disabled,
+                                      icon=":material/play_arrow:")
+    if not start:
+        return None
+    return {"task_name": task_name, "kind": kind, "size": size, "steps": steps, "lr": lr,
+            "decay": decay, "rank": rank, "band": band, "text": text}
+
+
+def start_from_form(form: dict | None) -> bool:
+    """Start the run the form describes (None: Start was not pressed); True when it
+    started, else why not on the page (an error) or in ``train_refusal``."""
+    if form is None:
+        return False
+    text = form["text"]
     try:
         data, data_name = (text.getvalue(), text.name) if text is not None else (None, "")
-        task = app_task(task_name, data, data_name)
-        config = app_config(task, kind, size, steps, lr, decay, rank, band, frame.device(),
+        task = app_task(form["task_name"], data, data_name)
+        config = app_config(task, form["kind"], form["size"], form["steps"], form["lr"],
+                            form["decay"], form["rank"], form["band"], frame.device(),
                             frame.seed())
     except ValueError as err:
         frame.show_error(err)
     else:
         text_data = text.getvalue() if text is not None else None
-        if start_in_a_place(lambda: new_run(config, task, text_data,
-                                            checkpoints.USER_CHECKPOINTS)):
-            run, owner_key = st.session_state["train_run"], st.session_state["train_owner_key"]
-            running = True
-show_refusal()
+        return start_in_a_place(lambda: new_run(config, task, text_data,
+                                                checkpoints.USER_CHECKPOINTS))
+    return False
+
+
+def ended_run(run: BackgroundRun, run_id: str, owner_key: str | None) -> None:
+    """A run that has ended: its last state, how it ended, its owner's Save form, and the
+    autosaved runs."""
+    progress = run.snapshot()
+    draw(run, run_id, progress)
+    if progress.status in ("completed", "stopped"):
+        st.success(progress.message.capitalize() + ".", icon=":material/check_circle:")
+    else:
+        st.error(f"The run {progress.status}: {progress.message}", icon=":material/error:")
+    if run.result is not None and owner_key is not None:
+        with st.form("save-form"):
+            name = st.text_input("Save as", run_id, key="save_name",
+                                 help="1 to 64 letters, digits, _ and -, saved exactly as "
+                                      "typed (any other name is refused, never changed). "
+                                      "Saved under checkpoints/user/, shared by everyone on "
+                                      "this server: a name already taken is refused, never "
+                                      "overwritten. The run's autosave is then deleted.")
+            if st.form_submit_button("Save and inspect", key="save", icon=":material/save:"):
+                try:
+                    key = checkpoints.save_as(run.result, name)
+                except ValueError as err:
+                    frame.show_error(err)
+                else:
+                    discard_autosave(checkpoints.USER_CHECKPOINTS, run_id)
+                    frame.open_page("pages/inspect.py", {session_keys.CHECKPOINT: key})
+    autosave_list()
 
 
 def status_text(save: Autosave, live: set[str]) -> str:
@@ -233,24 +305,9 @@ def autosave_list() -> None:
                       type="primary")
 
 
-if run is None:
-    if in_address is not None:
-        st.info(f"The run of this address, {in_address[0]}, is no longer running on this "
-                "server. If it was autosaved, it is listed below: resume it from there.",
-                icon=":material/history:")
-    st.info("Choose a task and press **Start**. A small model trains in a minute or two on "
-            "a laptop CPU.", icon=":material/school:")
-    autosave_list()
-    st.stop()
-run_id = st.session_state["train_run_id"]
-show_in_address(run_id, owner_key)  # kept after a visit to another page
-if owner_key is None:
-    st.info(f"Run {run_id} belongs to another browser session: you can watch it here, but "
-            "only the session that started it can stop it or save it. Start a run of your "
-            "own with the form above.", icon=":material/visibility:")
-
-
-def draw(progress) -> None:
+def draw(run: BackgroundRun, run_id: str, progress) -> None:
+    """The run's progress: its metrics, its loss and validation curves, its autosave and
+    the kernels it keeps."""
     view = progress_view(progress)
     st.progress(view.fraction, text=f"{progress.status}: step {progress.step} / "
                                     f"{progress.steps}, {progress.elapsed_s:.0f} s")
@@ -292,7 +349,7 @@ def draw(progress) -> None:
                           yaxis_title=run.task.metric_name, height=320,
                           margin=dict(l=10, r=10, t=40, b=10))
         right.plotly_chart(fig, key="chart-metric")
-    autosave_note(progress)
+    autosave_note(run, run_id, progress)
     view = (snapshot_view(progress.kernel_snapshots)
             if progress.kernel_snapshots is not None else None)
     if view is not None and view.steps.size:  # none kept yet (or none finite): nothing to replay
@@ -300,7 +357,8 @@ def draw(progress) -> None:
         kernel_replay.kernel_replay(view, "train_kernels", live=not progress.finished)
 
 
-def autosave_note(progress) -> None:
+def autosave_note(run: BackgroundRun, run_id: str, progress) -> None:
+    """When the run was last autosaved, or why that failed."""
     if progress.autosave_error is not None:
         st.warning(f"The last autosave failed: {progress.autosave_error}. The run goes on; "
                    "the previous autosave is kept.", icon=":material/warning:")
@@ -310,38 +368,14 @@ def autosave_note(progress) -> None:
 
 
 @st.fragment(run_every=0.5)
-def live() -> None:
+def live(run: BackgroundRun, run_id: str, owner_key: str | None) -> None:
+    """The running run, drawn again every half second; its owner's Stop button."""
     progress = run.snapshot()
-    draw(progress)
+    draw(run, run_id, progress)
     if progress.finished:
         st.rerun(scope="app")  # draw the finished run once, without polling
     if owner_key is not None and st.button("Stop", icon=":material/stop:", key="stop"):
         run.stop()
 
 
-if running:
-    live()
-else:
-    progress = run.snapshot()
-    draw(progress)
-    if progress.status in ("completed", "stopped"):
-        st.success(progress.message.capitalize() + ".", icon=":material/check_circle:")
-    else:
-        st.error(f"The run {progress.status}: {progress.message}", icon=":material/error:")
-    if run.result is not None and owner_key is not None:
-        with st.form("save-form"):
-            name = st.text_input("Save as", run_id, key="save_name",
-                                 help="1 to 64 letters, digits, _ and -, saved exactly as "
-                                      "typed (any other name is refused, never changed). "
-                                      "Saved under checkpoints/user/, shared by everyone on "
-                                      "this server: a name already taken is refused, never "
-                                      "overwritten. The run's autosave is then deleted.")
-            if st.form_submit_button("Save and inspect", key="save", icon=":material/save:"):
-                try:
-                    key = checkpoints.save_as(run.result, name)
-                except ValueError as err:
-                    frame.show_error(err)
-                else:
-                    discard_autosave(checkpoints.USER_CHECKPOINTS, run_id)
-                    frame.open_page("pages/inspect.py", {"checkpoint": key})
-    autosave_list()
+main()

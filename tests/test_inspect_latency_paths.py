@@ -28,7 +28,7 @@ def test_concurrent_callers_share_one_computation():
     calls, gate = [], threading.Event()
 
     @memo.memo(max_entries=4)
-    def slow(x: int, _note: str = "") -> int:
+    def slow(x: int, digest: str = "d", _note: str = "") -> int:
         calls.append(x)
         gate.wait(5)
         return 10 * x

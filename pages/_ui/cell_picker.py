@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages._ui import controls
+from pages._ui import controls, session_keys
 from tnn_core.lab.common.linked_cell import SELECTION, cell_from_selection, cell_picker, linked_cell
 
 
@@ -23,7 +23,7 @@ def pick_cell(chart_key: str, n: int) -> None:
     except ValueError:  # a selection left from a larger n
         return
     if cell is not None:
-        st.session_state["cell_i"], st.session_state["cell_j"] = cell
+        st.session_state[session_keys.CELL_I], st.session_state[session_keys.CELL_J] = cell
 
 
 def picker_chart(picker, cell, limit: float) -> alt.LayerChart:

@@ -11,7 +11,7 @@ from concurrent.futures import Future
 
 import streamlit as st
 
-from pages._ui import session
+from pages._ui import session, session_keys
 from pages._ui.checkpoints import (
     USER_CHECKPOINTS,
     checkpoint_task,
@@ -26,10 +26,6 @@ from tnn_core.lab.common.stored_measurements import stored_or_computed
 
 _LOG = logging.getLogger(__name__)
 WARM_UP_VARIABLE = "TOEPLITZ_LAB_WARM_UP"
-# this session's length sweep per checkpoint digest: its polls wait on that one, and one
-# stopped at its time limit (not kept by the memo) stays until ``retry_length_sweep``
-_WATCHED_SWEEPS = "_length_sweeps"
-
 
 @memo(max_entries=32, threads=VIEW_THREADS)  # its caller draws a progress bar
 def _atlas(digest: str, n: int, band: int, rank: int, _model,
@@ -104,7 +100,7 @@ def start_length_sweep(key: str) -> Future:
     """Start the length sweep on a thread of its own (unless it runs or ran): its future,
     the one this session watches. ValueError when the task cannot be rebuilt here."""
     found = opened(key)
-    watched = st.session_state.setdefault(_WATCHED_SWEEPS, {})
+    watched = st.session_state.setdefault(session_keys.WATCHED_SWEEPS, {})
     if found.digest not in watched:
         watched[found.digest] = _length_sweep.start(found.digest, _model=found.model,
                                                     _task=checkpoint_task(key))
@@ -114,7 +110,7 @@ def start_length_sweep(key: str) -> Future:
 def retry_length_sweep(key: str) -> None:
     """Forget this session's sweep of ``key`` (one stopped at its time limit): the next
     ``start_length_sweep`` computes it again."""
-    st.session_state.get(_WATCHED_SWEEPS, {}).pop(opened(key).digest, None)
+    st.session_state.get(session_keys.WATCHED_SWEEPS, {}).pop(opened(key).digest, None)
 
 
 def length_sweep(key: str, wait_s: float) -> lab.LengthSweep | None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from pages._ui import controls
+from pages._ui import controls, session_keys
 from pages._ui.memo import VIEW_THREADS, memo
 from tnn_core.lab.common import checkpoints as lab
 from tnn_core.lab.common import saving, uploads
@@ -23,7 +23,7 @@ SERVER_UPLOADS = uploads.UploadStore()  # every session's, within uploads.SERVER
 
 
 def _session_uploads() -> uploads.SessionUploads:
-    return st.session_state.setdefault("uploads", uploads.SessionUploads())
+    return st.session_state.setdefault(session_keys.UPLOADS, uploads.SessionUploads())
 
 
 def checkpoint_choices() -> dict[str, str]:
@@ -39,8 +39,9 @@ def checkpoint_select(none_yet: str, help: str) -> str:
     if not choices:
         st.info(none_yet, icon=":material/info:")
         st.stop()
-    if st.session_state.get("checkpoint", next(iter(choices))) not in choices:
-        st.session_state["checkpoint"] = next(iter(choices))  # e.g. another session's upload
+    if st.session_state.get(session_keys.CHECKPOINT, next(iter(choices))) not in choices:
+        # e.g. another session's upload
+        st.session_state[session_keys.CHECKPOINT] = next(iter(choices))
     return controls.control(st.selectbox, "Checkpoint", list(choices),
                             format_func=choices.get, key="checkpoint", help=help)
 

@@ -17,7 +17,7 @@ import inspect
 
 import streamlit as st
 
-from pages._ui import streamlit_internals
+from pages._ui import session_keys, streamlit_internals
 from pages._ui.link_values import link_display, link_value_problem, quoted
 from tnn_core.lab.common import url_controls
 
@@ -45,10 +45,10 @@ def locked(key: str) -> bool:
 def link_notice(page: str) -> None:
     """Call in app.py before any control: the place at the top of ``page`` where ``control``
     lists the link's values it could not use (those still standing)."""
-    st.session_state["_link_run"] = _LinkRun(page, st.empty(), {})
-    notice = st.session_state.get("_link_notice")
+    st.session_state[session_keys.LINK_RUN] = _LinkRun(page, st.empty(), {})
+    notice = st.session_state.get(session_keys.LINK_NOTICE)
     if notice is not None and notice.page != page:
-        del st.session_state["_link_notice"]
+        del st.session_state[session_keys.LINK_NOTICE]
     _draw_link_notice()
 
 
@@ -58,7 +58,7 @@ def control(widget, *args, key: str, **kwargs):
     a lesson locks it. A link value it would drop or change goes into the page's notice; one
     that would crash the page is taken out of the link first, and the page runs again
     without it."""
-    run = st.session_state["_link_run"]
+    run = st.session_state[session_keys.LINK_RUN]
     url_controls.check_declared(run.page, key)
     kwargs = dict(kwargs, key=key, bind="query-params")
     kwargs["disabled"] = kwargs.get("disabled", False) or locked(key)
@@ -66,10 +66,11 @@ def control(widget, *args, key: str, **kwargs):
     call.apply_defaults()
     raw = st.query_params.get_all(key)
     problem = link_value_problem(widget.__name__, call.arguments, raw) if raw else None
-    notice = st.session_state.get("_link_notice")
+    notice = st.session_state.get(session_keys.LINK_NOTICE)
     if problem is not None:
         if notice is None:
-            notice = st.session_state["_link_notice"] = _LinkNotice(run.page, {}, dict(run.seen))
+            notice = st.session_state[session_keys.LINK_NOTICE] = _LinkNotice(run.page, {},
+                                                                              dict(run.seen))
         notice.lines[key] = [f"The link's `{key}` {problem[0]}", None]
         if problem[1]:  # Streamlit would raise: the next run reads the link without it
             del st.query_params[key]
@@ -81,7 +82,7 @@ def control(widget, *args, key: str, **kwargs):
             notice.lines[key][1] = link_display(widget.__name__, call.arguments, value)
             notice.values[key] = value
         elif notice.values.setdefault(key, value) != value:  # the user moved on
-            del st.session_state["_link_notice"]
+            del st.session_state[session_keys.LINK_NOTICE]
         # drawn by every linked control while it stands: a fragment may write to a place
         # outside it on its own reruns only if it wrote there on the last full run
         _draw_link_notice()
@@ -92,27 +93,28 @@ def note_link_value(key: str, problem: str | None, used, display: str) -> None:
     """``control``'s notice for a control that is not a Streamlit widget (a figure's
     slider, ``pages/figures``): ``problem`` (words after the key, from
     ``link_value_problem``) or None, and the value ``used`` (shown as ``display``)."""
-    run = st.session_state["_link_run"]
+    run = st.session_state[session_keys.LINK_RUN]
     url_controls.check_declared(run.page, key)
-    notice = st.session_state.get("_link_notice")
+    notice = st.session_state.get(session_keys.LINK_NOTICE)
     if problem is not None:
         if notice is None:
-            notice = st.session_state["_link_notice"] = _LinkNotice(run.page, {}, dict(run.seen))
+            notice = st.session_state[session_keys.LINK_NOTICE] = _LinkNotice(run.page, {},
+                                                                              dict(run.seen))
         if key not in notice.lines:
             notice.lines[key] = [f"The link's `{key}` {problem}", quoted(display)]
             notice.values[key] = used
     run.seen[key] = used
     if notice is not None:
         if key not in notice.lines and notice.values.setdefault(key, used) != used:
-            del st.session_state["_link_notice"]  # the user moved on
+            del st.session_state[session_keys.LINK_NOTICE]  # the user moved on
         elif key in notice.lines and notice.values[key] != used:
-            del st.session_state["_link_notice"]
+            del st.session_state[session_keys.LINK_NOTICE]
         _draw_link_notice()
 
 
 def _draw_link_notice() -> None:
-    place = st.session_state["_link_run"].place
-    notice = st.session_state.get("_link_notice")
+    place = st.session_state[session_keys.LINK_RUN].place
+    notice = st.session_state.get(session_keys.LINK_NOTICE)
     lines = [] if notice is None else [f"{said}; using {used}." if used else f"{said}."
                                        for said, used in notice.lines.values()]
     try:

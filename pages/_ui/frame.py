@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
-from pages._ui import streamlit_internals, timing
+from pages._ui import session_keys, streamlit_internals, timing
 from tnn_core.lab.common.checkpoints import CheckpointError
 
 
@@ -34,22 +34,22 @@ def open_page(page: str, values: dict) -> None:
     page's URL behind without Streamlit's check for bound widgets, which refuses to clear the
     URL while one of them is off its default.
     """
-    st.session_state["_handoff"] = (page, dict(values))
+    st.session_state[session_keys.HANDOFF] = (page, dict(values))
     st.switch_page(page, query_params={})
 
 
 def receive_values(page: str) -> None:
     """Call on ``page`` before its controls: apply the values ``open_page`` sent it, once."""
-    handoff = st.session_state.get("_handoff")
+    handoff = st.session_state.get(session_keys.HANDOFF)
     if handoff is not None and handoff[0] == page:
-        del st.session_state["_handoff"]
+        del st.session_state[session_keys.HANDOFF]
         for key, value in handoff[1].items():
             st.session_state[key] = value
 
 
 def device() -> str:
     """The device chosen in the sidebar, with 'auto' resolved."""
-    choice = st.session_state.get("device", "auto")
+    choice = st.session_state.get(session_keys.DEVICE, "auto")
     if choice == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return choice
@@ -57,7 +57,7 @@ def device() -> str:
 
 def seed() -> int:
     """The seed chosen in the sidebar."""
-    return int(st.session_state.get("seed", 0))
+    return int(st.session_state.get(session_keys.SEED, 0))
 
 
 def show_error(err: Exception) -> None:

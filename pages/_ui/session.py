@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from pages._ui import streamlit_internals
+from pages._ui import session_keys, streamlit_internals
 
 _LOG = logging.getLogger(__name__)
 
@@ -55,10 +55,10 @@ class _SessionToken:
 
 def session_token() -> object:
     """This browser session's token: a background job tied to it stops once it is collected."""
-    token = st.session_state.get("session_token")
+    token = st.session_state.get(session_keys.SESSION_TOKEN)
     if token is None:
         token = _SessionToken(streamlit_internals.current_session_id())
-        st.session_state["session_token"] = token
+        st.session_state[session_keys.SESSION_TOKEN] = token
         _REAPER.watch(token)
     return token
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages._ui import session
+from pages._ui import session, session_keys
 from tnn_core.lab.common.quiet_timing import Measurement, QuietTimer
 
 MEASUREMENTS_KEPT = 64  # settings remembered per session and kind
@@ -28,9 +28,9 @@ def measurement(kind: str, setting: tuple, run) -> Measurement:
     one noisy measurement must not stick for everyone. Submitting a new setting drops
     this session's timings of ``kind`` not taken yet (a slider dragged through ten values
     is timed at the last), and a session that ends drops those it leaves."""
-    taken = st.session_state.get(f"measured:{kind}")
+    taken = st.session_state.get(session_keys.measured(kind))
     if taken is None:  # the session's timings of this kind; those not taken end with it
-        taken = st.session_state[f"measured:{kind}"] = {}
+        taken = st.session_state[session_keys.measured(kind)] = {}
         session.when_session_ends(_cancel_all, taken)
     found = taken.get(setting)
     if found is None or (found.cancelled and not found.ready):

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages._ui import charts, checkpoint_views, controls, frame
+from pages._ui import charts, checkpoint_views, controls, frame, session_keys
 from pages.figures.inspected import Inspected
 from tnn_core.lab import inspect as inspect_lab
 
@@ -59,8 +59,9 @@ def show(inspected: Inspected, n: int) -> Drilled | None:
     if st.button("Open this kernel in Decomposition", icon=":material/splitscreen:",
                  key="open_decomposition"):
         frame.open_page("pages/decomposition.py", {"source": "checkpoint",
-                                                   "checkpoint": inspected.key,
-                                                   "layer": layer, "channel": channel, "n": n,
+                                                   session_keys.CHECKPOINT: inspected.key,
+                                                   session_keys.LAYER: layer,
+                                                   session_keys.CHANNEL: channel, "n": n,
                                                    "causal": inspected.causal})
     return Drilled(layer, channel, drill)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages._ui import checkpoint_views, frame, numbers, timing
+from pages._ui import checkpoint_views, frame, numbers, session_keys, timing
 from pages.figures import training_curve
 from pages.figures.inspected import Inspected
 from tnn_core.lab import inspect as inspect_lab
@@ -98,7 +98,7 @@ def _compress_button(inspected: Inspected, model) -> None:
             "Compress this model", icon=":material/compress:", key="open_compress",
             help="Convert its layers to band + low rank on the Compress page and measure what "
                  "that costs the task and gains in speed."):
-        frame.open_page("pages/compress.py", {"checkpoint": inspected.key})
+        frame.open_page("pages/compress.py", {session_keys.CHECKPOINT: inspected.key})
 
 
 def headline_metric(inspected: Inspected, column) -> None:

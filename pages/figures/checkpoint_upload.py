@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages._ui import checkpoints, frame
+from pages._ui import checkpoints, frame, session_keys
 from tnn_core.lab import inspect as inspect_lab
 
 __all__ = ["show"]
@@ -21,11 +21,12 @@ def show() -> None:
                                        "checked before use and never unpickled. A model "
                                        "trained with the authors' code (tnn-pytorch, ski-tnn) "
                                        "opens through the import below.")
-        if upload is not None and st.session_state.get("last_upload") != upload.file_id:
-            st.session_state["last_upload"] = upload.file_id  # read each file once, not per rerun
+        if upload is not None and st.session_state.get(session_keys.LAST_UPLOAD) != upload.file_id:
+            # read each file once, not per rerun
+            st.session_state[session_keys.LAST_UPLOAD] = upload.file_id
             _remember(upload)
-        if upload is not None and "upload_error" in st.session_state:
-            frame.show_error(inspect_lab.CheckpointError(st.session_state["upload_error"]))
+        if upload is not None and session_keys.UPLOAD_ERROR in st.session_state:
+            frame.show_error(inspect_lab.CheckpointError(st.session_state[session_keys.UPLOAD_ERROR]))
 
 
 def _remember(upload) -> None:
@@ -34,10 +35,10 @@ def _remember(upload) -> None:
     try:
         uploaded_key, dropped = checkpoints.remember_upload(upload.name, upload.getvalue())
     except (inspect_lab.CheckpointError, ValueError) as err:
-        st.session_state["upload_error"] = str(err)
+        st.session_state[session_keys.UPLOAD_ERROR] = str(err)
     else:
-        st.session_state.pop("upload_error", None)
-        st.session_state["checkpoint"] = uploaded_key  # a new file: open it
+        st.session_state.pop(session_keys.UPLOAD_ERROR, None)
+        st.session_state[session_keys.CHECKPOINT] = uploaded_key  # a new file: open it
         if dropped:
             st.toast(f"Dropped {', '.join(dropped)} from this session's uploads: a "
                      f"session keeps {inspect_lab.SESSION_BUDGET // 2**20} MB of them.",

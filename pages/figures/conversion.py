@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages._ui import checkpoints, frame
+from pages._ui import checkpoints, frame, session_keys
 from tnn_core.lab import compress as lab
 from tnn_core.lab.common.atlas import RELATIVE_ERROR
 
@@ -157,4 +157,4 @@ def _save_form(job: lab.BackgroundJob, source_key: str) -> None:
             except (lab.CheckpointError, ValueError) as err:
                 frame.show_error(err)
             else:
-                frame.open_page("pages/inspect.py", {"checkpoint": saved})
+                frame.open_page("pages/inspect.py", {session_keys.CHECKPOINT: saved})

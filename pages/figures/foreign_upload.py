@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages._ui import checkpoints
+from pages._ui import checkpoints, session_keys
 from tnn_core.lab import inspect as inspect_lab
 
 __all__ = ["show"]
 
 AUTO = "auto"  # an input left to the file's saved arguments, else the README
-IMPORT_ERROR = "import_error"  # session state: (the upload's file_id, the sentence)
 LABELS = {  # setting -> (its label, what it is)
     "causal": ("Causal", "A causal (language) model: its kernels are zero at negative lags."),
     "mixer": ("Mixer", "ski-tnn's tno_type: tno (both codes' Tno) or tno_fd (TnoFD)."),
@@ -50,7 +49,7 @@ def show() -> None:
                      disabled=upload is None,
                      help="Reads the file, maps its mixers and opens the result below."):
             _import(upload, flags)
-        failed = st.session_state.get(IMPORT_ERROR)
+        failed = st.session_state.get(session_keys.IMPORT_ERROR)
         if upload is not None and failed is not None and failed[0] == upload.file_id:
             st.error(f"Not imported: {failed[1]}", icon=":material/error:")
 
@@ -90,10 +89,10 @@ def _import(upload, flags: dict) -> None:
             imported = inspect_lab.import_upload(upload.name, upload.getvalue(), flags)
             key, dropped = checkpoints.remember_upload(imported.name, imported.data)
     except ValueError as err:
-        st.session_state[IMPORT_ERROR] = (upload.file_id, str(err))
+        st.session_state[session_keys.IMPORT_ERROR] = (upload.file_id, str(err))
         return
-    st.session_state.pop(IMPORT_ERROR, None)
-    st.session_state["checkpoint"] = key  # the import opens
+    st.session_state.pop(session_keys.IMPORT_ERROR, None)
+    st.session_state[session_keys.CHECKPOINT] = key  # the import opens
     st.toast(imported.sentence(), icon=":material/check:")
     if dropped:
         st.toast(f"Dropped {', '.join(dropped)} from this session's uploads: a session keeps "

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from pages._ui import checkpoint_views, frame, numbers, timing
+from pages._ui import checkpoint_views, frame, numbers, session_keys, timing
 from pages.figures.inspected import Inspected
 from tnn_core.lab import inspect as inspect_lab
 from tnn_core.lab.common import atlas as atlas_lab
@@ -21,7 +21,6 @@ __all__ = ["show", "tile_grid", "show_band_ablation"]
 GRID_CELLS = 64  # rows/columns of each small heatmap in the atlas grid
 GRID_COLUMNS = 6  # the grid's tiles a row: the first ATLAS_TILES channels in the chosen order
 GRID_GAPS = (0.02, 0.12)  # horizontal, vertical space between tiles (fractions of the figure)
-ABLATION_JOB = "band_ablation_job"  # this session's: (checkpoint key, band, BackgroundJob)
 SORTS = {"outlier": "distance from its layer's median (outliers first)",
          "locality": f"{atlas_lab.BAND_SHARE_NAME} (most local first)",
          "decay": "fitted λ (fastest decay first)",
@@ -63,7 +62,7 @@ def _settings(train_n: int) -> tuple[int, int, int]:
     n = c[0].slider("Length n", 2, inspect_lab.ATLAS_MAX_N, key="atlas_n",
                     help="Kernels are evaluated at this length; each checkpoint opens at its "
                          f"training length (this one: n = {train_n}).")
-    if n != st.session_state["_inspect_drawn_n"]:
+    if n != st.session_state[session_keys.INSPECT_DRAWN_N]:
         st.rerun(scope="app")
     band = c[1].slider("Band m", 1, inspect_lab.ATLAS_MAX_BAND, key="atlas_band",
                        help="The band: |k| ≤ m//2, or lags 0..m-1 for a causal model. SKI "
@@ -160,13 +159,13 @@ def show_band_ablation(inspected: Inspected, band: int, in_band: str) -> None:
 def _ablation_job(key: str, band: int) -> None:
     """This session's ablation of (key, band): started if none is (a job for another key or
     band is stopped), its progress and Stop button while it runs, or why it ended."""
-    held = st.session_state.get(ABLATION_JOB)
+    held = st.session_state.get(session_keys.ABLATION_JOB)
     if held is not None and held[:2] != (key, band):
         held[2].stop()
         held = None
     if held is None:
         try:
-            held = st.session_state[ABLATION_JOB] = (
+            held = st.session_state[session_keys.ABLATION_JOB] = (
                 key, band, checkpoint_views.start_band_ablation(key, band))
         except inspect_lab.NoPlace as busy:
             st.warning(str(busy), icon=":material/hourglass_empty:")
@@ -180,7 +179,7 @@ def _ablation_job(key: str, band: int) -> None:
             st.error(f"The band ablation failed: {error}",
                      icon=":material/error:")
         if st.button("Run it again", key="ablation_again", icon=":material/refresh:"):
-            del st.session_state[ABLATION_JOB]
+            del st.session_state[session_keys.ABLATION_JOB]
             st.rerun(scope="fragment")
         return
 
@@ -246,11 +245,12 @@ def _channel_table(table: inspect_lab.Channels, columns: dict) -> None:
                          selection_mode="single-row", hide_index=True, height=240,
                          column_config=columns)
     picked = tuple(event.selection.rows)
-    if picked != st.session_state.get("_atlas_picked", ()):  # a new row selected: follow it
-        st.session_state["_atlas_picked"] = picked
+    # a new row selected: follow it
+    if picked != st.session_state.get(session_keys.ATLAS_PICKED, ()):
+        st.session_state[session_keys.ATLAS_PICKED] = picked
         if picked:
-            st.session_state["layer"] = int(table.layer[picked[0]])
-            st.session_state["channel"] = int(table.channel[picked[0]])
+            st.session_state[session_keys.LAYER] = int(table.layer[picked[0]])
+            st.session_state[session_keys.CHANNEL] = int(table.channel[picked[0]])
             st.rerun(scope="app")
 
 

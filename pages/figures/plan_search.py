@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages._ui import charts, checkpoints
+from pages._ui import charts, checkpoints, session_keys
 from tnn_core.lab import compress as lab
 
 # The candidates' groups on the chart: name, which candidates, marker.
@@ -23,26 +23,27 @@ GROUPS = (("candidate", lambda c: not (c.front or c.best or c.tied),
 def load_plan(source: str, plan) -> None:
     """Set the checkpoint to ``source`` and Compress's plan controls to ``plan`` (a callback:
     it runs before the controls are drawn)."""
-    st.session_state["checkpoint"] = source
+    st.session_state[session_keys.CHECKPOINT] = source
     first = plan.layers[0]
     uniform = all(layer == first for layer in plan.layers) and not first.kept
-    st.session_state["per_layer"] = not uniform
+    st.session_state[session_keys.PER_LAYER] = not uniform
     if uniform:
-        st.session_state.update(band=first.band, rank=first.rank, method=first.method)
+        st.session_state.update({session_keys.BAND: first.band, session_keys.RANK: first.rank,
+                                 session_keys.METHOD: first.method})
     for i, layer in enumerate(plan.layers):
-        st.session_state[f"layer_band_{i}"] = layer.band
-        st.session_state[f"layer_rank_{i}"] = layer.rank
-        st.session_state[f"layer_method_{i}"] = layer.method
+        st.session_state[session_keys.layer_plan("band", i)] = layer.band
+        st.session_state[session_keys.layer_plan("rank", i)] = layer.rank
+        st.session_state[session_keys.layer_plan("method", i)] = layer.method
     st.toast(f"Loaded into the plan controls: {plan.describe()}", icon=":material/tune:")
 
 
 def _pick_plan() -> None:
     """A click on a point of the candidates' chart loads that plan into the controls."""
-    selected = st.session_state["chart-pareto"].selection.points
-    job = st.session_state.get("compress_search")
+    selected = st.session_state[session_keys.PARETO_CHART].selection.points
+    job = st.session_state.get(session_keys.COMPRESS_SEARCH)
     if selected and job is not None and job.result is not None:
         index = selected[0]["customdata"]
-        load_plan(st.session_state["compress_search_key"],
+        load_plan(st.session_state[session_keys.COMPRESS_SEARCH_KEY],
                   job.result.scores[int(index[0] if isinstance(index, list) else index)].plan)
 
 

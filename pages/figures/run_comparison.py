@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages._ui import checkpoint_views, checkpoints, frame, numbers
+from pages._ui import checkpoint_views, checkpoints, frame, numbers, session_keys
 from tnn_core.lab import inspect as lab
 
 __all__ = ["show"]
@@ -47,8 +47,9 @@ def show(key: str) -> None:
             st.caption("There is no other checkpoint to compare with yet: train one on the "
                        "Train page, or upload one above.")
             return
-        if st.session_state.get("compare_with") not in others:
-            st.session_state.pop("compare_with", None)  # e.g. now the checkpoint Inspect shows
+        if st.session_state.get(session_keys.COMPARE_WITH) not in others:
+            # e.g. now the checkpoint Inspect shows
+            st.session_state.pop(session_keys.COMPARE_WITH, None)
         other = st.selectbox(
             "Compare with", list(others), index=None, format_func=others.get,
             key="compare_with", placeholder="Choose a run…",
@@ -107,8 +108,8 @@ def _draw_curves(runs: tuple[Run, Run]) -> None:
     axes = [axis for axis in AXES if drawn and all(run.curves.recorded(axis) for run in drawn)]
     if not axes:
         return
-    if st.session_state.get("compare_axis") not in axes:
-        st.session_state.pop("compare_axis", None)
+    if st.session_state.get(session_keys.COMPARE_AXIS) not in axes:
+        st.session_state.pop(session_keys.COMPARE_AXIS, None)
     axis = st.radio("Against", axes, format_func=AXES.get, horizontal=True,
                     key="compare_axis",
                     help="The x-axis of both charts; tokens and wall time are offered when "

@@ -23,6 +23,7 @@ import streamlit as st
 
 from pages._ui import charts, checkpoint_views, checkpoints, frame, kernels, numbers
 from pages._ui.memo import memo
+from pages._ui.session_keys import revealed as revealed_key
 from pages.figures import circulant, compare, decomposition, fd_kernel, recurrent_fit, toeplitz
 from tnn_core.lab import lesson as lesson_lab
 from tnn_core.lab.common.stored_measurements import stored_or_computed
@@ -72,7 +73,7 @@ def _sliders(settings: Mapping, names: tuple[str, ...]) -> dict:
 def revealed(key: str) -> bool:
     """Whether the question of the step drawn under ``key`` ("lesson:SLUG:NUMBER", as
     pages/lessons.py names it) is revealed: that page keeps it as "revealed:SLUG:NUMBER"."""
-    return bool(st.session_state.get(f"revealed:{key.removeprefix('lesson:')}", False))
+    return bool(st.session_state.get(revealed_key(key.removeprefix("lesson:")), False))
 
 
 def show(view: View, wanted: tuple[str, ...], key: str) -> None:

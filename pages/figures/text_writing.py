@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages._ui import frame, session, timing
+from pages._ui import frame, session, session_keys, timing
 from pages.figures.inspected import Inspected
 from tnn_core.lab import inspect as inspect_lab
 
 __all__ = ["show"]
 
-WRITINGS = "inspect_writings"  # session state: checkpoint key -> its last TextWriting
 WRITINGS_KEPT = 8
 STREAM_S = 0.2  # the text on the page is brought up to date this often while it is written
 DEFAULT_PROMPT = "def "  # the shipped charlm models read the Python standard library
@@ -69,13 +68,13 @@ def _section(key: str, model, info) -> None:
     except ValueError as err:
         settings = None
         frame.show_error(err)
-    writings: dict = st.session_state.setdefault(WRITINGS, {})
+    writings: dict = st.session_state.setdefault(session_keys.WRITINGS, {})
     job: inspect_lab.TextWriting | None = writings.get(key)
     st.button("Generate", type="primary", icon=":material/edit_note:", key="write_generate",
               disabled=settings is None or (job is not None and job.running),
               on_click=_start, args=(key, model, info, settings),
               help="Writes on a background thread; Stop keeps what was written.")
-    refused = st.session_state.pop("write_refused", None)
+    refused = st.session_state.pop(session_keys.WRITE_REFUSED, None)
     if refused is not None:
         frame.show_error(ValueError(refused))
     if job is None:
@@ -90,21 +89,22 @@ def _section(key: str, model, info) -> None:
 def _settings() -> inspect_lab.WritingSettings:
     state = st.session_state
     return inspect_lab.WritingSettings(
-        state["write_prompt"], int(state["write_characters"]),
-        float(state["write_temperature"]), int(state["write_top_k"]), int(state["write_seed"]))
+        state[session_keys.WRITE_PROMPT], int(state[session_keys.WRITE_CHARACTERS]),
+        float(state[session_keys.WRITE_TEMPERATURE]), int(state[session_keys.WRITE_TOP_K]),
+        int(state[session_keys.WRITE_SEED]))
 
 
 def _start(key: str, model, info, settings: inspect_lab.WritingSettings) -> None:
     """The Generate button: any writing of this session still running stops, and this one
     starts before the section is drawn."""
-    writings: dict = st.session_state.setdefault(WRITINGS, {})
+    writings: dict = st.session_state.setdefault(session_keys.WRITINGS, {})
     for other in writings.values():
         other.stop()
     try:
         job = inspect_lab.TextWriting(model, inspect_lab.vocab_of(info.task), settings,
                                       inspect_lab.writer_about(key, model))
     except ValueError as err:
-        st.session_state["write_refused"] = str(err)
+        st.session_state[session_keys.WRITE_REFUSED] = str(err)
         return
     job.stop_when_collected(session.session_token())
     job.start()
