@@ -7,9 +7,9 @@ import math
 import numpy as np
 import streamlit as st
 
-from pages._ui import controls, frame, timing
+from pages._ui import circulant, controls, frame, timing
 from pages._ui.memo import memo
-from pages.figures import circulant, toeplitz
+from pages.figures import toeplitz
 from tnn_core.lab import basics as lab
 
 FIGURE = "basics-figure"  # the figure's state: its values, this page's alone (never shared)

@@ -10,7 +10,7 @@ marked stale until then (pages/figures/difference.js for the strip).
 import streamlit as st
 
 from pages._ui import controls, frame, kernels, link_values
-from pages.figures import compare as figure
+from pages.figures import difference as figure
 from tnn_core.lab import compare as lab
 
 DEFAULT_METHOD = {"a": "sample", "b": "fit"}  # the page opens on a comparison worth seeing

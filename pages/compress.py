@@ -6,7 +6,7 @@ import streamlit as st
 
 from pages._ui import checkpoint_views, checkpoints, controls, frame, session, session_keys, timing
 from pages._ui.memo import VIEW_THREADS, memo
-from pages.figures import conversion, plan_search
+from pages.compress import conversion, plan_search
 from tnn_core.lab import compress as lab
 
 PARAMETER_LABELS = {"all": "all parameters",

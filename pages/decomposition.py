@@ -24,8 +24,9 @@ from pages._ui import (
     timing,
 )
 from pages._ui.memo import memo
+from pages.decomposition import notes, speed_at_setting
 from pages.figures import decomposition as figure
-from pages.figures import decomposition_notes, decomposition_speed, recurrent_fit
+from pages.figures import recurrent_fit
 from pages.figures.decomposition import KernelSource
 from tnn_core.lab import decomposition as lab
 
@@ -81,15 +82,9 @@ def kernel_source_picker(left, right) -> KernelSource:
 
 
 def checkpoint_source_picker(column) -> KernelSource:
-    choices = checkpoints.checkpoint_choices()
-    if not choices:
+    if not checkpoints.checkpoint_choices():
         raise ValueError("there are no checkpoints yet: train one on the Train page")
-    if st.session_state.get(session_keys.CHECKPOINT, next(iter(choices))) not in choices:
-        # e.g. another session's upload
-        st.session_state[session_keys.CHECKPOINT] = next(iter(choices))
-    key = controls.control(st.selectbox, "Checkpoint", list(choices), format_func=choices.get,
-                           key="checkpoint",
-                           help="Shipped examples, your saved runs, uploads.")
+    key = checkpoints.checkpoint_select("", "Shipped examples, your saved runs, uploads.")
     model, _ = checkpoints.load_checkpoint(key)
     layers, channels = len(model.operators()), model.operators()[0].dim
     a, b = column.columns(2)
@@ -167,7 +162,7 @@ def decomposition(source: KernelSource, n: int, causal: bool, method: str) -> No
     st.caption(f"Source: {drawn.label}; n = {drawn.length}.")
     if view.note:
         st.warning(view.note, icon=":material/info:")
-    for warning in decomposition_notes.warnings(view, method):
+    for warning in notes.warnings(view, method):
         st.warning(warning, icon=":material/warning:")
     curve_column, words = st.columns([3, 2])
     with curve_column:
@@ -237,7 +232,7 @@ def sections_below(source: KernelSource, drawn: figure.Mounted, causal: bool,
                         key="speed_open", on_change="rerun")
     if speed.open:
         with speed:
-            decomposition_speed.show(length, rank, band)
+            speed_at_setting.show(length, rank, band)
     profiles = st.expander("The kernel's decay and frequency response", key="profiles_open",
                            on_change="rerun")
     if profiles.open:
@@ -287,7 +282,7 @@ def theorem1(panel: lab.Theorem1Panel, method: str) -> None:
     t[3].metric("Measured ‖E_SKI‖₂", numbers.fmt(th.ski_error, ".3g"),
                 help="‖W A Wᵀ − T_{r,opt}‖₂, T_{r,opt} the best rank-r approximation of T_s "
                      "(SVD).")
-    st.caption(" ".join(decomposition_notes.theorem1_caveats(panel, method)))
+    st.caption(" ".join(notes.theorem1_caveats(panel, method)))
 
 def positions_figure(cell) -> go.Figure:
     """The positions 0..n-1 with the inducing points; i and j each joined to their two

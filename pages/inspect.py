@@ -19,17 +19,17 @@ from pages._ui import (
     session_keys,
     timing,
 )
-from pages.figures import (
+from pages.inspect import (
     channel_drill,
-    checkpoint_header,
     checkpoint_upload,
     extrapolation,
     foreign_upload,
+    header,
     kernel_atlas,
     run_comparison,
     text_writing,
 )
-from pages.figures.inspected import Inspected
+from pages.inspect.inspected import Inspected
 from tnn_core.lab import inspect as inspect_lab
 
 
@@ -76,7 +76,7 @@ def main() -> None:
     open_at_training_length(inspected, model.config)
 
     # -- the header, another run beside it, writing text, the kernels during training ---------
-    checkpoint_header.show(inspected, model, info)
+    header.show(inspected, model, info)
     if inspected.kernels_only_reason is None:  # token mixers alone: no curves, no training
         run_comparison.show(inspected.key)
         text_writing.show(inspected, model, info)
@@ -84,8 +84,7 @@ def main() -> None:
 
     # -- kernel atlas -----------------------------------------------------------------------
     n = st.session_state[session_keys.ATLAS_N]  # what the page below draws
-    st.session_state[session_keys.INSPECT_DRAWN_N] = n  # the atlas's fragment compares with it
-    kernel_atlas.show(inspected)
+    kernel_atlas.show(inspected, n)
 
     # -- one channel ------------------------------------------------------------------------
     drilled = channel_drill.show(inspected, n)

@@ -1,5 +1,5 @@
 """Page "Lessons": guided steps over the lab's figures, one step per screen, with the step's
-figures beside the text (pages/figures/steps.py); predict, then reveal; a link to every
+figures beside the text (pages/lessons/steps.py); predict, then reveal; a link to every
 step; a presenter mode."""
 
 import re
@@ -11,7 +11,8 @@ import streamlit as st
 from pages._ui import controls, frame, session_keys
 from pages._ui.link_values import quoted
 from pages._ui.memo import memo
-from pages.figures import sketch, steps
+from pages.figures import sketch
+from pages.lessons import steps
 from tnn_core.lab import lesson as lesson_lab
 
 frame.ensure_app_frame()

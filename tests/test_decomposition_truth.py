@@ -12,8 +12,9 @@ import math
 import numpy as np
 import pytest
 
-from pages.figures.decomposition_notes import theorem1_caveats, warnings
+from pages.decomposition.notes import theorem1_caveats, warnings
 from tests.references import band_lags_ref, interp_ref, lopsided, toeplitz_ref
+from tnn_core.analysis.decompose import check_decomposition, decomposition_limits
 from tnn_core.analysis.errors import _off_band_entry_error
 from tnn_core.analysis.presets import synthetic_kernel
 from tnn_core.core.interpolation import interpolation
@@ -216,12 +217,18 @@ def test_no_warning_for_a_kernel_peaked_at_zero_frequency():
 # -- sliders clamped to n, ratios ----------------------------------------------------------
 
 
-def test_fit_to_length_clamps_and_says_so():
+def test_fit_to_length_clamps_to_the_limits_that_check_decomposition_keeps():
     s = fit_to_length(5, 9, 32)
-    assert (s.band, s.rank) == (8, 5)
-    assert "r = 5 (not 32)" in s.note and "m = 8 (not 9)" in s.note
-    assert fit_to_length(512, 9, 32).note == ""
+    assert (s.band, s.rank) == (8, 5) == decomposition_limits(5)
+    assert (fit_to_length(512, 9, 32).band, fit_to_length(512, 9, 32).rank) == (9, 32)
     assert (fit_to_length(2, 1, 2).band, fit_to_length(2, 3, 2).band) == (1, 2)
+    for n in (2, 3, 7, 64):  # the clamped values are accepted; one past is refused
+        s = fit_to_length(n, 10**6, 10**6)
+        check_decomposition(n, s.band, s.rank, False)
+        with pytest.raises(ValueError, match=r"rank must be an integer in \[2, n\]"):
+            check_decomposition(n, s.band, s.rank + 1, False)
+        with pytest.raises(ValueError, match=r"band must be an integer in \[1, 2n-2\]"):
+            check_decomposition(n, s.band + 1, s.rank, False)
     with pytest.raises(ValueError, match="n must be >= 2"):
         fit_to_length(1, 9, 32)
 

@@ -22,7 +22,7 @@ import pytest
 from test_figure_fft import js_page, unpack_float64
 
 from pages.figures import FOLDER, script
-from tnn_core.analysis.decompose import decompose
+from tnn_core.analysis.decompose import decompose, decomposition_limits
 from tnn_core.analysis.dense import dense_toeplitz
 from tnn_core.analysis.errors import DENSE_FROBENIUS_MAX_N
 from tnn_core.analysis.presets import SYNTHETIC, synthetic_kernel
@@ -213,11 +213,17 @@ def control(name: str, value, low, high, step) -> dict:
             "help": ""}
 
 
+def limits(n: int) -> dict:
+    """The kernel's limits as the server sends them (lab figure_data)."""
+    band, rank = decomposition_limits(n)
+    return {"band": band, "rank": rank}
+
+
 def figure_data(n: int, rank: int, band: int, decay: float, method: str = "sample",
                 numbers_for: str | None = None) -> dict:
     base, extra = synthetic_parts("spike_smooth", n, False)
     return {"kernel": {"id": f"spike-{n}", "n": n, "causal": False, "label": "T",
-                       "base": packed(base), "extra": packed(extra)},
+                       "limits": limits(n), "base": packed(base), "extra": packed(extra)},
             "decay": None, "method": method, "fitted": None,
             "numbers": None if numbers_for is None else {
                 "drawn": numbers_for, "spectral": 0.1, "optimalSpectral": 0.05,
@@ -283,7 +289,7 @@ def test_an_operators_decay_waits_for_the_server(mounted):
     settled = drawn(64, 9, 8, 0.9, "sample")
     data = figure_data(64, 8, 9, 0.9, numbers_for=settled)
     data["kernel"] = {"id": "tno-0.9", "n": 64, "causal": False, "label": "T",
-                      "coeffs": packed(t)}
+                      "limits": limits(64), "coeffs": packed(t)}
     data["decay"] = 0.9
     page.evaluate(MOUNT, data)
     assert page.evaluate(STATE)["server"] == "false"

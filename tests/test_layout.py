@@ -148,13 +148,23 @@ def test_the_functional_core_imports_torch_and_the_standard_library_only():
         assert third_party <= {"torch", "tnn_core"}, (path.name, third_party)
 
 
-# The screen: pages -> lab -> core. Each page script imports its own lab unit, the screen
-# helpers (pages/_ui) and the figure library (pages/figures); the helpers and the figures
-# import lab units, never the core beneath them nor a page.
+# The screen: pages -> lab -> core. A page is its script, pages/<page>.py (registered in
+# app.py; Streamlit finds a fresh server's first deep link by that file's name:
+# pages/_ui/streamlit_internals.py), and, when it has more, the package pages/<page>/ beside
+# it: its sections and its own figures (Python and .js), mirroring its lab unit. What pages
+# share: pages/_ui (helpers) and pages/figures (the figure library: the contract, the
+# shared JavaScript, and every figure two pages draw, each NAME.py beside its NAME.js). A
+# page's modules import its own lab unit, its own package and the shared screen; the
+# shared screen imports lab units only, never the core beneath them nor a page.
 PAGE_UNITS = {"home": "lesson", "lessons": "lesson", "basics": "basics",
               "decomposition": "decomposition", "compare": "compare", "frequency": "frequency",
               "speed": "speed", "train": "train", "inspect": "inspect",
               "compress": "compress"}
+SHARED_SCREEN = ("_ui", "figures")
+PAGE_SCRIPTS = sorted((ROOT / "pages").glob("*.py"))
+PAGE_PACKAGES = sorted(p for p in (ROOT / "pages").iterdir()
+                       if p.is_dir() and p.name not in SHARED_SCREEN + ("__pycache__",))
+PAGE_MODULES = PAGE_SCRIPTS + sorted(m for folder in PAGE_PACKAGES for m in folder.rglob("*.py"))
 SCREEN_HELPERS = sorted([*(ROOT / "pages" / "_ui").glob("*.py"),
                          *(ROOT / "pages" / "figures").glob("*.py"), ROOT / "app.py"])
 
@@ -163,26 +173,66 @@ def _tnn_core_imports(path: Path) -> set[str]:
     return {m for m in _imports(path) if m.split(".")[0] == "tnn_core" and m != "tnn_core"}
 
 
-def test_every_page_has_its_lab_unit():
-    assert sorted(p.stem for p in (ROOT / "pages").glob("*.py")) == sorted(PAGE_UNITS)
+def _page_of(module: Path) -> str:
+    """The page a module of pages/ belongs to: its script's stem or its package's name."""
+    first = module.relative_to(ROOT / "pages").parts[0]
+    return first.removesuffix(".py")
 
 
-@pytest.mark.parametrize("script", sorted((ROOT / "pages").glob("*.py")), ids=lambda p: p.name)
-def test_a_page_imports_its_own_lab_unit_and_the_screen_helpers_only(script):
-    unit = f"tnn_core.lab.{PAGE_UNITS[script.stem]}"
-    core = {m for m in _tnn_core_imports(script) if m != "tnn_core.lab"}
-    assert all(m == unit or m.startswith(unit + ".") for m in core), core
-    pages = {m for m in _imports(script) if m.startswith("pages.")}
-    assert all(m.startswith(("pages._ui", "pages.figures")) for m in pages), pages
+def test_every_page_is_a_script_with_its_lab_unit_and_maybe_a_package_beside_it():
+    assert sorted(p.stem for p in PAGE_SCRIPTS) == sorted(PAGE_UNITS)
+    for package in PAGE_PACKAGES:  # a page's package: beside its script, imported as one
+        assert package.name in PAGE_UNITS and (package / "__init__.py").is_file(), package
+
+
+def test_the_app_registers_each_page_script_once():
+    registered = [node.args[0].value
+                  for node in ast.walk(ast.parse((ROOT / "app.py").read_text()))
+                  if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "Page"]
+    assert sorted(registered) == sorted(f"pages/{p.name}" for p in PAGE_SCRIPTS)
+
+
+def _page_import_faults(page: str, imports: set[str]) -> list[str]:
+    """What a module of ``page`` (its script or its package) imports beyond its lab unit,
+    its package and the shared screen."""
+    unit = f"tnn_core.lab.{PAGE_UNITS[page]}"
+    core = {m for m in imports if m.startswith("tnn_core.") and m != "tnn_core.lab"}
+    screen = {m for m in imports if m.startswith("pages.")}
+    allowed = tuple(f"pages.{folder}" for folder in (*SHARED_SCREEN, page))
+    return ([f"{m} (another lab unit)" for m in sorted(core)
+             if not (m == unit or m.startswith(unit + "."))]
+            + [f"{m} (another page)" for m in sorted(screen)
+               if not (m in allowed or m.startswith(tuple(a + "." for a in allowed)))])
+
+
+@pytest.mark.parametrize("module", PAGE_MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_page_imports_its_own_lab_unit_package_and_the_shared_screen_only(module):
+    assert not _page_import_faults(_page_of(module), _imports(module))
+
+
+def test_an_import_from_another_page_or_unit_is_caught():
+    planted = {"pages.figures", "pages.speed.plan", "pages.inspect", "pages.inspect.header",
+               "tnn_core.lab", "tnn_core.lab.speed", "tnn_core.lab.compress"}
+    assert _page_import_faults("speed", planted) == [
+        "tnn_core.lab.compress (another lab unit)", "pages.inspect (another page)",
+        "pages.inspect.header (another page)"]
 
 
 @pytest.mark.parametrize("module", SCREEN_HELPERS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_screen_helpers_reach_the_core_through_the_lab_only(module):
-    """pages/_ui, the figure library and app.py: lab units only; no page script."""
+    """pages/_ui, the figure library and app.py: lab units only; no page."""
     core = _tnn_core_imports(module)
     assert all(m.startswith("tnn_core.lab") for m in core), core
     pages = {m for m in _imports(module) if m.startswith("pages.")}
     assert all(m.startswith(("pages._ui", "pages.figures")) for m in pages), pages
+
+
+def test_each_module_of_the_figure_library_has_its_javascript_twin():
+    """pages/figures holds figures, not page sections: NAME.py mounts NAME.js."""
+    folder = ROOT / "pages" / "figures"
+    lonely = [p.name for p in folder.glob("*.py")
+              if p.stem != "__init__" and not (folder / f"{p.stem}.js").is_file()]
+    assert not lonely, lonely
 
 
 MAX_FILE_LINES = 400

@@ -30,7 +30,7 @@ NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?")  # a choice that is a number: as a t
 SPECIFIC = re.compile(r"[0-9=<>≤≥|]")  # a choice that names a number or a formula
 SLOW_LESSONS = {"5-reading-a-trained-model",  # scores digits-tno, converted and ablated
                 "6-ssm-is-toeplitz"}  # fits recurrences at three λ
-WITHHELD_NOTE = "appears with the answer"  # pages/figures/steps.py, in place of them
+WITHHELD_NOTE = "appears with the answer"  # pages/lessons/steps.py, in place of them
 SKETCH_VERDICT = "The answer is the lab's curve"  # pages/lessons.py, after Reveal
 VERDICT = re.compile(r"[Tt]he answer is \*\*(.+?)\*\*")
 

@@ -3,14 +3,13 @@ answer and the view until a prediction is made, and a malformed file is one clea
 
 from __future__ import annotations
 
-import ast
 import json
-import re
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.test_lesson_view_controls import PAGE_FILES
 from tnn_core.lab import lesson as lesson_lab
 from tnn_core.lab.lesson import LessonError, load_lessons, parse_lesson
 
@@ -41,83 +40,6 @@ def test_the_shipped_lessons_load_with_five_to_ten_steps_each():
             if step.question is not None and step.question.choices:
                 assert (step.question.answer in step.question.choices) != bool(
                     step.question.computed)  # typed among the choices, or computed
-
-
-def _query_param_keys(node: ast.Assign) -> set[str]:
-    """``st.query_params["x"] = ...``: a figure's value that the page writes to the URL."""
-    targets = [t for target in node.targets
-               for t in (target.elts if isinstance(target, ast.Tuple) else [target])]
-    return {t.slice.value for t in targets if isinstance(t, ast.Subscript)
-            and isinstance(t.value, ast.Attribute) and t.value.attr == "query_params"
-            and isinstance(t.slice, ast.Constant)}
-
-
-def _sides(key: ast.JoinedStr) -> set[str]:
-    """Compare's f"{side}_band": the key of sides a and b."""
-    suffix = "".join(v.value for v in key.values if isinstance(v, ast.Constant))
-    return {f"a{suffix}", f"b{suffix}"}
-
-
-def _bound_keys(path: Path) -> set[str]:
-    """The keys of a page's controls in the URL (literal keys, as the pages write): widgets
-    bound to it, figures' sliders (``figures.Control``), values the page writes to it
-    (``st.query_params[...] =`` or ``figures.keep_in_link``)."""
-    keys = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Assign):
-            keys |= _query_param_keys(node)
-        if isinstance(node, ast.Call):
-            name = getattr(node.func, "id", getattr(node.func, "attr", None))
-            if name == "Control" and node.args and isinstance(node.args[0], ast.Constant):
-                keys.add(node.args[0].value)
-            elif name == "Control" and node.args and isinstance(node.args[0], ast.JoinedStr):
-                keys |= _sides(node.args[0])  # Compare's f"{side}_rank"
-            if name == "keep_in_link" and node.args:  # figures.keep_in_link({"name": value})
-                keys |= {k.value for d in ast.walk(node.args[0]) if isinstance(d, ast.Dict)
-                         for k in d.keys if isinstance(k, ast.Constant)}
-            kw = {k.arg: k.value for k in node.keywords}
-            if name == "control":  # controls.control(widget, ..., key=...): bound to the URL
-                key = kw.get("key")
-                if isinstance(key, ast.Constant):
-                    keys.add(key.value)
-                elif isinstance(key, ast.JoinedStr):  # Compare's f"{side}_method"
-                    keys |= _sides(key)
-            elif isinstance(node.func, ast.Name) and node.func.id == "bounded_input":
-                keys.add(node.args[3].value)  # the page's own bound number input
-    return keys
-
-
-# url_path -> the page's script, as app.py lists them
-PAGE_FILES = {url: ROOT / path for path, url in re.findall(
-    r'st\.Page\("([^"]+)"[^)]*?url_path="([^"]+)"', (ROOT / "app.py").read_text(), re.S)}
-SHARED = {"checkpoints.checkpoint_select": {"checkpoint"},  # controls drawn by pages/_ui
-          "cell_picker.follow_cell": {"cell_i", "cell_j"}}
-NOT_CONTROLS = {"train": {"run"}}  # in the address but no control: the running run's id
-
-
-def test_view_controls_are_the_pages_bound_widgets():
-    """A lesson may set exactly the controls a page binds to its URL: its own, and those of
-    the controls of pages/_ui it draws."""
-    helpers = set().union(*map(_bound_keys, (ROOT / "pages" / "_ui").glob("*.py")))
-    assert helpers == set().union(*SHARED.values())
-    for page, keys in lesson_lab.VIEW_PAGES.items():
-        source = PAGE_FILES[page].read_text()
-        shared = set().union(*(k for f, k in SHARED.items() if f"{f}(" in source))
-        own = set().union(*(_bound_keys(path) for path in _figure_modules(source)))
-        bound = _bound_keys(PAGE_FILES[page]) - NOT_CONTROLS.get(page, set())
-        assert set(keys) == bound | own | shared, page
-
-
-def _figure_modules(source: str) -> list[Path]:
-    """The figure modules (pages/figures/NAME.py) a page imports: their controls are its."""
-    names = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and node.module == "pages.figures":
-            names |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                "pages.figures."):
-            names.add(node.module.rsplit(".", 1)[1])
-    return [ROOT / "pages" / "figures" / f"{name}.py" for name in sorted(names)]
 
 
 @pytest.mark.parametrize("edit, message", [

@@ -181,33 +181,25 @@ def assert_on_screen(page, step, number: int, revealed: bool, width: int, height
 
 
 def sketch_across(page) -> None:
-    """Draw a falling line across the sketch figure's canvas with the mouse; the figure
-    reports the points it kept. On a loaded machine a layout shift can make the drag miss
-    the canvas (it kept no point: seen on the phone's 5.3); then the line is drawn by the
-    keyboard, which no shift moves (arrows move the cursor, Enter places a point)."""
+    """Draw a falling line across the sketch figure's canvas with the mouse, once the app is
+    idle; the figure reports the points it kept. The step's run ends by taking the step
+    before's elements off the page: on a phone, scrolled down to that step's figures, the
+    shorter page then scrolls up under a drag begun earlier, which missed the canvas (the
+    walk's 5.3 kept no point on a loaded machine). Each move goes through the canvas's
+    locator: scrolled into view, still, and the element the pointer reaches there."""
+    wait_idle(page)
     canvas = page.locator("[data-figure='sketch'] canvas")
-    box = None
-    for _ in range(30):  # until the canvas stops moving (on a phone, figures settle above)
-        canvas.scroll_into_view_if_needed()
-        box, before = canvas.bounding_box(), box
-        if box == before:
-            break
-        page.wait_for_timeout(100)
-    page.mouse.move(box["x"] + 0.2 * box["width"], box["y"] + 0.2 * box["height"])
+    canvas.scroll_into_view_if_needed()
+    size = canvas.bounding_box()
+    along = [{"x": (0.2 + 0.035 * step) * size["width"],
+              "y": (0.2 + 0.03 * step) * size["height"]} for step in range(21)]
+    canvas.hover(position=along[0])
     page.mouse.down()
-    for step in range(1, 21):
-        page.mouse.move(box["x"] + (0.2 + 0.035 * step) * box["width"],
-                        box["y"] + (0.2 + 0.03 * step) * box["height"])
+    for position in along[1:]:
+        canvas.hover(position=position)
     page.mouse.up()
     wait_idle(page)
     drawn = page.locator("[data-figure='sketch']").get_attribute("data-drawn")
-    if drawn.startswith("points=0&"):
-        canvas.focus()
-        for _ in range(12):  # one step right each: twelve points on the axes' width
-            for key in ("ArrowRight", "Enter"):
-                page.keyboard.press(key)
-        wait_idle(page)
-        drawn = page.locator("[data-figure='sketch']").get_attribute("data-drawn")
     assert drawn.startswith("points=") and int(drawn.split("&")[0][7:]) >= 10, drawn
 
 

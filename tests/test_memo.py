@@ -36,7 +36,7 @@ def test_every_memo_in_the_app_keys_what_it_leaves_out():
     import importlib
 
     for module in ("pages._ui.checkpoints", "pages._ui.checkpoint_views", "pages._ui.kernels",
-                   "pages.figures.steps"):
+                   "pages.lessons.steps"):
         importlib.import_module(module)
 
 

@@ -1,5 +1,5 @@
 """Compare runs (issue 24, item 6): the config diff and the aligned curves read from real
-shipped checkpoints, and Inspect's comparison (pages/figures/run_comparison.py) drawn by
+shipped checkpoints, and Inspect's comparison (pages/inspect/run_comparison.py) drawn by
 AppTest: the table, the charts' traces, axes and chance, the final metrics, and a broken
 second checkpoint as an error sentence."""
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pages.figures.run_comparison import final_text
+from pages.inspect.run_comparison import final_text
 from tnn_core.lab.inspect.run_comparison import (
     FinalMetric,
     config_diff,
@@ -149,7 +149,7 @@ def test_no_evaluation_gives_no_final_metric():
 
 # -- the page's comparison -------------------------------------------------------------------
 def _comparison_page(key):
-    from pages.figures import run_comparison
+    from pages.inspect import run_comparison
 
     run_comparison.show(key)
 

@@ -173,8 +173,8 @@ def test_every_shipped_store_file_matches_the_shipped_checkpoints():
 
 def test_every_lesson_measurement_is_stored():
     """Each Inspect or Compress step of the shipped lessons that shows a measurement (its
-    figures, its computed answer), at the settings pages/figures/steps.py resolves."""
-    from pages.figures.steps import ABLATION_BAND
+    figures, its computed answer), at the settings pages/lessons/steps.py resolves."""
+    from pages.lessons.steps import ABLATION_BAND
 
     listed = {(m.kind, m.checkpoints, m.params) for m in store.LESSON_MEASUREMENTS}
     lessons, errors = load_lessons()

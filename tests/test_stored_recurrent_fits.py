@@ -204,7 +204,7 @@ def test_a_walk_through_lesson_6_computes_no_fit(monkeypatch):
 
     from pages._ui.memo import Memo
     from pages.figures import recurrent_fit as page_fit
-    from pages.figures import steps
+    from pages.lessons import steps
 
     for module, name in ((page_fit, "cached_recurrent_fit"), (page_fit, "_modes_by_decay"),
                          (steps, "computed_answer")):

@@ -33,8 +33,10 @@ def checkpoint_choices() -> dict[str, str]:
 
 
 def checkpoint_select(none_yet: str, help: str) -> str:
-    """Inspect's and Compress's checkpoint select box (in the URL); its key. Where there is
-    no checkpoint at all, ``none_yet`` is shown and the page stops."""
+    """The pages' checkpoint select box (in the URL); its key. A checkpoint the session
+    chose that is no longer there (another session's upload, a dropped one) gives way to
+    the first. Where there is no checkpoint at all, ``none_yet`` is shown and the page
+    stops."""
     choices = checkpoint_choices()
     if not choices:
         st.info(none_yet, icon=":material/info:")

@@ -73,11 +73,11 @@ CHECKPOINT = _key("checkpoint", "str", "pages/_ui/checkpoints.py",
                   "search and a handoff")
 UPLOADS = _key("uploads", "uploads.SessionUploads", "pages/_ui/checkpoints.py",
                "this session's uploaded checkpoints")
-LAST_UPLOAD = _key("last_upload", "str", "pages/figures/checkpoint_upload.py",
+LAST_UPLOAD = _key("last_upload", "str", "pages/inspect/checkpoint_upload.py",
                    "the file id of the upload last read, so a rerun does not read it again")
-UPLOAD_ERROR = _key("upload_error", "str", "pages/figures/checkpoint_upload.py",
+UPLOAD_ERROR = _key("upload_error", "str", "pages/inspect/checkpoint_upload.py",
                     "why the last upload was refused, said while its file stays chosen")
-IMPORT_ERROR = _key("import_error", "tuple[str, str]", "pages/figures/foreign_upload.py",
+IMPORT_ERROR = _key("import_error", "tuple[str, str]", "pages/inspect/foreign_upload.py",
                     "(file id, why) of a foreign model that could not be imported")
 WATCHED_SWEEPS = _key("_length_sweeps", "dict[str, object]", "pages/_ui/checkpoint_views.py",
                       "this session's length sweep per checkpoint digest: its polls wait on "
@@ -87,46 +87,33 @@ WATCHED_SWEEPS = _key("_length_sweeps", "dict[str, object]", "pages/_ui/checkpoi
 # -- Inspect -----------------------------------------------------------------------------------
 INSPECT_OPENED = _key("_inspect_opened", "str", "pages/inspect.py",
                       "the checkpoint the atlas settings were last opened for")
-ATLAS_N = _key("atlas_n", "int", "pages/figures/kernel_atlas.py",
+ATLAS_N = _key("atlas_n", "int", "pages/inspect/kernel_atlas.py",
                "the atlas's length n; set by Inspect to a new checkpoint's training length")
-ATLAS_BAND = _key("atlas_band", "int", "pages/figures/kernel_atlas.py",
+ATLAS_BAND = _key("atlas_band", "int", "pages/inspect/kernel_atlas.py",
                   "the atlas's band m; set by Inspect to a new SKI checkpoint's own")
-ATLAS_RANK = _key("atlas_rank", "int", "pages/figures/kernel_atlas.py",
+ATLAS_RANK = _key("atlas_rank", "int", "pages/inspect/kernel_atlas.py",
                   "the atlas's rank r; set by Inspect for a new checkpoint")
-INSPECT_DRAWN_N = _key("_inspect_drawn_n", "int", "pages/inspect.py",
-                       "the n the page below the atlas draws; the atlas fragment reruns the "
-                       "page when its own n leaves it")
-ATLAS_PICKED = _key("_atlas_picked", "list[int]", "pages/figures/kernel_atlas.py",
+ATLAS_PICKED = _key("_atlas_picked", "list[int]", "pages/inspect/kernel_atlas.py",
                     "the atlas table's selected rows, so a new pick is told from the last")
-ABLATION_JOB = _key("band_ablation_job", "tuple", "pages/figures/kernel_atlas.py",
+ABLATION_JOB = _key("band_ablation_job", "tuple", "pages/inspect/kernel_atlas.py",
                     "the band ablation running in the background, with its setting")
-KERNELS_N = _key("kernels_n", "int", "pages/figures/checkpoint_header.py",
+KERNELS_N = _key("kernels_n", "int", "pages/inspect/header.py",
                  "the length of the kernels to download; set by Inspect to the training "
                  "length")
-LAYER = _key("layer", "int", "pages/figures/channel_drill.py",
+LAYER = _key("layer", "int", "pages/inspect/channel_drill.py",
              "the drilled layer (Inspect) or the learned channel's layer (Decomposition); "
              "set by a pick in the atlas and by a handoff")
-CHANNEL = _key("channel", "int", "pages/figures/channel_drill.py",
+CHANNEL = _key("channel", "int", "pages/inspect/channel_drill.py",
                "the drilled channel (Inspect) or the kernel's channel (Decomposition); set by "
                "a pick in the atlas and by a handoff")
-COMPARE_WITH = _key("compare_with", "str", "pages/figures/run_comparison.py",
+COMPARE_WITH = _key("compare_with", "str", "pages/inspect/run_comparison.py",
                     "the run shown beside the open checkpoint")
-COMPARE_AXIS = _key("compare_axis", "str", "pages/figures/run_comparison.py",
+COMPARE_AXIS = _key("compare_axis", "str", "pages/inspect/run_comparison.py",
                     "the axis the two runs are compared along")
-WRITINGS = _key("inspect_writings", "dict[str, TextWriting]", "pages/figures/text_writing.py",
+WRITINGS = _key("inspect_writings", "dict[str, TextWriting]", "pages/inspect/text_writing.py",
                 "this session's text writings, by checkpoint key (the newest few)")
-WRITE_REFUSED = _key("write_refused", "str", "pages/figures/text_writing.py",
+WRITE_REFUSED = _key("write_refused", "str", "pages/inspect/text_writing.py",
                      "why the last Generate wrote nothing (its callback to the section)")
-WRITE_PROMPT = _key("write_prompt", "str", "pages/figures/text_writing.py",
-                    "the prompt; read by the Generate callback's settings")
-WRITE_CHARACTERS = _key("write_characters", "int", "pages/figures/text_writing.py",
-                        "characters to write; read by the settings")
-WRITE_TEMPERATURE = _key("write_temperature", "float", "pages/figures/text_writing.py",
-                         "the sampling temperature; read by the settings")
-WRITE_TOP_K = _key("write_top_k", "int", "pages/figures/text_writing.py",
-                   "top-k of the draws; read by the settings")
-WRITE_SEED = _key("write_seed", "int", "pages/figures/text_writing.py",
-                  "the draws' seed; read by the settings")
 
 # -- Compress ----------------------------------------------------------------------------------
 BAND = _key("band", "int", "pages/compress.py",
@@ -160,7 +147,7 @@ COMPRESS_SEARCH = _key("compress_search", "BackgroundJob", "pages/compress.py",
                        "the plan search running or last run; read by its results' section")
 COMPRESS_SEARCH_KEY = _key("compress_search_key", "str", "pages/compress.py",
                            "the checkpoint the search ran on; a loaded plan opens it")
-PARETO_CHART = _key("chart-pareto", "plotly selection", "pages/figures/plan_search.py",
+PARETO_CHART = _key("chart-pareto", "plotly selection", "pages/compress/plan_search.py",
                     "the search chart's selection; read by its on_select callback (Speed's "
                     "error-against-speed chart, on its own page, has the same key)")
 
@@ -197,7 +184,7 @@ STEP = _key("step", "int", "pages/lessons.py", "the step's number; set by Back a
 PRESENT = _key("present", "bool", "pages/lessons.py", "presenter mode")
 REVEALED = _key("revealed:", "bool", "pages/lessons.py",
                 "family: whether a step's answer is revealed; read by its figures "
-                "(pages/figures/steps.py) to draw a measurement only then")
+                "(pages/lessons/steps.py) to draw a measurement only then")
 PREDICTION = _key("prediction:", "object", "pages/lessons.py",
                   "family: a step's prediction or sketch, kept beyond its widget")
 

@@ -6,7 +6,8 @@ sliders, so a drag is followed frame by frame with no server round trip. On rele
 (``change``) the slider's value goes back to Python as component state: the page reruns
 and computes what the browser cannot (spectral norms, least squares at large n, timings).
 
-Each figure NAME has ``NAME.js`` beside this file, appended to the shared ``fft.js`` and
+Each figure NAME has ``NAME.js`` beside this file (a figure only one page draws keeps it
+in that page's folder, which it passes as ``folder``), appended to the shared ``fft.js`` and
 ``common.js`` in one module that ends with its ``export default function (component)``.
 Its header documents its data contract: what the server sends once per kernel
 (``data``) and what the browser computes per frame. A figure too large for one file (the
@@ -76,16 +77,18 @@ class Control:
         return int(value) if self.whole else float(value)
 
 
-def script(name: str) -> str:
-    """The module a figure runs: the shared files, the figure's ``PARTS``, then ``NAME.js``."""
-    return "\n".join((FOLDER / part).read_text(encoding="utf-8")
-                     for part in (*SHARED, *PARTS.get(name, ()), f"{name}.js"))
+def script(name: str, folder: Path = FOLDER) -> str:
+    """The module a figure runs: the shared files, the figure's ``PARTS``, then ``NAME.js``
+    (its parts and ``NAME.js`` in ``folder``: the library's, or the one page's that draws it)."""
+    return "\n".join([*((FOLDER / part).read_text(encoding="utf-8") for part in SHARED),
+                      *((folder / part).read_text(encoding="utf-8")
+                        for part in (*PARTS.get(name, ()), f"{name}.js"))])
 
 
 @functools.cache
-def _component(name: str):
+def _component(name: str, folder: Path):
     """Registered once per server process (the same name again would replace it)."""
-    return st.components.v2.component(f"toeplitz_lab_{name}", js=script(name),
+    return st.components.v2.component(f"toeplitz_lab_{name}", js=script(name, folder),
                                       css=(FOLDER / "figure.css").read_text(encoding="utf-8"))
 
 
@@ -144,15 +147,15 @@ def keep_in_link(settled: dict) -> None:
 
 
 def show(name: str, data: dict, controls: tuple[Control, ...], key: str,
-         link: bool = True) -> dict:
-    """Mount figure ``name`` with the server's ``data``; returns the sliders' values
-    (``values``), which go back into the URL (when ``link``), so a link opens exactly this
-    view."""
+         link: bool = True, folder: Path = FOLDER) -> dict:
+    """Mount figure ``name`` (its ``NAME.js`` in ``folder``) with the server's ``data``;
+    returns the sliders' values (``values``), which go back into the URL (when ``link``),
+    so a link opens exactly this view."""
     current = values(controls, key, link)
     callbacks = {f"on_{c.name}_change": (lambda: None) for c in controls}
-    _component(name)(key=key, data={**data, "controls": [c.spec(current[c.name])
-                                                          for c in controls]},
-                     default=dict(current), **callbacks)
+    specs = [c.spec(current[c.name]) for c in controls]
+    _component(name, folder)(key=key, data={**data, "controls": specs},
+                             default=dict(current), **callbacks)
     if link:
         keep_in_link(current)
     return current

@@ -4,9 +4,9 @@
 // for the "sample" method in float64, is decomposition_maths.js: one of this figure's parts
 // (pages/figures/__init__.py PARTS), which script("decomposition") puts before this file.
 //
-// Data, from pages/decomposition.py (tnn_core/lab/common/decomposition_figures.py) and, once per side,
-// pages/compare.py (tnn_core/lab/compare.py, side_figure_data):
-//   kernel   once per kernel: {id, n, causal, label} and either coeffs [2n-1] (t_k at lag
+// Data, from pages/figures/decomposition.py and, once per side, pages/figures/difference.py
+// (both built by tnn_core/lab/common/decomposition_figures.py, figure_data):
+//   kernel   once per kernel: {id, n, causal, label, limits} and either coeffs [2n-1] (t_k at lag
 //            k in coeffs[n-1+k]) or, for a synthetic preset, base and extra [2n-1] with
 //            t_k = base_k λ^|k| + extra_k, so λ moves in the browser too; each array as
 //            base64 float64 (decodeArray), so the browser has the server's numbers exactly
@@ -223,7 +223,8 @@ function showNumbers(root, state, dec, drawn, fitted, waiting) {
 function draw(root, state) {
   const { data, values } = state;
   const n = data.kernel.n;
-  const band = Math.min(values.band, 2 * n - 2), rank = Math.min(values.rank, n);
+  const { limits } = data.kernel;  // the largest m and r n allows (decomposition_limits)
+  const band = Math.min(values.band, limits.band), rank = Math.min(values.rank, limits.rank);
   const wanted = queryString(drawnParams(data, values, band, rank, data.method));
   const fitted = data.method === 'fit' && data.fitted !== null && data.fitted.drawn === wanted;
   const factors = root.querySelector('.factors').open;
@@ -245,9 +246,10 @@ function draw(root, state) {
     notes.push(`λ = ${values.decay}: this kernel (an operator's) comes from the server once ` +
       `λ settles; drawn at λ = ${data.decay} until then.`);
   }
-  if (values.rank > n || values.band > 2 * n - 2) {
-    notes.push(`n = ${n} allows at most r = ${n} inducing points and a band of m = ` +
-      `${2 * n - 2} lags: drawn with r = ${rank}, m = ${band}.`);
+  if (values.rank > rank || values.band > band) {
+    notes.push(`n = ${n} allows at most r = ${limits.rank} inducing points and a band of ` +
+      `m = ${limits.band} lags (one lag a side is left for the low-rank part): drawn with ` +
+      `r = ${rank}, m = ${band}.`);
   }
   if (data.method === 'fit' && !fitted) {
     notes.push('While you move, A is sampled from the kernel; the least-squares A follows ' +

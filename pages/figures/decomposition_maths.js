@@ -125,12 +125,16 @@ function residualNorms(smooth, W, a) {
 }
 
 // Everything the figure draws at one setting. fittedA: A's coefficients [2r-1] of "fit"
-// (from the server), or null for "sample". band and rank are clamped to what n allows
-// (lab.decomposition.fit_to_length): r in [2, n], m in [1, 2n-2].
+// (from the server), or null for "sample". band and rank within what n allows (the
+// kernel's limits, tnn_core.analysis.decompose.decomposition_limits: r in [2, n], m in
+// [1, 2n-2]); the figure clamps before it calls.
 function decompose(t, band, rank, causal, fittedA) {
   const n = (t.length + 1) / 2;
   if (n < 2) throw new RangeError(`n must be >= 2 to decompose; got n = ${n}`);
-  rank = Math.min(rank, n); band = Math.min(band, 2 * n - 2);
+  if (rank < 2 || rank > n || band < 1 || band > 2 * n - 2) {
+    throw new RangeError(`rank must be in [2, ${n}] and band in [1, ${2 * n - 2}]; ` +
+      `got rank = ${rank}, band = ${band}`);
+  }
   const [lo, hi] = bandLags(n, band, causal);
   const continued = smoothContinuation(t, lo, hi);
   const a = fittedA || sampleInducingCoeffs(continued, rank);

@@ -52,7 +52,8 @@ from tnn_core.checks import check_choice, check_int
 from tnn_core.core.interpolation import inducing_points, interpolation
 
 __all__ = ["METHODS", "SPECTRAL_ROUTES", "LANCZOS_FROM_N", "Decomposition", "decompose",
-           "decompose_channels", "as_kernel", "check_decomposition", "smooth_continuation",
+           "decompose_channels", "as_kernel", "decomposition_limits", "check_decomposition",
+           "smooth_continuation",
            "sample_inducing_coeffs"]
 
 Method = Literal["sample", "fit"]
@@ -84,13 +85,23 @@ def as_kernel(coeffs, name: str = "coeffs") -> np.ndarray:
     return t
 
 
+def decomposition_limits(n: int) -> tuple[int, int]:
+    """(largest band m, largest rank r) for a kernel of length n >= 2: the band's 2n - 2
+    lags leave one lag a side to the low-rank part, and r inducing points on the n
+    positions 0 .. n-1 are at most n. The one rule: ``check_decomposition`` refuses past
+    it, ``lab.fit_to_length`` clamps the pages' sliders to it and sends it to the figure,
+    whose JavaScript clamps a drag with it and says so."""
+    return 2 * n - 2, n
+
+
 def check_decomposition(n: int, band, rank, causal, method="sample", spectral="auto") -> None:
     """Validate decompose's arguments for a kernel of length n (ValueError naming the field)."""
     if n < 2:
         raise ValueError(f"n must be >= 2 to decompose: rank must be in [2, n] and [2, {n}] is "
                          f"empty; got a kernel of {2 * n - 1} lag (n = {n})")
-    check_int("rank", rank, 2, n, "[2, n]")
-    check_int("band", band, 1, 2 * n - 2, "[1, 2n-2]")
+    max_band, max_rank = decomposition_limits(n)
+    check_int("rank", rank, 2, max_rank, "[2, n]")
+    check_int("band", band, 1, max_band, "[1, 2n-2]")
     if not isinstance(causal, bool):
         raise ValueError(f"causal must be True or False; got {causal!r}")
     check_choice("method", method, METHODS)

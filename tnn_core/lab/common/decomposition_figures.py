@@ -8,8 +8,9 @@ two parts that λ does not touch (``synthetic_parts``), so that the browser deri
 kernel at any λ itself; after a move settles it sends what only it computes (spectral
 norms, optima, the least-squares A of "fit", the error-against-r curve), each labelled
 with the view it belongs to (``drawn``), so the browser can tell current from stale.
-``fit_to_length`` clamps the sliders to what n allows. Compare mounts the figure once per
-side of ``SIDES``, its controls named after the side ("a_band").
+``fit_to_length`` clamps the sliders to what n allows (``decomposition_limits``, the one
+rule, which the figure gets as its kernel's ``limits`` and clamps a drag with). Compare
+mounts the figure once per side of ``SIDES``, its controls named after the side ("a_band").
 
 Letters: n length, k lag.
 """
@@ -23,6 +24,7 @@ from urllib.parse import urlencode
 import numpy as np
 import torch
 
+from tnn_core.analysis.decompose import decomposition_limits
 from tnn_core.analysis.presets import SYNTHETIC
 from tnn_core.core.toeplitz import causal_part, check_length, lags
 from tnn_core.lab.common.browser_data import js_number, json_floats, kernel_id, packed
@@ -88,7 +90,9 @@ def figure_data(view, parts: tuple[np.ndarray, np.ndarray] | None, causal: bool,
         kernel = {"id": kernel_id(base, extra), "base": packed(base), "extra": packed(extra)}
     else:
         kernel = {"id": kernel_id(view.coeffs), "coeffs": packed(view.coeffs)}
-    kernel |= {"n": view.n, "causal": causal, "label": label}
+    max_band, max_rank = decomposition_limits(view.n)
+    kernel |= {"n": view.n, "causal": causal, "label": label,
+               "limits": {"band": max_band, "rank": max_rank}}
     numbers = dict(zip(("spectral", "optimalSpectral", "optimalFrobenius", "gap"),
                        json_floats([view.relative_spectral, view.relative_optimal_spectral,
                                     view.relative_optimal_frobenius, view.gap]), strict=True))
@@ -104,19 +108,12 @@ class Settings:
 
     band: int  # in [1, 2n-2]
     rank: int  # in [2, n]
-    note: str  # what was clamped and why, or ""
 
 
 def fit_to_length(n: int, band: int, rank: int) -> Settings:
-    """Clamp band m to [1, 2n-2] and rank r to [2, n] (n >= 2), saying so in ``note``."""
+    """Clamp band m and rank r to ``decomposition_limits(n)`` (n >= 2). The figure, sent
+    the same limits, draws at these values and says what it clamped (decomposition.js)."""
     if n < 2:
         raise ValueError(f"n must be >= 2 to decompose; got n = {n}")
-    changed = []
-    if rank > n:
-        changed.append(f"r = {n} (not {rank})")
-    if band > 2 * n - 2:
-        changed.append(f"m = {2 * n - 2} (not {band})")
-    note = (f"n = {n} allows at most r = {n} inducing points and a band of m = {2 * n - 2} "
-            f"lags (one lag a side is left for the low-rank part), so the page uses "
-            f"{' and '.join(changed)}." if changed else "")
-    return Settings(band=min(band, 2 * n - 2), rank=min(rank, n), note=note)
+    max_band, max_rank = decomposition_limits(n)
+    return Settings(band=min(band, max_band), rank=min(rank, max_rank))

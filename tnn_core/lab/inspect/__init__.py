@@ -26,13 +26,18 @@ from tnn_core.lab.common.atlas import (
     ATLAS_MAX_N,
     ATLAS_TILES,
     BAND_ONLY_MASS,
+    BAND_SHARE,
+    BAND_SHARE_NAME,
     OPTIMAL_ELSEWHERE,
+    RELATIVE_ERROR,
+    SKI_ERROR_NAME,
     STATISTICS,
     AtlasView,
     Channels,
     LayerMedians,
     atlas_view,
     band_description,
+    exact_by_construction,
     opening_atlas,
 )
 from tnn_core.lab.common.background import JOB_THREADS, BackgroundJob, start_in_place
@@ -139,8 +144,9 @@ __all__ = [
     "display_line",
     # the kernel atlas
     "STATISTICS", "BAND_ONLY_MASS", "ATLAS_BAND", "ATLAS_TILES",
-    "OPTIMAL_ELSEWHERE", "ATLAS_MAX_N", "ATLAS_MAX_BAND", "TOGEIPI_PART", "opening_atlas",
-    "Channels",
+    "OPTIMAL_ELSEWHERE", "BAND_SHARE", "BAND_SHARE_NAME", "SKI_ERROR_NAME",
+    "RELATIVE_ERROR", "exact_by_construction", "ATLAS_MAX_N", "ATLAS_MAX_BAND", "TOGEIPI_PART",
+    "opening_atlas", "Channels",
     "LayerMedians", "AtlasView", "atlas_view", "band_description",
     # one channel, the report, the kernels training kept
     "NO_CHANNEL_MATRIX", "ChannelMatrix", "channel_matrix", "applied_chunk", "lineage_text",

@@ -43,7 +43,7 @@ an error naming both. ``folder_listing`` is what a cache of ``load_lessons`` is 
 Inside: ``content`` (View, Question, Step, Lesson), ``parse`` (a file's text), ``files``
 (a folder), ``answers`` (the answers a lesson computes), ``sketch`` (the curves a
 student draws first) and ``kept_predictions`` (a step's prediction kept in the Lessons
-page's address). The Lessons page and the figures of a step (``pages/figures/steps.py``)
+page's address). The Lessons page and the figures of a step (``pages/lessons/steps.py``)
 also use views the Inspect, Compress and Compare pages share with them (``common``); this
 interface exposes them.
 """
@@ -60,6 +60,7 @@ from tnn_core.lab.common.checkpoint_summary import summary
 from tnn_core.lab.common.conversion import QuickConversion, quick_conversion
 from tnn_core.lab.common.decay_pair import DECAY_PAIR
 from tnn_core.lab.common.decomposition_figures import SIDES
+from tnn_core.lab.common.stored_measurements import stored_or_computed
 from tnn_core.lab.lesson import answers, kept_predictions, sketch
 from tnn_core.lab.lesson.answers import COMPUTED, OUTCOMES
 from tnn_core.lab.lesson.content import (
@@ -97,4 +98,6 @@ __all__ = [
     # what a step draws from the other pages' views
     "fd_response", "SIDES", "QuickConversion", "quick_conversion", "BandAblation",
     "BAND_SHARE_NAME", "SKI_ERROR_NAME", "DECAY_PAIR", "atlas_view", "opening_atlas", "summary",
+    # a lesson's measurement, stored beside the checkpoints or computed once
+    "stored_or_computed",
 ]

@@ -22,7 +22,7 @@ VIEW_PAGES: dict[str, tuple[str, ...]] = {page: keys for page, keys in URL_CONTR
                                           if page != "lessons"}
 
 
-# pages whose figures a step draws (pages/figures/steps.py), and which: those of
+# pages whose figures a step draws (pages/lessons/steps.py), and which: those of
 # DEFAULT_FIGURES unless the step names others; a view of a page with no default figures
 # (Inspect's atlas, Compress) opens the page itself, embedded
 VIEW_FIGURES: dict[str, tuple[str, ...]] = {
@@ -43,7 +43,7 @@ DEFAULT_FIGURES: dict[str, tuple[str, ...]] = {
     "basics": ("toeplitz",), "decomposition": ("decomposition",), "frequency": ("fd_kernel",),
     "compare": ("compare",)}
 # switches a step may withhold until its question is revealed: drawn at their other value,
-# locked, until then (a step's ``withhold``; pages/figures/steps.py)
+# locked, until then (a step's ``withhold``; pages/lessons/steps.py)
 WITHHELD_SWITCHES: dict[str, tuple[str, ...]] = {"basics": ("causal",),
                                                  "frequency": ("causal",)}
 
@@ -92,7 +92,7 @@ class View:
     def before_reveal(self) -> View:
         """The view as its step draws it until its question is revealed: its withheld
         switches at their other value and locked (its withheld figures left out by the
-        step: pages/figures/steps.py)."""
+        step: pages/lessons/steps.py)."""
         switches = set(self.withheld) & {name for name, _ in self.params}
         params = tuple((name, ("false" if value.lower() == "true" else "true")
                         if name in switches else value) for name, value in self.params)

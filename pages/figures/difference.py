@@ -13,26 +13,21 @@ import streamlit as st
 from pages import figures
 from pages._ui import frame, kernels
 from pages._ui.memo import memo
-from pages.figures.decomposition import synthetic_parts
+from pages.figures.decomposition import BAND, DECAY, RANK, synthetic_parts
 from tnn_core.lab import compare as lab
 
 __all__ = ["DEFAULT_DECAY", "side_controls", "mount_side", "show_difference"]
 
-DEFAULT_DECAY = 0.99
+DEFAULT_DECAY = DECAY.default
 
 
 def side_controls(side: str, has_decay: bool) -> tuple[figures.Control, ...]:
-    """r, m and (a kernel with a λ) λ of one side's figure, in the URL as a_rank, b_band, …"""
-    name = side.upper()
-    controls = (
-        figures.Control(f"{side}_rank", f"{name}: inducing points r", 2, 512, 1, 32,
-                        "Rank of W A Wᵀ: r points evenly spaced on [0, n − 1]; at most n."),
-        figures.Control(f"{side}_band", f"{name}: band m", 1, 512, 1, 9,
-                        "Diagonals in the sparse part: lags |k| ≤ m//2 (causal: 0 ≤ k < m), "
-                        "at most 2n − 2."),
-        figures.Control(f"{side}_decay", f"{name}: decay λ", 0.5, 1.0, 0.005, DEFAULT_DECAY,
-                        "The kernel's decay λ^|k|; λ = 1: no decay. A different λ changes the "
-                        "kernel itself, not only its decomposition."))
+    """r, m and (a kernel with a λ) λ of one side's figure: the Decomposition figure's
+    controls (declared once, there), in the URL as a_rank, b_band, …"""
+    upper = side.upper()
+    controls = (replace(RANK, name=f"{side}_rank", label=f"{upper}: inducing points r"),
+                replace(BAND, name=f"{side}_band", label=f"{upper}: band m"),
+                replace(DECAY, name=f"{side}_decay", label=f"{upper}: decay λ"))
     return controls if has_decay else controls[:2]
 
 

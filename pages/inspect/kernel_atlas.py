@@ -2,8 +2,8 @@
 and SKI error (the report's numbers under the report's names), as per-layer distributions
 (median and quartiles), a grid of the first channels in the chosen order (``tile_grid``)
 and a table of all of them, the layer's outliers first; with the band ablation, which
-asks whether the model needs the tails. Inspect calls ``show(inspected)``: a fragment, so
-its widgets rerun it alone."""
+asks whether the model needs the tails. Inspect calls ``show(inspected, n)``: a fragment,
+so its widgets rerun it alone."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ import pandas as pd
 import streamlit as st
 
 from pages._ui import checkpoint_views, frame, numbers, session_keys, timing
-from pages.figures.inspected import Inspected
+from pages.inspect.inspected import Inspected
 from tnn_core.lab import inspect as inspect_lab
-from tnn_core.lab.common import atlas as atlas_lab
 
 __all__ = ["show", "tile_grid", "show_band_ablation"]
 
@@ -22,18 +21,20 @@ GRID_CELLS = 64  # rows/columns of each small heatmap in the atlas grid
 GRID_COLUMNS = 6  # the grid's tiles a row: the first ATLAS_TILES channels in the chosen order
 GRID_GAPS = (0.02, 0.12)  # horizontal, vertical space between tiles (fractions of the figure)
 SORTS = {"outlier": "distance from its layer's median (outliers first)",
-         "locality": f"{atlas_lab.BAND_SHARE_NAME} (most local first)",
+         "locality": f"{inspect_lab.BAND_SHARE_NAME} (most local first)",
          "decay": "fitted λ (fastest decay first)",
-         "low_rank": f"{atlas_lab.SKI_ERROR_NAME} (lowest first)"}
+         "low_rank": f"{inspect_lab.SKI_ERROR_NAME} (lowest first)"}
 
 
 @st.fragment
-def show(inspected: Inspected) -> None:
-    """The atlas and its band ablation. Its widgets rerun this section alone; a new length
-    n, or a row picked in its table, reruns the page (the channel view below shows them)."""
+def show(inspected: Inspected, drawn_n: int) -> None:
+    """The atlas and its band ablation; ``drawn_n``: the length the page below it draws
+    (a fragment rerun alone gets the arguments of the page's last run). Its widgets rerun
+    this section alone; a new length n, or a row picked in its table, reruns the page (the
+    channel view below shows them)."""
     timing.page_activity()
     st.subheader("Kernel atlas")
-    n, band, rank = _settings(inspected.about.train_n)
+    n, band, rank = _settings(inspected.about.train_n, drawn_n)
     in_band = inspect_lab.band_description(band, inspected.causal)
     bar = st.empty()
 
@@ -55,14 +56,14 @@ def show(inspected: Inspected) -> None:
     timing.page_activity()
 
 
-def _settings(train_n: int) -> tuple[int, int, int]:
-    """The sliders: length n, band m, rank r. A new n reruns the page at once: the channel
-    view below draws at it."""
+def _settings(train_n: int, drawn_n: int) -> tuple[int, int, int]:
+    """The sliders: length n, band m, rank r. An n other than ``drawn_n`` reruns the page at
+    once: the channel view below draws at it."""
     c = st.columns(3)
     n = c[0].slider("Length n", 2, inspect_lab.ATLAS_MAX_N, key="atlas_n",
                     help="Kernels are evaluated at this length; each checkpoint opens at its "
                          f"training length (this one: n = {train_n}).")
-    if n != st.session_state[session_keys.INSPECT_DRAWN_N]:
+    if n != drawn_n:
         st.rerun(scope="app")
     band = c[1].slider("Band m", 1, inspect_lab.ATLAS_MAX_BAND, key="atlas_band",
                        help="The band: |k| ≤ m//2, or lags 0..m-1 for a causal model. SKI "
@@ -90,24 +91,24 @@ def _per_layer(inspected: Inspected, atlas: inspect_lab.AtlasView, n: int, in_ba
     r = min(rank, n)
     st.markdown(
         f"All {measured:,} channels: every statistic describes {what}, at n = {n}, with the "
-        f"band {in_band}. **{atlas_lab.BAND_SHARE_NAME.capitalize()}**: "
-        f"{atlas_lab.BAND_SHARE}, the band's share of the matrix's energy (each lag k counts "
-        f"n − |k| times). **Fitted λ**: the decay of |t_k|. **{atlas_lab.SKI_ERROR_NAME}**: "
-        f"the relative error {atlas_lab.RELATIVE_ERROR} of T̂ = band + W A Wᵀ at r = {r}, "
+        f"band {in_band}. **{inspect_lab.BAND_SHARE_NAME.capitalize()}**: "
+        f"{inspect_lab.BAND_SHARE}, the band's share of the matrix's energy (each lag k counts "
+        f"n − |k| times). **Fitted λ**: the decay of |t_k|. **{inspect_lab.SKI_ERROR_NAME}**: "
+        f"the relative error {inspect_lab.RELATIVE_ERROR} of T̂ = band + W A Wᵀ at r = {r}, "
         "A sampled as SKI-TNN does (0: exact). A channel with less than "
-        f"{atlas_lab.BAND_ONLY_MASS:.0e} of its energy off the band shows — for λ: there "
+        f"{inspect_lab.BAND_ONLY_MASS:.0e} of its energy off the band shows — for λ: there "
         "is no tail to fit. **Outlier**: the largest distance of a channel's "
         "statistics from its layer's median, in robust standard deviations (1.4826 × the "
         "median absolute deviation). The report (Inspect's download, or python -m "
         "tnn_core.report) shows the same numbers under the same names at the same m and r.")
-    exact = atlas_lab.exact_by_construction(n, atlas.band, r, atlas.causal)
+    exact = inspect_lab.exact_by_construction(n, atlas.band, r, atlas.causal)
     if exact:
         st.info(f"SKI's error is 0 for every channel here, {exact}: choose r below n (or a "
                 "narrower band) to measure it.", icon=":material/info:")
     st.caption(inspect_lab.OPTIMAL_ELSEWHERE)
-    labels = {"locality": f"{atlas_lab.BAND_SHARE_NAME} ({in_band})",
+    labels = {"locality": f"{inspect_lab.BAND_SHARE_NAME} ({in_band})",
               "decay": "fitted λ of |t_k|",
-              "low_rank": f"{atlas_lab.SKI_ERROR_NAME}, r = {r}"}
+              "low_rank": f"{inspect_lab.SKI_ERROR_NAME}, r = {r}"}
     st.markdown("**Per layer**: median [25th–75th percentile] over its channels")
     layers = atlas.layers
     st.dataframe(pd.DataFrame(
@@ -115,8 +116,8 @@ def _per_layer(inspected: Inspected, atlas: inspect_lab.AtlasView, n: int, in_ba
                  f"{numbers.fmt(high, '.3f')}]" for median, (low, high)
                  in zip(getattr(layers, name), layers.quartiles[name], strict=True)]
          for name, label in labels.items()}, index=pd.Index(layers.layer, name="layer")))
-    meanings = {"locality": atlas_lab.BAND_SHARE, "decay": "e^slope of log |t_k| against |k|",
-                "low_rank": atlas_lab.RELATIVE_ERROR}
+    meanings = {"locality": inspect_lab.BAND_SHARE, "decay": "e^slope of log |t_k| against |k|",
+                "low_rank": inspect_lab.RELATIVE_ERROR}
     columns = {name: st.column_config.NumberColumn(label, format="%.3f", help=meanings[name])
                for name, label in labels.items()}
     columns["outlier"] = st.column_config.NumberColumn("outlier (robust σ)", format="%.1f")

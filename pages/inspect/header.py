@@ -11,8 +11,8 @@ import pandas as pd
 import streamlit as st
 
 from pages._ui import checkpoint_views, frame, numbers, session_keys, timing
-from pages.figures import training_curve
-from pages.figures.inspected import Inspected
+from pages.inspect import training_curve
+from pages.inspect.inspected import Inspected
 from tnn_core.lab import inspect as inspect_lab
 
 __all__ = ["show"]

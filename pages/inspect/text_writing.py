@@ -11,7 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages._ui import frame, session, session_keys, timing
-from pages.figures.inspected import Inspected
+from pages.inspect.inspected import Inspected
 from tnn_core.lab import inspect as inspect_lab
 
 __all__ = ["show"]
@@ -44,27 +44,29 @@ def _section(key: str, model, info) -> None:
         "Toeplitz kernel (**Toeplitz history**: the cost of a step and the state grow with "
         "the text) or, converted to a **recurrence** of s modes on the Compress page, keeps "
         "s numbers per channel (the same cost at any length). Write with both and compare.")
-    st.text_area("Prompt", DEFAULT_PROMPT, max_chars=inspect_lab.MAX_PROMPT, height=80,
-                 key="write_prompt",
-                 help="The text to continue. Characters outside the model's vocabulary read "
-                      "as unknown (shown as �).")
+    prompt = st.text_area(
+        "Prompt", DEFAULT_PROMPT, max_chars=inspect_lab.MAX_PROMPT, height=80,
+        key="write_prompt", help="The text to continue. Characters outside the model's "
+                                 "vocabulary read as unknown (shown as �).")
     c = st.columns(4)
-    c[0].number_input("Characters to write", 1, inspect_lab.MAX_CHARACTERS, 300, step=50,
-                      key="write_characters",
-                      help=f"How many characters follow the prompt, 1 to "
-                           f"{inspect_lab.MAX_CHARACTERS:,}.")
-    c[1].number_input("Temperature", 0.0, 10.0, 0.8, step=0.1, format="%.2f",
-                      key="write_temperature",
-                      help="Divides the model's scores before the draw: below 1 sharper, "
-                           "above 1 flatter; 0 takes the most likely character every time "
-                           "(then top-k and seed do not matter).")
-    c[2].number_input("Top-k", 0, len(inspect_lab.vocab_of(info.task)) + 1, 20,
-                      key="write_top_k",
-                      help="Draw only among the k most likely characters; 0: among all.")
-    c[3].number_input("Seed", 0, 2**31 - 1, 0, key="write_seed",
-                      help="Seeds the draws: the same seed and settings write the same text.")
+    characters = c[0].number_input(
+        "Characters to write", 1, inspect_lab.MAX_CHARACTERS, 300, step=50,
+        key="write_characters",
+        help=f"How many characters follow the prompt, 1 to {inspect_lab.MAX_CHARACTERS:,}.")
+    temperature = c[1].number_input(
+        "Temperature", 0.0, 10.0, 0.8, step=0.1, format="%.2f", key="write_temperature",
+        help="Divides the model's scores before the draw: below 1 sharper, above 1 flatter; "
+             "0 takes the most likely character every time (then top-k and seed do not "
+             "matter).")
+    top_k = c[2].number_input(
+        "Top-k", 0, len(inspect_lab.vocab_of(info.task)) + 1, 20, key="write_top_k",
+        help="Draw only among the k most likely characters; 0: among all.")
+    seed = c[3].number_input(
+        "Seed", 0, 2**31 - 1, 0, key="write_seed",
+        help="Seeds the draws: the same seed and settings write the same text.")
     try:
-        settings = _settings()
+        settings = inspect_lab.WritingSettings(prompt, int(characters), float(temperature),
+                                               int(top_k), int(seed))
     except ValueError as err:
         settings = None
         frame.show_error(err)
@@ -84,14 +86,6 @@ def _section(key: str, model, info) -> None:
                           every=STREAM_S)
     else:
         _draw(job.snapshot(), None)
-
-
-def _settings() -> inspect_lab.WritingSettings:
-    state = st.session_state
-    return inspect_lab.WritingSettings(
-        state[session_keys.WRITE_PROMPT], int(state[session_keys.WRITE_CHARACTERS]),
-        float(state[session_keys.WRITE_TEMPERATURE]), int(state[session_keys.WRITE_TOP_K]),
-        int(state[session_keys.WRITE_SEED]))
 
 
 def _start(key: str, model, info, settings: inspect_lab.WritingSettings) -> None:

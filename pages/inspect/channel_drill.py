@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages._ui import charts, checkpoint_views, controls, frame, session_keys
-from pages.figures.inspected import Inspected
+from pages.inspect.inspected import Inspected
 from tnn_core.lab import inspect as inspect_lab
 
 __all__ = ["Drilled", "show"]

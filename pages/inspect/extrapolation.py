@@ -11,8 +11,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages._ui import checkpoint_views, numbers, timing
-from pages.figures.channel_drill import Drilled
-from pages.figures.inspected import Inspected
+from pages.inspect.channel_drill import Drilled
+from pages.inspect.inspected import Inspected
 from tnn_core.lab import inspect as inspect_lab
 
 __all__ = ["show"]

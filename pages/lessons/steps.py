@@ -21,12 +21,11 @@ from collections.abc import Mapping
 import numpy as np
 import streamlit as st
 
-from pages._ui import charts, checkpoint_views, checkpoints, frame, kernels, numbers
+from pages._ui import charts, checkpoint_views, checkpoints, circulant, frame, kernels, numbers
 from pages._ui.memo import memo
 from pages._ui.session_keys import revealed as revealed_key
-from pages.figures import circulant, compare, decomposition, fd_kernel, recurrent_fit, toeplitz
+from pages.figures import decomposition, difference, fd_kernel, recurrent_fit, toeplitz
 from tnn_core.lab import lesson as lesson_lab
-from tnn_core.lab.common.stored_measurements import stored_or_computed
 from tnn_core.lab.lesson import (
     BAND_SHARE_NAME,
     DECAY_PAIR,
@@ -35,6 +34,7 @@ from tnn_core.lab.lesson import (
     View,
     fd_response,
     opening_atlas,
+    stored_or_computed,
     summary,
 )
 from tnn_core.lab.lesson import answers as lesson_answers
@@ -316,7 +316,7 @@ def _compare(settings: Mapping, locked: tuple[str, ...], key: str) -> None:
             method = settings.get(f"{side}_method", "sample")
             st.markdown(f"**Setting {side.upper()}** · {METHODS.get(method, method)}")
             names = tuple(f"{side}_{name}" for name in ("rank", "band", "decay"))
-            compare.mount_side(side, source, n, causal, method, f"{key}:{side}", link=False,
+            difference.mount_side(side, source, n, causal, method, f"{key}:{side}", link=False,
                                settings=_sliders(settings, names), locked=locked,
                                compact=True)
 
@@ -363,7 +363,7 @@ def computed_answer(view: View, name: str, choices: tuple[str, ...], seed: int) 
         n, causal = _whole(settings, "n", 256), _switch(settings, "causal", False)
         sides = [(_whole(settings, f"{side}_band", 9), _whole(settings, f"{side}_rank", 32),
                   settings.get(f"{side}_method", "sample")) for side in SIDES]
-        decay = {_number(settings, f"{side}_decay", compare.DEFAULT_DECAY) for side in SIDES}
+        decay = {_number(settings, f"{side}_decay", difference.DEFAULT_DECAY) for side in SIDES}
         if len(decay) != 1:
             raise ValueError("the two settings' kernels differ (their λ): compare methods "
                              "on one kernel")

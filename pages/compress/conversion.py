@@ -12,10 +12,9 @@ import streamlit as st
 
 from pages._ui import checkpoints, frame, session_keys
 from tnn_core.lab import compress as lab
-from tnn_core.lab.common.atlas import RELATIVE_ERROR
 
 RECURRENT_ERROR = (" A recurrent layer keeps the lag 0 exactly and fits the other lags by s "
-                   f"damped exponentials; its error is {RELATIVE_ERROR} like every layer's, "
+                   f"damped exponentials; its error is {lab.RELATIVE_ERROR} like every layer's, "
                    "the diagonal counted in ‖T‖_F.")
 
 
@@ -46,7 +45,7 @@ def show(job: lab.BackgroundJob, about: dict, unit: lab.Unit, evaluation_set: st
         "relative error": [error for _, _, error in view.layers]}), hide_index=True,
         column_config={"relative error": st.column_config.NumberColumn(
             format="%.2e" if view.recurrent else "%.4f",  # a recurrence's errors are tiny
-            help=f"{RELATIVE_ERROR} over the layer's channels, T̂ the converted layer's "
+            help=f"{lab.RELATIVE_ERROR} over the layer's channels, T̂ the converted layer's "
                  "matrix at the training length")})
     st.caption(error_meaning + (RECURRENT_ERROR if view.recurrent else "")
                + " A kept layer has none.")
