@@ -39,10 +39,8 @@ pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
 CSS = (FOLDER / "figure.css").read_text(encoding="utf-8")
-# the lessons page's script that moves the steps on Left / Right (whatever its name there)
-ARROW_KEYS = next(body for body in re.findall(
-    r'"""<script>(.*?)</script>"""', (ROOT / "pages" / "lessons.py").read_text(encoding="utf-8"),
-    re.S) if "ArrowRight" in body)
+# the lessons page's script that moves the steps on Left / Right
+ARROW_KEYS = (ROOT / "pages" / "lessons" / "page.js").read_text(encoding="utf-8")
 ROUNDOFF_SHARE = 1e-12  # decomposition.js
 
 # Streamlit's main area with a lesson's Back / Next (counting their clicks) and a component

@@ -16,7 +16,6 @@ steps-phone-LESSON-STEP-figures.png (scrolled to the figures), decomposition-pho
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -150,12 +149,10 @@ def test_decomposition_fits_a_phone(phone_page, server):  # noqa: F811
     phone_page.screenshot(path=str(SHOTS / "decomposition-phone.png"))
 
 
-# The lessons page's own script (pages/lessons.py), on a page shaped like Streamlit's: a
+# The lessons page's own script (pages/lessons/page.js), on a page shaped like Streamlit's: a
 # scrolling main area whose column holds a figure, Reveal, and the verdict once it comes.
 # The scroller does no scroll anchoring of its own, so the script alone keeps the verdict.
-PAGE_SCRIPT = next(body for body in re.findall(
-    r'"""<script>(.*?)</script>"""', (ROOT / "pages" / "lessons.py").read_text(encoding="utf-8"),
-    re.S) if "the answer is" in body)
+PAGE_SCRIPT = (ROOT / "pages" / "lessons" / "page.js").read_text(encoding="utf-8")
 SETTLING_PAGE = """<!doctype html><html><body style="margin: 0">
 <div data-testid="stApp" data-test-script-state="running">
 <div data-testid="stMain" style="height: 400px; overflow: auto; overflow-anchor: none">
