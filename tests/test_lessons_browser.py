@@ -249,9 +249,14 @@ def spoiled(answer: str, numeric: bool, before: str) -> str:
 
 def next_step(page, number: int, following) -> float:
     """ArrowRight with the focus on the page itself (on no figure's slider, which keeps the
-    key): ms from the key to the new step's figures drawn (or its heading, run over)."""
+    key), once the page has a Next button to click (on a loaded machine a key pressed
+    before it is drawn is lost): ms from the key to the new step's figures drawn (or its
+    heading, run over)."""
     page.evaluate(BLUR)
     page.evaluate(FORGET)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll(\"[data-testid='stMain'] button\")].some("
+        "(b) => b.innerText.trim().endsWith('Next') && !b.disabled)", timeout=STEP_TIMEOUT_MS)
     start = page.evaluate("() => performance.now()")
     page.keyboard.press("ArrowRight")
     page.wait_for_function(  # the address leaves out a first step: the heading tells
