@@ -9,8 +9,9 @@ definition: relative luminance L = 0.2126 R + 0.7152 G + 0.0722 B of the lineari
 channels, ratio (L_light + 0.05) / (L_dark + 0.05).
 
 The figures' scripts name colours only through the palette: no hex colour literal in a
-figure's JavaScript (pages/figures/*.js; sketch.js and the heatmaps' RGB ends excepted),
-and every palette name they use is defined in both themes.
+figure's JavaScript (pages/figures/*.js; the heatmaps' RGB ends excepted; the sketch,
+pages/lessons/sketch.js, keeps a palette of its own), and every palette name they use is
+defined in both themes.
 """
 
 from __future__ import annotations
@@ -24,8 +25,7 @@ from pages.figures import FOLDER
 BACKGROUNDS = {"light": "#ffffff", "dark": "#0e1117"}  # Streamlit's two themes
 AA_TEXT = 4.5
 CSS = (FOLDER / "figure.css").read_text(encoding="utf-8")
-SCRIPTS = {path.name: path.read_text(encoding="utf-8") for path in sorted(FOLDER.glob("*.js"))
-           if path.name != "sketch.js"}  # sketch.js: its own owner's palette
+SCRIPTS = {path.name: path.read_text(encoding="utf-8") for path in sorted(FOLDER.glob("*.js"))}
 
 
 def relative_luminance(colour: str) -> float:

@@ -1,5 +1,5 @@
 """A lesson's sketch question answered without a mouse, in Chromium at 1400 × 900 on a
-server of its own (pages/figures/sketch.js):
+server of its own (pages/lessons/sketch.js):
 
 - by keyboard only: Tab reaches the drawing area (a visible focus ring), the arrow keys
   move its cursor without changing the lesson's step, Enter places a point, Backspace

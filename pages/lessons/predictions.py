@@ -7,8 +7,7 @@ import streamlit as st
 
 from pages._ui import controls, frame, session_keys
 from pages._ui.link_values import quoted
-from pages.figures import sketch
-from pages.lessons import steps
+from pages.lessons import sketch, steps
 from tnn_core.lab import lesson as lesson_lab
 
 __all__ = ["show_question", "show_sketch"]

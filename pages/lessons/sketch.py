@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from pathlib import Path
 
 import streamlit as st
 
@@ -38,7 +39,8 @@ def show(curve: Curve, title: str, revealed: bool, points: list[list[float]],
     figures.show("sketch", {
         "axes": {"x": list(curve.x_range), "y": list(curve.y_range), "logX": curve.log_x,
                  "logY": curve.log_y, "xLabel": curve.x_label, "yLabel": curve.y_label},
-        "guess": points, "truth": truth, "title": title}, (), key=key, link=False)
+        "guess": points, "truth": truth, "title": title}, (), key=key, link=False,
+        folder=Path(__file__).resolve().parent)
 
 
 def distance_words(points: list[list[float]], curve: Curve) -> str:

@@ -1,7 +1,7 @@
 // Figure "sketch": a prediction drawn by hand on empty axes, then the true curve over it
-// (a lesson step's question: pages/figures/sketch.py, whose curves the lab computes).
+// (a lesson step's question: pages/lessons/sketch.py, whose curves the lab computes).
 //
-// Data, from pages/figures/sketch.py:
+// Data, from pages/lessons/sketch.py:
 //   axes    {x: [lo, hi], y: [lo, hi], logX, logY, xLabel, yLabel}: fixed, so the sketch
 //           and the curve share them
 //   guess   [[x, y], ...] the sketch the server has (the state sent back), or []
