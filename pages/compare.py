@@ -123,7 +123,7 @@ def draw_side(side: str, source: str, n: int, causal: bool) -> lab.SideView | No
     method = method_control(side)
     has_decay = source != "fd"  # FD-TNN has no decay bias
     return figure.mount_side(side, source, n, causal, method, f"compare_{side}_figure",
-                             locked=tuple(c.name for c in figure.side_controls(side, has_decay)
+                             locked=tuple(c.name for c in lab.side_controls(side, has_decay)
                                           if controls.locked(c.name)))
 
 

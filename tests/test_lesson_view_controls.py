@@ -1,11 +1,14 @@
 """A lesson's view may set exactly the controls its page binds to the URL: the table
 ``tnn_core.lab.common.url_controls`` (which lessons read as ``lesson.VIEW_PAGES``) against
 what the page's script, its package (pages/<page>/), the figure modules it mounts and the
-pages/_ui controls it draws bind, read from their source with ``ast``."""
+pages/_ui controls it draws bind, read from their source with ``ast``, and the sliders of
+those figures (each figure module's ``CONTROLS``, declared once in
+``tnn_core.lab.common.figure_controls``)."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
 
@@ -31,22 +34,14 @@ def _sides(key: ast.JoinedStr) -> set[str]:
 
 def _bound_keys(path: Path) -> set[str]:
     """The keys of a page's controls in the URL (literal keys, as the pages write): widgets
-    bound to it, figures' sliders (``figures.Control``, or one renamed with
-    ``dataclasses.replace``), values the page writes to it
-    (``st.query_params[...] =`` or ``figures.keep_in_link``)."""
+    bound to it, values the page writes to it (``st.query_params[...] =`` or
+    ``figures.keep_in_link``)."""
     keys = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Assign):
             keys |= _query_param_keys(node)
         if isinstance(node, ast.Call):
             name = getattr(node.func, "id", getattr(node.func, "attr", None))
-            if name == "Control" and node.args and isinstance(node.args[0], ast.Constant):
-                keys.add(node.args[0].value)
-            elif name == "Control" and node.args and isinstance(node.args[0], ast.JoinedStr):
-                keys |= _sides(node.args[0])
-            renamed = {k.arg: k.value for k in node.keywords}.get("name")
-            if name == "replace" and isinstance(renamed, ast.JoinedStr):
-                keys |= _sides(renamed)  # Compare's replace(RANK, name=f"{side}_rank")
             if name == "keep_in_link" and node.args:  # figures.keep_in_link({"name": value})
                 keys |= {k.value for d in ast.walk(node.args[0]) if isinstance(d, ast.Dict)
                          for k in d.keys if isinstance(k, ast.Constant)}
@@ -71,21 +66,35 @@ NOT_CONTROLS = {"train": {"run"}}  # in the address but no control: the running 
 
 
 def test_view_controls_are_the_pages_bound_widgets():
-    """A lesson may set exactly the controls a page binds to its URL: its own, and those of
-    the controls of pages/_ui it draws."""
+    """A lesson may set exactly the controls a page binds to its URL: its own, those of the
+    controls of pages/_ui it draws, and its figures' sliders."""
     helpers = set().union(*map(_bound_keys, (ROOT / "pages" / "_ui").glob("*.py")))
     assert helpers == set().union(*SHARED.values())
     for page, keys in lesson_lab.VIEW_PAGES.items():
-        modules = _page_modules(PAGE_FILES[page])
-        sources = "".join(path.read_text() for path in modules)
-        shared = set().union(*(k for f, k in SHARED.items() if f"{f}(" in sources))
-        bound = set().union(*map(_bound_keys, modules)) - NOT_CONTROLS.get(page, set())
-        assert set(keys) == bound | shared, page
+        assert set(keys) == _bound(page), page
 
 
-def _page_modules(script: Path) -> list[Path]:
-    """A page's script, the modules of its package (pages/<page>/) and the figure modules
-    (pages/figures/NAME.py) they import: their controls are the page's."""
+def test_a_figure_slider_left_out_of_the_table_is_caught():
+    """Basics' row without the Toeplitz figure's λ slider no longer matches the page."""
+    assert set(lesson_lab.VIEW_PAGES["basics"]) - {"decay"} != _bound("basics")
+
+
+def _bound(page: str) -> set[str]:
+    """What ``page`` binds to its URL: its modules' widgets and written values, its figures'
+    sliders, the pages/_ui controls it draws."""
+    own, figures = _page_modules(PAGE_FILES[page])
+    modules = own + [ROOT / "pages" / "figures" / f"{name}.py" for name in figures]
+    sources = "".join(path.read_text() for path in modules)
+    shared = set().union(*(k for f, k in SHARED.items() if f"{f}(" in sources))
+    sliders = {c.name for name in figures
+               for c in importlib.import_module(f"pages.figures.{name}").CONTROLS}
+    bound = set().union(*map(_bound_keys, modules)) - NOT_CONTROLS.get(page, set())
+    return bound | sliders | shared
+
+
+def _page_modules(script: Path) -> tuple[list[Path], list[str]]:
+    """A page's script and the modules of its package (pages/<page>/), and the names of
+    the figure modules (pages/figures/NAME.py) they import: their controls are the page's."""
     own = [script, *sorted((script.parent / script.stem).glob("*.py"))]
     names = set()
     for node in ast.walk(ast.parse("".join(path.read_text() for path in own))):
@@ -94,4 +103,4 @@ def _page_modules(script: Path) -> list[Path]:
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
                 "pages.figures."):
             names.add(node.module.rsplit(".", 1)[1])
-    return own + [ROOT / "pages" / "figures" / f"{name}.py" for name in sorted(names)]
+    return own, sorted(names)

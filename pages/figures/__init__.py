@@ -35,46 +35,20 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
 
 from pages._ui import controls, link_values
+from tnn_core.lab.common.figure_controls import Control
 
-__all__ = ["Control", "show", "values", "value", "keep_in_link", "is_number", "url_text",
+__all__ = ["show", "values", "value", "keep_in_link", "is_number", "url_text",
            "script"]
 
 FOLDER = Path(__file__).resolve().parent
 SHARED = ("fft.js", "common.js")  # before the figure's own file, in this order
 # A figure's files besides NAME.js, after SHARED and before NAME.js, in this order.
 PARTS = {"decomposition": ("decomposition_maths.js",)}
-
-
-@dataclass(frozen=True)
-class Control:
-    """One slider of a figure, in the URL under ``name``."""
-
-    name: str  # the URL key and the state name the browser sets on release
-    label: str
-    low: float
-    high: float
-    step: float
-    default: float
-    help: str
-
-    @property
-    def whole(self) -> bool:
-        return all(float(v).is_integer() for v in (self.low, self.high, self.step,
-                                                   self.default))
-
-    def spec(self, value) -> dict:
-        """What the browser needs to draw the slider at ``value``."""
-        return {"name": self.name, "label": self.label, "min": self.low, "max": self.high,
-                "step": self.step, "value": value, "help": self.help}
-
-    def typed(self, value: float):
-        return int(value) if self.whole else float(value)
 
 
 def script(name: str, folder: Path = FOLDER) -> str:

@@ -19,18 +19,8 @@ __all__ = ["RANK", "BAND", "DECAY", "STATE", "KernelSource", "Mounted", "mount",
 
 TARGET = ("the Toeplitz target kernel(n) = band + k(t) of SKI; the operator applies band + "
           "W A Wᵀ with its own A, which is not Toeplitz")
-RANK = figures.Control("rank", "Inducing points r", 2, 512, 1, 32,
-                       "Rank of W A Wᵀ: r points evenly spaced on [0, n-1], spacing "
-                       "h = (n-1)/(r-1); at most n.")
-BAND = figures.Control("band", "Band m", 1, 512, 1, 9,
-                       "Diagonals in the sparse part: lags |k| ≤ m//2 (causal: 0 ≤ k < m), at "
-                       "most 2n − 2. Its taps are the best convolution given the low-rank "
-                       "part.")
-DECAY = figures.Control("decay", "Decay λ", 0.5, 1.0, 0.005, 0.99,
-                        "The kernel's decay λ^|k| (synthetic kernels, redrawn as you drag, and "
-                        "fresh TNN/SKI operators, whose kernel comes from the server once λ "
-                        "settles). λ = 1: no decay.")
-
+RANK, BAND, DECAY = lab.RANK, lab.BAND, lab.DECAY  # declared once: lab.common.figure_controls
+CONTROLS = lab.DECOMPOSITION  # its sliders, in the URL under their names
 STATE = ("rank", "band", "decay")  # the figure's own controls, lockable
 
 

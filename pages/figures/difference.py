@@ -13,22 +13,14 @@ import streamlit as st
 from pages import figures
 from pages._ui import frame, kernels
 from pages._ui.memo import memo
-from pages.figures.decomposition import BAND, DECAY, RANK, synthetic_parts
+from pages.figures.decomposition import DECAY, synthetic_parts
 from tnn_core.lab import compare as lab
 
-__all__ = ["DEFAULT_DECAY", "side_controls", "mount_side", "show_difference"]
+__all__ = ["DEFAULT_DECAY", "CONTROLS", "mount_side", "show_difference"]
 
 DEFAULT_DECAY = DECAY.default
-
-
-def side_controls(side: str, has_decay: bool) -> tuple[figures.Control, ...]:
-    """r, m and (a kernel with a λ) λ of one side's figure: the Decomposition figure's
-    controls (declared once, there), in the URL as a_rank, b_band, …"""
-    upper = side.upper()
-    controls = (replace(RANK, name=f"{side}_rank", label=f"{upper}: inducing points r"),
-                replace(BAND, name=f"{side}_band", label=f"{upper}: band m"),
-                replace(DECAY, name=f"{side}_decay", label=f"{upper}: decay λ"))
-    return controls if has_decay else controls[:2]
+# each side's sliders (the band + W A Wᵀ figure's, renamed), in the URL under their names
+CONTROLS = tuple(c for side in lab.SIDES for c in lab.side_controls(side, True))
 
 
 @memo(max_entries=32, spinner="Decomposing…")
@@ -46,7 +38,7 @@ def mount_side(side: str, source: str, n: int, causal: bool, method: str, key: s
     st.error sentence saying why not."""
     settings = settings or {}
     controls = tuple(replace(c, default=settings.get(c.name, c.default))
-                     for c in side_controls(side, source != "fd"))
+                     for c in lab.side_controls(side, source != "fd"))
     values = figures.values(controls, key, link)
     decay = values.get(f"{side}_decay")  # None: this kernel has no λ
     fitted = lab.fit_to_length(n, values[f"{side}_band"], values[f"{side}_rank"])

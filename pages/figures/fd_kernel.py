@@ -19,10 +19,8 @@ from tnn_core.lab import frequency as lab
 __all__ = ["ACTIVATIONS", "WIDTH", "STATE", "Setting", "mount", "settled_view", "show_decay"]
 
 ACTIVATIONS = tuple(lab.THEOREMS)  # gelu, silu, relu: the first is the default
-WIDTH = figures.Control("width", "MLP width", lab.WIDTHS[0], lab.WIDTHS[-1], 1, 32,
-                        "Hidden units per layer of the RPE MLP (OperatorConfig.rpe_dim), "
-                        f"one of {', '.join(map(str, lab.WIDTHS))}: the weights of each are "
-                        "sent once, so a drag redraws in the browser.")
+WIDTH = lab.WIDTH  # declared once: lab.common.figure_controls
+CONTROLS = (WIDTH,)  # its slider, in the URL under its name
 STATE = ("activation", "width", "smooth", "causal")  # the figure's own controls, lockable
 
 

@@ -18,11 +18,8 @@ from tnn_core.lab import decomposition as lab
 __all__ = ["MODES", "show", "section", "payload", "cached_recurrent_fit", "decay_kernels",
            "decay_table"]
 
-MODES = figures.Control("modes", "Modes s", lab.RECURRENT_LADDER[0], lab.RECURRENT_LADDER[-1],
-                        1, 4, "Complex modes of the recurrence h_{t+1} = z ⊙ h_t + x_t, "
-                        "y_t = d x_t + Re(c · h_t): its kernel is k_l = Re Σ c z^(l−1). A "
-                        "conjugate pair of poles is one mode. Every s is fitted once per "
-                        "kernel; the browser redraws as you drag.")
+MODES = lab.MODES  # declared once: lab.common.figure_controls
+CONTROLS = (MODES,)  # its slider, in the URL under its name
 
 CAPTION = (
     "A time-invariant SSM (S4, S4D; not a selective one such as Mamba, whose A and B change "

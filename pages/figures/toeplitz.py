@@ -25,18 +25,7 @@ LABELS = {  # preset key -> the Kernel box's label (what a link holds)
     "fd": "Fresh FD-TNN operator (fd)",
     lab.TYPED: "Type your own coefficients",
 }
-CONTROLS = (
-    figures.Control("n", "Sequence length n", 1, 4096, 1, 64,
-                    "The matrix is n × n; the kernel has 2n − 1 lags (typed coefficients set "
-                    "their own n)."),
-    figures.Control("decay", "Decay λ", 0.5, 1.0, 0.01, 0.9,
-                    "TNN's decay bias: lag k is scaled by λ^|k|. λ = 1 means no decay. For SKI, "
-                    "λ sets the inverse time warp sign(t)λ^|t|. FD-TNN has no decay bias, and "
-                    "typed coefficients have their own."),
-    figures.Control("channel", "Channel", 0, lab.OPERATOR_CHANNELS - 1, 1, 0,
-                    "Which of the operator's channels to show; each channel has its own "
-                    "Toeplitz matrix."),
-)
+CONTROLS = lab.TOEPLITZ  # its sliders, declared once: lab.common.figure_controls
 TYPED_HELP = ("An odd number 2n − 1 of numbers, comma or space separated: the middle one is "
               f"t_0. At most {2 * lab.MAX_TYPED_LENGTH - 1} numbers (n ≤ {lab.MAX_TYPED_LENGTH}).")
 STATE = ("n", "decay", "channel", "causal", "cell_i", "cell_j", "coefficients")  # lockable

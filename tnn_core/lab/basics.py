@@ -29,13 +29,14 @@ from tnn_core.bench.harness import order
 from tnn_core.bench.timing import format_flops, format_ms, format_ratio
 from tnn_core.core.toeplitz import causal_part, circulant_column, fft_size
 from tnn_core.lab.common.browser_data import packed
+from tnn_core.lab.common.figure_controls import TOEPLITZ
 
 __all__ = ["FIGURE_CELLS", "TYPED", "FigureKernel", "packed", "figure_kernel",
            "CIRCULANT_CELLS", "CirculantEmbedding", "circulant_embedding", "FftCheck",
            "fft_difference", "fft_check",
            # what the page and its figures show beside them
            "MAX_TYPED_CHARS", "MAX_TYPED_LENGTH", "OPERATOR_CHANNELS", "format_flops",
-           "format_ms", "format_ratio"]
+           "format_ms", "format_ratio", "TOEPLITZ"]
 
 FIGURE_CELLS = 256  # rows and columns the Toeplitz figure draws at most (every k-th beyond)
 CIRCULANT_CELLS = 128  # slots of c (rows and columns of C) drawn at most, padding aside

@@ -27,12 +27,13 @@ from tnn_core.analysis.presets import PRESETS, SYNTHETIC
 from tnn_core.lab.common import decomposition_figures
 from tnn_core.lab.common.browser_data import json_floats
 from tnn_core.lab.common.decomposition_figures import SIDES, Settings, fit_to_length
+from tnn_core.lab.common.figure_controls import side_controls
 
 __all__ = ["DIFFERENCE_CELLS", "SIDES", "SideView", "compare_side", "side_drawn",
            "side_figure_data", "change_text", "NumberChange", "Difference", "difference",
            "difference_words", "difference_figure_data",
            # the kernels a side may show, and the sliders clamped to n
-           "PRESETS", "SYNTHETIC", "Settings", "fit_to_length"]
+           "PRESETS", "SYNTHETIC", "Settings", "fit_to_length", "side_controls"]
 
 DIFFERENCE_CELLS = 128  # rows and columns the strip B − A draws at most
 

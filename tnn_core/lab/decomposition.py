@@ -60,6 +60,7 @@ from tnn_core.lab.common.decomposition_figures import (
     fit_to_length,
     synthetic_parts,
 )
+from tnn_core.lab.common.figure_controls import BAND, DECAY, DECOMPOSITION, MODES, RANK
 from tnn_core.lab.common.kernel_sources import TOGEIPI_PART
 from tnn_core.lab.common.linked_cell import low_rank_entry
 from tnn_core.lab.common.live import live_speed
@@ -78,7 +79,8 @@ from tnn_core.lab.common.recurrent_fit import (
 from tnn_core.lab.common.recurrent_fit import TARGETS as RECURRENT_TARGETS
 from tnn_core.training.tasks import is_kernels_only
 
-__all__ = ["live_speed", "ROUNDOFF_FLOOR", "CURVE_FLOOR", "ratio_text", "speed_text", "Settings",
+__all__ = ["RANK", "BAND", "DECAY", "DECOMPOSITION", "MODES",  # the figures' sliders
+           "live_speed", "ROUNDOFF_FLOOR", "CURVE_FLOOR", "ratio_text", "speed_text", "Settings",
            "fit_to_length", "SmoothSpectrum", "smooth_spectrum", "Theorem1Panel",
            "theorem1_panel", "DecompositionView", "decomposition_view", "RankCurve",
            "rank_curve", "RECURRENT_LADDER", "RECURRENT_MAX_N", "RecurrentFit", "recurrent_fit",

@@ -25,17 +25,17 @@ from tnn_core.analysis.profiles import DecayFit, decay_fit
 from tnn_core.checks import check_choice, check_int
 from tnn_core.core.toeplitz import fft_size
 from tnn_core.lab.common.decay_curve import FIT_FLOOR, DecayCurve, decay_curve, decay_magnitude
+from tnn_core.lab.common.figure_controls import WIDTH, WIDTHS
 from tnn_core.operators import seeded_weights
 from tnn_core.operators.config import FD_INPUTS, OperatorConfig
 from tnn_core.operators.fd import FD
 
-__all__ = ["WIDTHS", "FIT_START", "FIT_FLOOR", "FIT_SHARE", "fit_end", "decay_magnitude",
+__all__ = ["WIDTHS", "WIDTH", "FIT_START", "FIT_FLOOR", "FIT_SHARE", "fit_end", "decay_magnitude",
            "DecayCurve", "decay_curve", "kernel_fit", "RpeWeights", "rpe_weights",
            "FrequencyView", "frequency_view",
            # what the figures compute beside them: the response, the FFT grid, the theorems
            "THEOREMS", "fd_response", "fft_size"]
 
-WIDTHS = (1, 2, 4, 8, 16, 32, 64, 128)  # MLP widths the kernel figure offers, each sent once
 FIT_START = 2  # the decay fit skips lags 0 and 1, the kernel's head
 # The size-N kernel is the DTFT's kernel summed over shifts by N, which bends its tail near
 # N/2; on t <= N/8 a 1/t² tail is bent by at most (1/7)² ≈ 2 %, so the fit stops there.

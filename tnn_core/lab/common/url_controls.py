@@ -9,23 +9,33 @@ every page here but the Lessons page itself).
 
 from __future__ import annotations
 
+from tnn_core.lab.common.decomposition_figures import SIDES
+from tnn_core.lab.common.figure_controls import (
+    DECOMPOSITION,
+    MODES,
+    TOEPLITZ,
+    WIDTH,
+    names,
+    side_controls,
+)
+
 __all__ = ["URL_CONTROLS", "SIDEBAR", "check_declared"]
 
 # the sidebar's, on every page
 SIDEBAR = ("seed", "device")
-# page url_path -> the controls it binds to its URL (its own, its figures', and those of the
-# pages/_ui helpers it draws)
+# page url_path -> the controls it binds to its URL: its own widgets', those of the pages/_ui
+# helpers it draws, and its figures' sliders (declared once, in figure_controls)
 URL_CONTROLS: dict[str, tuple[str, ...]] = {
-    "basics": ("preset", "n", "decay", "causal", "channel", "coefficients", "cell_i", "cell_j"),
-    "decomposition": ("source", "channel", "coefficients", "checkpoint", "layer", "n", "decay",
-                      "causal", "band", "rank", "method", "cell_i", "cell_j", "modes"),
-    "frequency": ("activation", "width", "depth", "n", "causal", "smooth"),
+    "basics": ("preset", "causal", "coefficients", "cell_i", "cell_j", *names(TOEPLITZ)),
+    "decomposition": ("source", "channel", "coefficients", "checkpoint", "layer", "n", "causal",
+                      "method", "cell_i", "cell_j", *names((*DECOMPOSITION, MODES))),
+    "frequency": ("activation", "depth", "n", "causal", "smooth", WIDTH.name),
     "speed": (),
     "train": (),
     "inspect": ("checkpoint", "layer", "channel"),
     "compress": ("checkpoint", "band", "rank", "method"),
-    "compare": ("source", "n", "causal") + tuple(f"{side}_{name}" for side in "ab" for name in
-                                               ("band", "rank", "method", "decay")),
+    "compare": ("source", "n", "causal", *(f"{side}_method" for side in SIDES),
+                *(name for side in SIDES for name in names(side_controls(side, True)))),
     "lessons": ("lesson", "step", "present", "guess", "sketch"),
 }
 
