@@ -56,11 +56,11 @@ def cases():
     server.close()
 
 
-def run_case(cases: CaseServer, tmp_path: Path, module: str, *argv: str
-             ) -> tuple[int, str, str]:
-    """``python -m module argv`` in a fresh child of ``cases``; assert the budgets and the
-    audit."""
-    result, stdout, stderr = cases.run(tmp_path, [module, *argv], SECONDS)
+def run_case(cases: CaseServer, tmp_path: Path, module: str, *argv: str,
+             seconds: float = SECONDS) -> tuple[int, str, str]:
+    """``python -m module argv`` in a fresh child of ``cases``; assert the budgets (the
+    wall-clock one, ``seconds``, catches a hang) and the audit."""
+    result, stdout, stderr = cases.run(tmp_path, [module, *argv], seconds)
     assert "Traceback" not in stderr, stderr[-2000:]
     assert result["grew_mb"] < MEGABYTES, result["grew_mb"]
     outside = [p for p in result["opened"]
