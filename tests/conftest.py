@@ -47,6 +47,35 @@ SLOW_CASES = {
     "tests/test_report.py::test_a_non_ski_model_gets_the_defaults_or_the_given_band_and_rank",
     "tests/test_train_autosave.py::test_stop_saves_and_a_new_session_resumes_the_run_to_its_"
     "steps",  # 3.8 s (2026-11-25)
+    # over 3 s each in the quick tier (pytest --durations, 2026-11-29; docs/benchmarks.md)
+    "tests/test_uploads.py::test_inspect_refuses_issue_21s_uploads_before_allocating",
+    "tests/test_compress_cli_sweep.py::test_recurrent_without_state_prints_every_s_of_the_sweep",
+    "tests/test_exponential_fit.py::test_every_sum_of_up_to_32_exponentials_is_recovered[real]",
+    "tests/test_exponential_fit.py::test_every_sum_of_up_to_32_exponentials_is_recovered[mixed]",
+    "tests/test_exponential_fit.py::test_every_sum_of_up_to_32_exponentials_is_recovered[complex]",
+    "tests/test_convert_reader.py::test_every_hostile_case_is_refused_in_one_sentence",
+    "tests/test_relative_error.py::test_the_atlas_and_the_report_agree_on_charlm_fd_layer_0",
+    "tests/test_compress_recurrent.py::test_the_command_line_converts_a_saved_model",
+    "tests/test_compress_recurrent.py::test_more_modes_never_fit_worse",
+    "tests/test_app_decomposition.py::test_decomposition_share_link_round_trip[settings0]",
+    "tests/test_app.py::test_basics_every_preset_at_extreme_lengths[exponential]",
+    "tests/test_app.py::test_basics_every_preset_at_extreme_lengths[spike_smooth]",
+    "tests/test_snapshots.py::test_train_shows_the_replay_and_inspect_replays_the_saved_run",
+    "tests/test_app.py::test_basics_every_preset_at_extreme_lengths[oscillating]",
+    "tests/test_lesson_answers.py::test_the_stated_answer_is_the_computed_one[6-ssm-is-toeplitz:4]",
+    "tests/test_app.py::test_basics_every_preset_at_extreme_lengths[tno]",
+    "tests/test_variable_projection.py::"
+    "test_charlm_tno_layers_are_fitted_far_better_than_by_the_pencil[4-0.85]",
+    "tests/test_kernels_only_views.py::"
+    "test_decomposition_decomposes_a_kernels_only_channel_with_every_section[ko-causal]",
+    "tests/test_variable_projection.py::"
+    "test_charlm_tno_layers_are_fitted_far_better_than_by_the_pencil[2-0.6]",
+    "tests/test_kernels_only_views.py::"
+    "test_compress_shows_a_causal_kernels_only_models_errors_and_scores_nothing",
+    "tests/test_fit_starts_study.py::"
+    "test_the_best_is_never_above_the_labs_fit_which_is_never_above_the_pencils",
+    "tests/test_variable_projection.py::"
+    "test_scipy_from_the_pencils_start_does_no_better_within_the_residue_bound[1-5-3]",
 }
 
 
