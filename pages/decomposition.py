@@ -82,9 +82,8 @@ def kernel_source_picker(left, right) -> KernelSource:
 
 
 def checkpoint_source_picker(column) -> KernelSource:
-    if not checkpoints.checkpoint_choices():
-        raise ValueError("there are no checkpoints yet: train one on the Train page")
-    key = checkpoints.checkpoint_select("", "Shipped examples, your saved runs, uploads.")
+    key = checkpoints.checkpoint_select("There are no checkpoints yet: train one on the Train "
+                                        "page.", "Shipped examples, your saved runs, uploads.")
     model, _ = checkpoints.load_checkpoint(key)
     layers, channels = len(model.operators()), model.operators()[0].dim
     a, b = column.columns(2)

@@ -15,13 +15,13 @@ from pages._ui import checkpoints, frame, kernels
 from pages._ui.memo import memo
 from tnn_core.lab import decomposition as lab
 
-__all__ = ["RANK", "BAND", "DECAY", "STATE", "KernelSource", "Mounted", "mount", "show_curve"]
+__all__ = ["CONTROLS", "STATE", "DEFAULT_DECAY", "KernelSource", "Mounted", "mount", "show_curve"]
 
 TARGET = ("the Toeplitz target kernel(n) = band + k(t) of SKI; the operator applies band + "
           "W A Wᵀ with its own A, which is not Toeplitz")
-RANK, BAND, DECAY = lab.RANK, lab.BAND, lab.DECAY  # declared once: lab.common.figure_controls
-CONTROLS = lab.DECOMPOSITION  # its sliders, in the URL under their names
-STATE = ("rank", "band", "decay")  # the figure's own controls, lockable
+CONTROLS = lab.DECOMPOSITION  # r, m, λ (declared once: lab.common.figure_controls)
+STATE = tuple(c.name for c in CONTROLS)  # the figure's own controls, lockable
+DEFAULT_DECAY = lab.DECAY.default  # λ of a kernel drawn without its slider
 
 
 @dataclass(frozen=True)
@@ -92,11 +92,11 @@ def mount(source: KernelSource, n: int, causal: bool, method: str, key: str,
     refused kernel)."""
     settings = settings or {}
     controls = tuple(replace(c, default=settings.get(c.name, c.default))
-                     for c in ((RANK, BAND, DECAY) if source.has_decay else (RANK, BAND)))
+                     for c in (CONTROLS if source.has_decay else (lab.RANK, lab.BAND)))
     values = figures.values(controls, key, link)
     decay = values.get("decay")  # None: this kernel has no λ
     try:
-        coeffs, label = source.kernel(n, DECAY.default if decay is None else decay, causal)
+        coeffs, label = source.kernel(n, DEFAULT_DECAY if decay is None else decay, causal)
     except ValueError as err:
         frame.show_error(err)
         return None

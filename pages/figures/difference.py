@@ -13,12 +13,11 @@ import streamlit as st
 from pages import figures
 from pages._ui import frame, kernels
 from pages._ui.memo import memo
-from pages.figures.decomposition import DECAY, synthetic_parts
+from pages.figures.decomposition import DEFAULT_DECAY, synthetic_parts
 from tnn_core.lab import compare as lab
 
-__all__ = ["DEFAULT_DECAY", "CONTROLS", "mount_side", "show_difference"]
+__all__ = ["CONTROLS", "mount_side", "show_difference"]
 
-DEFAULT_DECAY = DECAY.default
 # each side's sliders (the band + W A Wᵀ figure's, renamed), in the URL under their names
 CONTROLS = tuple(c for side in lab.SIDES for c in lab.side_controls(side, True))
 

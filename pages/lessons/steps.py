@@ -167,7 +167,7 @@ def _recurrent(source: decomposition.KernelSource, settings: Mapping, locked: tu
                wanted: tuple[str, ...], key: str) -> None:
     n, causal = _whole(settings, "n", 512), _switch(settings, "causal", False)
     if "recurrent_fit" in wanted:
-        coeffs, _ = source.kernel(n, _number(settings, "decay", decomposition.DECAY.default),
+        coeffs, _ = source.kernel(n, _number(settings, "decay", decomposition.DEFAULT_DECAY),
                                   causal)
         recurrent_fit.show(coeffs, _whole(settings, "band", 9), causal, f"{key}:recurrent_fit",
                            link=False, settings=_sliders(settings, ("modes",)), locked=locked)
@@ -329,7 +329,7 @@ def sketch_curve(view: View, name: str, seed: int) -> lesson_sketch.Curve:
     if name == "fit_error_against_r" and view.path == "decomposition":
         causal = _switch(settings, "causal", False)
         coeffs, _ = _decomposition_source(settings).kernel(
-            _whole(settings, "n", 512), _number(settings, "decay", decomposition.DECAY.default),
+            _whole(settings, "n", 512), _number(settings, "decay", decomposition.DEFAULT_DECAY),
             causal)
         return lesson_sketch.fit_error_against_r(coeffs, _whole(settings, "band", 9), causal)
     if name == "dense_cost_against_n":
@@ -363,7 +363,7 @@ def computed_answer(view: View, name: str, choices: tuple[str, ...], seed: int) 
         n, causal = _whole(settings, "n", 256), _switch(settings, "causal", False)
         sides = [(_whole(settings, f"{side}_band", 9), _whole(settings, f"{side}_rank", 32),
                   settings.get(f"{side}_method", "sample")) for side in SIDES]
-        decay = {_number(settings, f"{side}_decay", difference.DEFAULT_DECAY) for side in SIDES}
+        decay = {_number(settings, f"{side}_decay", decomposition.DEFAULT_DECAY) for side in SIDES}
         if len(decay) != 1:
             raise ValueError("the two settings' kernels differ (their λ): compare methods "
                              "on one kernel")
