@@ -46,3 +46,20 @@ def small_digits_checkpoint(folder: Path) -> Path:
     """``small_digits_model`` saved as a digits checkpoint in ``folder``, for the command line."""
     return save(folder / "small-digits.safetensors", small_digits_model(),
                 get_task("digits").info())
+
+
+SMALL_CHARLM_LENGTH = 64  # its training length n0 (the shipped charlm models': 256)
+
+
+def small_charlm_checkpoint(folder: Path, seed: int = 0) -> Path:
+    """A random 2-layer causal TNN language model of charlm's vocabulary, 8 channels and
+    trained length 64, saved in ``folder`` as ``small-charlm``: the Compress page's
+    recurrent sweep and conversion of it fit 24 times fewer kernels than charlm-tno's 192
+    channels, and score windows a quarter as long (docs/benchmarks.md, "The test suite")."""
+    task = get_task("charlm", {"seq_len": SMALL_CHARLM_LENGTH})
+    torch.manual_seed(seed)
+    model = build_model(ModelConfig(task="lm", vocab_size=task.vocab_size, dim=8, layers=2,
+                                    expand_ratio=1,
+                                    operator=OperatorConfig(kind="tno", causal=True,
+                                                            decay=0.9, rpe_dim=8))).eval()
+    return save(folder / "small-charlm.safetensors", model, task.info())

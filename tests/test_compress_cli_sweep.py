@@ -1,36 +1,30 @@
 """``python -m tnn_core.compress CKPT --recurrent`` without --state (issue 37): every s of
 ``recurrent_study.STATE_SWEEP`` fitted to every layer, each layer's relative error printed
 (no scoring), and the s to try named; what needs a conversion is refused with the reason.
-A small random causal TNN saved with charlm-tno's task: the sweep does not depend on the
-model's size (charlm-tno's own numbers: docs/compression.md)."""
+A small random causal TNN saved with charlm's task: the sweep does not depend on the model's
+size (charlm-tno's own numbers: docs/compression.md)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-import torch
 
+from tests.compress_fixtures import small_charlm_checkpoint
 from tnn_core.compress import CompressionPlan, convert
 from tnn_core.compress.cli import main
 from tnn_core.compress.recurrent_study import ERROR_HINT, STATE_SWEEP
-from tnn_core.models import ModelConfig, build_model
-from tnn_core.operators import OperatorConfig
-from tnn_core.training.checkpoint import load, save
+from tnn_core.training.checkpoint import load
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
 def small_charlm(tmp_path_factory):
-    """(path, model) of a 2-layer causal TNN of 4 channels with charlm-tno's task."""
-    shipped, info = load("checkpoints/charlm-tno.safetensors")
-    torch.manual_seed(0)
-    operator = OperatorConfig(kind="tno", causal=True, rpe_dim=8, decay=0.9)
-    model = build_model(ModelConfig(task="lm", vocab_size=shipped.config.vocab_size, dim=4,
-                                    layers=2, expand_ratio=1, operator=operator)).eval()
-    path = save(tmp_path_factory.mktemp("sweep") / "small-charlm.safetensors", model, info.task)
-    return path, load(path)[0], info
+    """(path, model, info) of ``compress_fixtures.small_charlm_checkpoint``: a 2-layer causal
+    TNN of 8 channels with charlm's task at n0 = 64."""
+    path = small_charlm_checkpoint(tmp_path_factory.mktemp("sweep"))
+    return (path, *load(path))
 
 
 def test_recurrent_without_state_prints_every_s_of_the_sweep(small_charlm, capsys):

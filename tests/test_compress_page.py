@@ -12,7 +12,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pages._ui import checkpoint_views
-from tests.compress_fixtures import APP, JOB_TIMEOUT_S
+from tests.compress_fixtures import (
+    APP,
+    JOB_TIMEOUT_S,
+    SMALL_CHARLM_LENGTH,
+    small_charlm_checkpoint,
+)
 from tnn_core.compress import CompressionPlan, convert
 from tnn_core.compress.measure import Speedup
 from tnn_core.lab import compress as lab
@@ -328,22 +333,24 @@ def test_the_page_tries_the_study_s_states_up_to_8():
     assert lab.PAGE_STATES == tuple(s for s in STATE_SWEEP if s <= 8) == tuple(range(1, 9))
 
 
-@pytest.mark.slow  # charlm-tno's two layers fitted at s = 1..8: about a minute on one thread
-def test_a_recurrent_form_shows_each_layer_s_error_for_every_s(compress_page):
+@pytest.mark.slow  # a small causal model's two layers fitted at s = 1..8, then 1 and 4 again
+def test_a_recurrent_form_shows_each_layer_s_error_for_every_s(compress_page, tmp_path):
     at = compress_page
-    at.selectbox(key="checkpoint").set_value("charlm-tno").run()
+    path = small_charlm_checkpoint(tmp_path)  # compress_page saves to and lists tmp_path
+    at.run()
+    at.selectbox(key="checkpoint").set_value("user/small-charlm").run()
     at.radio(key="compress_form").set_value("recurrent (SSM), s modes").run()
     deadline = time.monotonic() + JOB_TIMEOUT_S
     while not any("s" in frame.value.columns for frame in at.dataframe):
         assert time.monotonic() < deadline and not at.exception, at.exception
         assert any(c.value == lab.SWEEP_WAITING for c in at.caption)
-        time.sleep(2)
+        time.sleep(0.5)
         at.run()
     table = next(frame.value for frame in at.dataframe if "s" in frame.value.columns)
     assert list(table["s"]) == list(lab.PAGE_STATES)
-    model, _ = checkpoint.load(checkpoint.SHIPPED_DIR / "charlm-tno.safetensors")
+    model, _ = checkpoint.load(path)
     for s in (1, 4):
-        _, errors = convert(model, CompressionPlan.recurrent(2, s), 256)
+        _, errors = convert(model, CompressionPlan.recurrent(2, s), SMALL_CHARLM_LENGTH)
         row = table[table["s"] == s]
         assert [float(row[f"layer {i}"].iloc[0]) for i in (0, 1)] == pytest.approx(errors)
     assert any(c.value.startswith("Each layer's relative error with s = 1 to 8 modes")
