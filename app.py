@@ -40,13 +40,8 @@ controls.link_notice(page.url_path)  # link values the page cannot use are liste
 with st.sidebar:
     st.markdown("**Toeplitz Lab**")
     devices = ["auto", "cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    controls.control(st.selectbox, "Device", devices, key="device",
-                     help="Where tensors live. 'auto' uses a GPU when one is available; "
-                          "cuda is offered only when PyTorch can see one.")
-    controls.control(st.number_input, "Seed", min_value=0, max_value=2**31 - 1, value=0, step=1,
-                     key="seed",
-                     help="Seeds every random choice on the pages: initial weights of the "
-                          "demo operators and the random inputs.")
+    controls.control(st.selectbox, controls.fields.DEVICE, options=devices)
+    controls.control(st.number_input, controls.fields.SEED, step=1)
 
 if not st.config.get_option("global.appTest"):  # tests run their pages one at a time
     warmup.start(checkpoint_views.warm_up, timing.TIMER)

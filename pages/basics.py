@@ -8,6 +8,7 @@ import numpy as np
 import streamlit as st
 
 from pages._ui import circulant, controls, frame, timing
+from pages._ui.controls import fields
 from pages._ui.memo import memo
 from pages.figures import toeplitz
 from tnn_core.lab import basics as lab
@@ -27,12 +28,8 @@ def main() -> None:
     frame.ensure_app_frame()
     st.title("Toeplitz basics")
     say, choose = st.columns([3, 1], vertical_alignment="bottom")
-    preset = controls.control(choose.selectbox, "Kernel", list(toeplitz.LABELS),
-                              format_func=toeplitz.LABELS.get,
-                              key="preset",
-                              help="Synthetic shapes, or one channel of a freshly initialised "
-                                   "operator of each kind (seeded from the sidebar), or your own "
-                                   "coefficients.")
+    preset = controls.control(choose.selectbox, fields.PRESET, options=list(toeplitz.LABELS),
+                              format_func=toeplitz.LABELS.get)
     say.markdown(
         "**Each diagonal of T is one colour**, because $T_{ij} = t_{i-j}$: drag λ and watch the "
         "colour fade away from the main diagonal exactly as $t_k$ falls off on the right; switch "

@@ -10,15 +10,14 @@ marked stale until then (pages/figures/difference.js for the strip).
 import streamlit as st
 
 from pages._ui import controls, frame, kernels, link_values
+from pages._ui.controls import fields
 from pages.figures import difference as figure
 from tnn_core.lab import compare as lab
 
-DEFAULT_METHOD = {"a": "sample", "b": "fit"}  # the page opens on a comparison worth seeing
 
-
-def shared_control(key: str, widget, label: str, default, parse, url, **kwargs):
-    """One of the controls both sides share (kernel, n, causal), in the URL under ``key``
-    but kept under this page's own session key ``compare_KEY``.
+def shared_control(field, widget, parse, url, **kwargs):
+    """One of the controls both sides share (kernel, n, causal: ``field``), in the URL under
+    its name but kept under this page's own session key ``compare_NAME``.
 
     Other pages have controls named source, n and causal. Streamlit 1.67 keeps a URL-bound
     widget's value under its key when the widget unmounts and gives it to the next widget
@@ -28,6 +27,7 @@ def shared_control(key: str, widget, label: str, default, parse, url, **kwargs):
     as ``controls.control`` checks a bound widget's (a value it cannot use is named in the
     page's notice); the widget keeps it while the page is open, and the page writes it back
     to the URL (``url``: the value as the link spells it)."""
+    key, default = field.name, field.default
     own = f"compare_{key}"
     raw = st.query_params.get_all(key)
     if own not in st.session_state:
@@ -40,7 +40,7 @@ def shared_control(key: str, widget, label: str, default, parse, url, **kwargs):
             st.session_state[own] = parse(raw[-1])
         elif problem is not None:
             controls.note_link_value(key, problem[0], default, url(default))
-    value = widget(label, key=own, disabled=controls.locked(key), **kwargs)
+    value = widget(field.label, key=own, disabled=controls.locked(key), help=field.help, **kwargs)
     controls.note_link_value(key, None, value, url(value))
     return value
 
@@ -83,37 +83,23 @@ def shared_controls() -> tuple[str, int, bool]:
     left, mid, right = st.columns([2, 2, 1])
     with left:
         source = shared_control(
-            "source", st.selectbox, "Kernel (shared)", "spike_smooth",
+            fields.SHARED_SOURCE, st.selectbox,
             lambda label: next(o for o in lab.PRESETS if kernels.SOURCE_LABELS[o] == label),
             kernels.SOURCE_LABELS.get, options=list(lab.PRESETS),
-            format_func=kernels.SOURCE_LABELS.get,
-            help="The kernel both settings decompose: a synthetic shape, or channel 0 of a "
-                 "freshly initialised operator (seeded from the sidebar). Each builds it at its "
-                 "own λ.")
+            format_func=kernels.SOURCE_LABELS.get)
     with mid:
-        n = shared_control("n", st.slider, "Length n (shared)", 256, lambda text: int(float(text)),
-                           str, min_value=1, max_value=4096,
-                           help="T is n × n on both sides. Errors are exact at this n; pictures "
-                                "show every k-th row and column when n is large. The pictures "
-                                "redraw once you let go.")
+        length = fields.SHARED_LENGTH
+        n = shared_control(length, st.slider, lambda text: int(float(text)), str,
+                           min_value=length.low, max_value=length.high)
     with right:
-        causal = shared_control("causal", st.toggle, "Causal (shared)", False,
-                                lambda text: text.lower() == "true", lambda v: str(v).lower(),
-                                help="A causal kernel is zero at negative lags; the band then "
-                                     "holds lags 0 ≤ k < m.")
+        causal = shared_control(fields.SHARED_CAUSAL, st.toggle,
+                                lambda text: text.lower() == "true", lambda v: str(v).lower())
     return source, n, causal
 
 
 def method_control(side: str) -> str:
     """Side ``side``'s low-rank A: sampled from the kernel, or fitted."""
-    return controls.control(st.radio, f"{side.upper()}: low-rank A", ["sample", "fit"],
-                            index=["sample", "fit"].index(DEFAULT_METHOD[side]),
-                            key=f"{side}_method",
-                            horizontal=True,
-                            help="sample: A_ij = k̃(p_i − p_j), the kernel continued across the "
-                                 "band, computed in the browser as you drag. fit: the Toeplitz A "
-                                 "with the least Frobenius error, from the server once a value "
-                                 "settles.")
+    return controls.control(st.radio, fields.side_method(side), horizontal=True)
 
 
 def draw_side(side: str, source: str, n: int, causal: bool) -> lab.SideView | None:

@@ -5,6 +5,7 @@ import math
 import streamlit as st
 
 from pages._ui import checkpoint_views, checkpoints, controls, frame, session, session_keys, timing
+from pages._ui.controls import fields
 from pages._ui.memo import VIEW_THREADS, memo
 from pages.compress import conversion, plan_search
 from tnn_core.lab import compress as lab
@@ -79,20 +80,15 @@ def band_rank_method(columns, n0: int, changed: list[str],
     """Every layer's band m, rank r and low-rank A in three ``columns``, each brought within
     what a model trained at ``n0`` allows (what changed noted in ``changed``)."""
     most_band, most_rank = max(1, min(2 * n0 - 2, lab.MAX_SIZE)), max(2, min(n0, lab.MAX_SIZE))
-    band = int(controls.control(columns[0].number_input, "Band m", 1, most_band,
-                                default_within(session_keys.BAND, "m", 1, most_band, 9, changed),
-                                key="band", disabled=disabled,
-                                help=f"Taps of the band: lags |k| ≤ m//2 (causal: 0 ≤ k < m). "
-                                     f"At most 2 n0 − 2 = {2 * n0 - 2}."))
-    rank = int(controls.control(columns[1].number_input, "Inducing points r", 2, most_rank,
-                                default_within(session_keys.RANK, "r", 2, most_rank, 32, changed),
-                                key="rank", disabled=disabled,
-                                help=f"Rank of the low-rank part (causal: knots of the tail), "
-                                     f"from 2 to n0 = {n0}."))
-    method = controls.control(columns[2].radio, "Low-rank A", ["sample", "fit"], index=1,
-                              key="method", horizontal=True, disabled=disabled,
-                              help="fit: least squares, the smallest Frobenius error. sample: "
-                                   "the kernel read at the inducing lags, as SKI-TNN does.")
+    band, rank = fields.COMPRESS_BAND, fields.COMPRESS_RANK
+    band = int(controls.control(columns[0].number_input, band, high=most_band, value=default_within(
+        session_keys.BAND, "m", band.low, most_band, band.default, changed), disabled=disabled,
+        says={"most": 2 * n0 - 2}))
+    rank = int(controls.control(columns[1].number_input, rank, high=most_rank, value=default_within(
+        session_keys.RANK, "r", rank.low, most_rank, rank.default, changed), disabled=disabled,
+        says={"n0": n0}))
+    method = controls.control(columns[2].radio, fields.COMPRESS_METHOD, horizontal=True,
+                              disabled=disabled)
     return band, rank, method
 
 
@@ -279,9 +275,7 @@ def opened_source() -> tuple:
     """The checkpoint chosen, opened: (key, model, task); else the page stops, saying why."""
     key = checkpoints.checkpoint_select(
         "No checkpoints yet: train one on the Train page, or upload one on the Inspect page.",
-        "Shipped examples, your saved runs and this session's uploads (upload on the Inspect "
-        "page). Only tno and fd models can be converted: their layers apply one learned "
-        "Toeplitz matrix per channel.")
+        fields.COMPRESS_CHECKPOINT)
     try:
         model, info = checkpoints.load_checkpoint(key)
         task = None if lab.is_kernels_only(info.task) else checkpoints.checkpoint_task(key)

@@ -23,6 +23,7 @@ from pages._ui import (
     session_keys,
     timing,
 )
+from pages._ui.controls import fields
 from pages._ui.memo import memo
 from pages.decomposition import notes, speed_at_setting
 from pages.figures import decomposition as figure
@@ -44,53 +45,39 @@ def theorem1_panel(coeffs: np.ndarray, band: int, rank: int, causal: bool,
     return lab.theorem1_panel(coeffs, band, rank, causal, method)
 
 
-def bounded_input(column, label: str, top: int, key: str, help: str) -> int:
-    """A number input 0..top bound to the URL; a value carried in from elsewhere (another
-    source, a link, Inspect) is clamped first."""
-    if st.session_state.get(key, 0) > top:
-        st.session_state[key] = top
-    return int(controls.control(column.number_input, label, 0, top, 0, key=key, help=help))
+def bounded_input(column, field, top: int, says: dict | None = None) -> int:
+    """The number input ``field``, 0..top, bound to the URL; a value carried in from
+    elsewhere (another source, a link, Inspect) is clamped first."""
+    if st.session_state.get(field.name, 0) > top:
+        st.session_state[field.name] = top
+    return int(controls.control(column.number_input, field, high=top, value=0, says=says))
 
 
 def kernel_source_picker(left, right) -> KernelSource:
     """The Source selector (in column ``left``, a channel in ``right``): a synthetic preset,
     one channel of a fresh operator, typed coefficients, or a learned channel."""
-    name = controls.control(left.selectbox, "Source", list(kernels.SOURCE_LABELS),
-                            format_func=kernels.SOURCE_LABELS.get, key="source",
-                            help="Which Toeplitz kernel to decompose: synthetic shapes, one "
-                                 "channel of a freshly initialised operator (seeded from the "
-                                 "sidebar), your numbers, or a learned channel.")
+    name = controls.control(left.selectbox, fields.SOURCE, options=list(kernels.SOURCE_LABELS),
+                            format_func=kernels.SOURCE_LABELS.get)
     if name == "checkpoint":
         return checkpoint_source_picker(right)
     if name in ("tno", "ski", "fd"):
-        channel = bounded_input(right, "Channel", lab.OPERATOR_CHANNELS - 1, "channel",
-                                "Which channel of the operator (each has its own Toeplitz "
-                                "matrix).")
+        channel = bounded_input(right, fields.OPERATOR_CHANNEL, fields.OPERATOR_CHANNEL.high)
     else:
         channel = 0
     text = ""
     if name == "custom":
-        text = controls.control(st.text_input, "Coefficients t_{-(n-1)}, …, t_{n-1}",
-                                "0 0.1 0.2 0.4 3 0.4 0.2 0.1 0", key="coefficients",
-                                max_chars=lab.MAX_TYPED_CHARS,
-                                help="An odd number 2n - 1 of numbers, comma or space separated: "
-                                     "the middle one is t_0. They fix n: the length slider "
-                                     "is ignored, and r and m are clamped to that n. At most "
-                                     f"{2 * lab.MAX_TYPED_LENGTH - 1} numbers "
-                                     f"(n ≤ {lab.MAX_TYPED_LENGTH}).")
+        text = controls.control(st.text_input, fields.COEFFICIENTS, max_chars=lab.MAX_TYPED_CHARS)
     return KernelSource(name, channel, text)
 
 
 def checkpoint_source_picker(column) -> KernelSource:
     key = checkpoints.checkpoint_select("There are no checkpoints yet: train one on the Train "
-                                        "page.", "Shipped examples, your saved runs, uploads.")
+                                        "page.")
     model, _ = checkpoints.load_checkpoint(key)
     layers, channels = len(model.operators()), model.operators()[0].dim
     a, b = column.columns(2)
-    layer = bounded_input(a, "Layer", layers - 1, "layer",
-                          f"Which of the model's {layers} layers.")
-    channel = bounded_input(b, "Channel", channels - 1, "channel",
-                            f"Which of the layer's {channels} channels.")
+    layer = bounded_input(a, fields.LAYER, layers - 1, {"layers": layers})
+    channel = bounded_input(b, fields.CHANNEL, channels - 1, {"channels": channels})
     if model.config.operator.kind == "togeipi":
         st.caption(lab.TOGEIPI_PART)
     return KernelSource("checkpoint", channel, checkpoint=key, layer=layer)
@@ -123,11 +110,7 @@ def page_controls() -> tuple[KernelSource, int, bool, str]:
         st.stop()
     if source.name not in ("tno", "ski", "fd", "checkpoint"):
         top[1].caption("One channel only.")
-    n = controls.control(top[2].slider, "Length n", 1, 4096, 512, key="n",
-                         disabled=source.name == "custom",
-                         help="T is n × n. Everything on this page is exact at this n; the "
-                              "pictures show every k-th row and column when n is large. Typed "
-                              "coefficients fix n.")
+    n = controls.control(top[2].slider, fields.LENGTH, disabled=source.name == "custom")
     if source.has_decay:
         top[3].caption("Decay λ: a slider of the figure below.")
     else:
@@ -135,17 +118,8 @@ def page_controls() -> tuple[KernelSource, int, bool, str]:
                                                 "checkpoint" else "FD-TNN has no decay bias."
                                                 if source.name == "fd" else
                                                 "typed coefficients have their own."))
-    causal = controls.control(top[4].toggle, "Causal", key="causal",
-                              help="A causal kernel is zero at negative lags. Watch what that does "
-                                   "to the low-rank part.")
-    method = controls.control(top[5].radio, "Low-rank A", ["sample", "fit"],
-                              key="method", horizontal=True,
-                              help="sample: A_ij = k̃(p_i - p_j), the kernel continued across the "
-                                   "band (as SKI-TNN does), computed in the browser as you drag. "
-                                   "fit: the Toeplitz A that minimises the Frobenius error (least "
-                                   "squares), from the server once a value settles. fit is optimal "
-                                   "in Frobenius norm only: in spectral norm it is worse than "
-                                   "sample in about 13 % of settings (up to 1.10×).")
+    causal = controls.control(top[4].toggle, fields.CAUSAL)
+    method = controls.control(top[5].radio, fields.METHOD, horizontal=True)
     return source, n, causal, method
 
 

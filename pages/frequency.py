@@ -5,6 +5,7 @@ browser as its controls move (pages/figures/fd_kernel.js), then its decay agains
 import streamlit as st
 
 from pages._ui import controls, frame
+from pages._ui.controls import fields
 from pages.figures import fd_kernel
 from tnn_core.lab import frequency as lab
 
@@ -25,15 +26,8 @@ def main() -> None:
 
     figure_place = st.container()
     left, right = st.columns(2)
-    n = controls.control(left.slider, "Sequence length n", 1, 4096, 512, key="n",
-                         help="The operator builds the response on N = fft_size(n) "
-                              "frequencies, the smallest even 5-smooth FFT size ≥ 2n, and "
-                              "applies lags −(n−1) … n−1. The figure redraws on the new grid "
-                              "once you let go.")
-    depth = controls.control(right.slider, "MLP depth", 0, 4, 1, key="depth",
-                             help="Hidden layers between the input and output layers "
-                                  "(OperatorConfig.rpe_layers); the server sends the weights of "
-                                  "this depth for every width.")
+    n = controls.control(left.slider, fields.FREQUENCY_LENGTH)
+    depth = controls.control(right.slider, fields.DEPTH)
     try:
         with figure_place:
             setting = fd_kernel.mount(n, depth, KERNEL_FIGURE, locked=tuple(

@@ -19,6 +19,7 @@ from pages._ui import (
     session_keys,
     timing,
 )
+from pages._ui.controls import fields
 from pages.inspect import (
     channel_drill,
     checkpoint_upload,
@@ -113,8 +114,7 @@ def opened_checkpoint() -> tuple[Inspected, torch.nn.Module, inspect_lab.Checkpo
     foreign_upload.show()
     key = checkpoints.checkpoint_select(
         "No checkpoints yet: train one on the Train page, or upload one above.",
-        "Shipped examples in the order they teach most (each says what it shows), your saved "
-        "runs, and uploads. Links carry shipped ones only.")
+        fields.INSPECT_CHECKPOINT)
     try:
         model, info = checkpoints.load_checkpoint(key)
     except (inspect_lab.CheckpointError, ValueError) as err:

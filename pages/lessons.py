@@ -10,6 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from pages._ui import controls, frame, session_keys
+from pages._ui.controls import fields
 from pages._ui.memo import memo
 from pages.lessons import predictions, steps
 from tnn_core.lab import lesson as lesson_lab
@@ -98,17 +99,14 @@ def chosen_step(found: dict[str, lesson_lab.Lesson], presenting: bool):
     body, fold = ((first, second.expander("Lesson, step and presenter mode")) if presenting
                   else (second, first))
     top = fold.columns([3, 1, 1])
-    title = controls.control(top[0].selectbox, "Lesson", list(found), key="lesson",
+    title = controls.control(top[0].selectbox, fields.LESSON, options=list(found),
                              on_change=go_to, args=(1,))  # another lesson: its first step
     count = len(found[title].steps)
     if not 1 <= st.session_state.get(session_keys.STEP, 1) <= count:
         st.session_state[session_keys.STEP] = 1
-    number = int(controls.control(top[1].number_input, "Step", 1, count, key="step",
-                                  on_change=forget_prediction,
-                                  help=f"{count} steps; the address bar links to this step."))
-    present = controls.control(top[2].toggle, "Presenter mode", key="present",
-                               help="Larger type, no sidebar, one step per screen; the arrow "
-                                    "keys move between steps.")
+    number = int(controls.control(top[1].number_input, fields.STEP, high=count,
+                                  on_change=forget_prediction, says={"count": count}))
+    present = controls.control(top[2].toggle, fields.PRESENT)
     return title, number, present, body
 
 

@@ -13,6 +13,8 @@ import re
 from pathlib import Path
 
 from tnn_core.lab import lesson as lesson_lab
+from tnn_core.lab.common import page_controls
+from tnn_core.lab.common.decomposition_figures import SIDES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,18 +28,27 @@ def _query_param_keys(node: ast.Assign) -> set[str]:
             and isinstance(t.slice, ast.Constant)}
 
 
-def _sides(key: ast.JoinedStr) -> set[str]:
-    """Compare's f"{side}_band": the key of sides a and b."""
-    suffix = "".join(v.value for v in key.values if isinstance(v, ast.Constant))
-    return {f"a{suffix}", f"b{suffix}"}
+def _fields(node: ast.AST) -> set[str]:
+    """The URL keys of the declared widgets ``node`` names: ``fields.NAME``
+    (``page_controls.NAME``), or ``fields.side_method(side)``, Compare's a_method and
+    b_method."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr == "side_method":
+        return {page_controls.side_method(side).name for side in SIDES}
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+            node.value.id == "fields":
+        named = getattr(page_controls, node.attr)
+        return {named.name} if isinstance(named, page_controls.Field) else set()
+    return set()
 
 
 def _bound_keys(path: Path) -> set[str]:
-    """The keys of a page's controls in the URL (literal keys, as the pages write): widgets
-    bound to it, values the page writes to it (``st.query_params[...] =`` or
-    ``figures.keep_in_link``)."""
+    """The keys of a page's controls in the URL: the declared widgets it draws
+    (``controls.control(widget, fields.NAME)``, a helper given ``fields.NAME``), values the
+    page writes to it (``st.query_params[...] =`` or ``figures.keep_in_link``)."""
     keys = set()
     for node in ast.walk(ast.parse(path.read_text())):
+        keys |= _fields(node)
         if isinstance(node, ast.Assign):
             keys |= _query_param_keys(node)
         if isinstance(node, ast.Call):
@@ -45,15 +56,6 @@ def _bound_keys(path: Path) -> set[str]:
             if name == "keep_in_link" and node.args:  # figures.keep_in_link({"name": value})
                 keys |= {k.value for d in ast.walk(node.args[0]) if isinstance(d, ast.Dict)
                          for k in d.keys if isinstance(k, ast.Constant)}
-            kw = {k.arg: k.value for k in node.keywords}
-            if name == "control":  # controls.control(widget, ..., key=...): bound to the URL
-                key = kw.get("key")
-                if isinstance(key, ast.Constant):
-                    keys.add(key.value)
-                elif isinstance(key, ast.JoinedStr):  # Compare's f"{side}_method"
-                    keys |= _sides(key)
-            elif isinstance(node.func, ast.Name) and node.func.id == "bounded_input":
-                keys.add(node.args[3].value)  # the page's own bound number input
     return keys
 
 

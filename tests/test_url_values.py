@@ -25,24 +25,36 @@ APP = str(ROOT / "app.py")
 LONG = "7" * 100_000  # a 100 KB value
 
 # One control of each kind, bound to the URL through the page helper, on a test page that
-# declares them as the app's pages do (lab.common.url_controls).
+# declares them as the app's pages do (lab.common.page_controls, from which url_controls
+# takes the page's names).
 CONTROLS = """
 import streamlit as st
 from pages._ui import controls
-from tnn_core.lab.common import url_controls
+from tnn_core.lab.common import page_controls, url_controls
+from tnn_core.lab.common.page_controls import Field
 
-url_controls.URL_CONTROLS.setdefault("controls", ("n", "decay", "seed", "scale", "source",
-                                                  "method", "causal", "smooth", "text"))
+F = {f.name: f for f in (
+    Field("n", "n", low=1, high=4096, default=512),
+    Field("decay", "decay", low=0.5, high=1.0, default=0.99),
+    Field("seed", "seed", low=0, high=2**31 - 1, default=0),
+    Field("scale", "scale", low=0.0, high=10.0, default=1.0),
+    Field("source", "source", options=("spike", "tno")),
+    Field("method", "method", options=("sample", "fit")),
+    Field("causal", "causal"),
+    Field("smooth", "smooth", default=True),
+    Field("text", "text", default="1 2 1"))}
+page_controls.PAGE_FIELDS.setdefault("controls", tuple(F.values()))
+url_controls.URL_CONTROLS.setdefault("controls", tuple(F))
 controls.link_notice("controls")
-controls.control(st.slider, "n", 1, 4096, 512, key="n")
-controls.control(st.slider, "decay", 0.5, 1.0, 0.99, step=0.005, key="decay")
-controls.control(st.number_input, "seed", 0, 2**31 - 1, 0, key="seed")
-controls.control(st.number_input, "scale", 0.0, 10.0, 1.0, key="scale")
-controls.control(st.selectbox, "source", ["spike", "tno"], format_func=str.upper, key="source")
-controls.control(st.radio, "method", ["sample", "fit"], key="method")
-controls.control(st.toggle, "causal", key="causal")
-controls.control(st.checkbox, "smooth", value=True, key="smooth")
-controls.control(st.text_input, "text", "1 2 1", max_chars=10, key="text")
+controls.control(st.slider, F["n"])
+controls.control(st.slider, F["decay"], step=0.005)
+controls.control(st.number_input, F["seed"])
+controls.control(st.number_input, F["scale"])
+controls.control(st.selectbox, F["source"], format_func=str.upper)
+controls.control(st.radio, F["method"])
+controls.control(st.toggle, F["causal"])
+controls.control(st.checkbox, F["smooth"])
+controls.control(st.text_input, F["text"], max_chars=10)
 """
 KINDS = {"n": "slider", "decay": "slider", "seed": "number_input", "scale": "number_input",
          "source": "selectbox", "method": "radio", "causal": "toggle", "smooth": "checkbox",
@@ -178,18 +190,19 @@ def test_every_linked_control_goes_through_the_check():
 
 
 def test_a_control_the_page_has_not_declared_stops_the_page():
-    """A page binding a key its lab declaration (lab.common.url_controls) lacks raises on its
-    first run, so no page's link can drift from what lessons may set."""
+    """A page drawing a widget its declaration (lab.common.page_controls) lacks raises on
+    its first run, so no page's link can drift from what lessons may set."""
     at = AppTest.from_string("""
 import streamlit as st
 from pages._ui import controls
+from tnn_core.lab.common.page_controls import Field
 controls.link_notice("basics")
-controls.control(st.slider, "n", 1, 64, 8, key="n")
-controls.control(st.slider, "rank", 2, 64, 8, key="rank")
+controls.control(st.number_input, controls.fields.CELL_I, high=63)
+controls.control(st.slider, Field("rank", "Rank r", low=2, high=64, default=8))
 """, default_timeout=60).run()
-    assert at.slider(key="n").value == 8  # declared for basics
-    assert len(at.exception) == 1 and "the 'basics' page binds 'rank' to its URL, but " \
-        "tnn_core/lab/common/url_controls.py does not declare it" in at.exception[0].message
+    assert at.number_input(key="cell_i").value == 0  # declared for basics
+    assert len(at.exception) == 1 and "the 'basics' page draws the control 'rank' ('Rank r'), " \
+        "but tnn_core/lab/common/page_controls.py does not declare it" in at.exception[0].message
 
 
 # -- every page, opened from a link -----------------------------------------------------------

@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from pages._ui import controls, session_keys
+from pages._ui.controls import fields
 from tnn_core.lab.common.linked_cell import SELECTION, cell_from_selection, cell_picker, linked_cell
 
 
@@ -59,12 +60,8 @@ def cell_inputs(n: int):
     for key in ("cell_i", "cell_j"):
         if st.session_state.get(key, 0) > n - 1:
             st.session_state[key] = n - 1
-    i = controls.control(a.number_input, "Cell row i", 0, n - 1, min(n - 1, CELL[0]),
-                         key="cell_i",
-                         help="Row of the cell of T to follow; or click a cell of T beside.")
-    j = controls.control(b.number_input, "Cell column j", 0, n - 1, min(n - 1, CELL[1]),
-                         key="cell_j",
-                         help="Column of the cell of T to follow; or click a cell of T beside.")
+    i = controls.control(a.number_input, fields.CELL_I, high=n - 1, value=min(n - 1, CELL[0]))
+    j = controls.control(b.number_input, fields.CELL_J, high=n - 1, value=min(n - 1, CELL[1]))
     return int(i), int(j)
 
 

@@ -10,10 +10,12 @@ import numpy as np
 import streamlit as st
 
 from pages._ui import controls, session_keys
+from pages._ui.controls import fields
 from pages._ui.memo import VIEW_THREADS, memo
 from tnn_core.lab.common import checkpoints as lab
 from tnn_core.lab.common import saving, uploads
 from tnn_core.lab.common.kernel_sources import learned_kernel
+from tnn_core.lab.common.page_controls import Field
 
 USER_CHECKPOINTS = Path(os.environ.get("TOEPLITZ_LAB_USER_CHECKPOINTS",
                                        Path(__file__).resolve().parents[2] / "checkpoints"
@@ -32,7 +34,7 @@ def checkpoint_choices() -> dict[str, str]:
         key: f"{name} (uploaded)" for key, name in _session_uploads().names().items()}
 
 
-def checkpoint_select(none_yet: str, help: str) -> str:
+def checkpoint_select(none_yet: str, field: Field = fields.CHECKPOINT) -> str:
     """The pages' checkpoint select box (in the URL); its key. A checkpoint the session
     chose that is no longer there (another session's upload, a dropped one) gives way to
     the first. Where there is no checkpoint at all, ``none_yet`` is shown and the page
@@ -44,8 +46,8 @@ def checkpoint_select(none_yet: str, help: str) -> str:
     if st.session_state.get(session_keys.CHECKPOINT, next(iter(choices))) not in choices:
         # e.g. another session's upload
         st.session_state[session_keys.CHECKPOINT] = next(iter(choices))
-    return controls.control(st.selectbox, "Checkpoint", list(choices),
-                            format_func=choices.get, key="checkpoint", help=help)
+    return controls.control(st.selectbox, field, options=list(choices),
+                            format_func=choices.get)
 
 
 @memo(max_entries=16, spinner="Loading checkpoint…", threads=VIEW_THREADS)

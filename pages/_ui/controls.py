@@ -1,13 +1,15 @@
 """Controls bound to the URL: a teacher's link opens exactly the view.
 
-``control(st.slider, "Length n", 1, 4096, 512, key="n")`` draws a Streamlit widget bound to
-the URL under its key (``bind="query-params"``) and disabled while a lesson's view locks it
+``control(st.slider, page_controls.LENGTH)`` draws the Streamlit widget declared there (its
+key, label, help, range and default) bound to the URL under its name (``bind="query-params"``)
+and disabled while a lesson's view locks it
 (the URL's ``lock``). A widget bound to the URL takes its value from the link on its first
 run; Streamlit drops a value it cannot use without a word, cuts a text to max_chars, and
 crashes on an infinite value for a whole-number input. ``control`` checks the value first
 (``link_values``) and says so, one line per value in one notice at the top of the page, kept
-there until one of the page's linked controls moves. A key the page has not declared in
-``tnn_core.lab.common.url_controls`` raises (LookupError) before anything is drawn.
+there until one of the page's linked controls moves. A key the page has not declared
+(``tnn_core.lab.common.page_controls``, from which ``url_controls`` takes each page's names)
+raises (LookupError) before anything is drawn.
 """
 
 from __future__ import annotations
@@ -19,7 +21,12 @@ import streamlit as st
 
 from pages._ui import session_keys, streamlit_internals
 from pages._ui.link_values import link_display, link_value_problem, quoted
+from tnn_core.lab.common import page_controls as fields
 from tnn_core.lab.common import url_controls
+from tnn_core.lab.common.page_controls import Field
+
+_NUMBERS = ("slider", "number_input")  # widgets with a range
+_CHOICES = ("selectbox", "radio")  # widgets with options
 
 
 @dataclasses.dataclass
@@ -52,12 +59,39 @@ def link_notice(page: str) -> None:
     _draw_link_notice()
 
 
-def control(widget, *args, key: str, **kwargs):
-    """``widget(*args, key=key, **kwargs)``: a Streamlit slider, number_input, selectbox,
-    radio, toggle, checkbox or text_input, bound to the URL under ``key`` and disabled while
-    a lesson locks it. A link value it would drop or change goes into the page's notice; one
-    that would crash the page is taken out of the link first, and the page runs again
-    without it."""
+def control(widget, field: Field, *, high=None, options=None, value=None,
+            says: dict | None = None, **kwargs):
+    """The Streamlit ``widget`` (a slider, number_input, selectbox, radio, toggle, checkbox
+    or text_input) declared as ``field``, bound to the URL under its name and disabled while
+    a lesson locks it. What depends on what is open is given here: the range's ``high`` end,
+    the ``options``, the ``value`` it opens at, the numbers ``says`` fills into its help.
+    A link value it would drop or change goes into the page's notice; one that would crash
+    the page is taken out of the link first, and the page runs again without it."""
+    page = st.session_state[session_keys.LINK_RUN].page
+    if field not in fields.PAGE_FIELDS.get(page, ()) + fields.SIDEBAR:
+        raise LookupError(f"the {page!r} page draws the control {field.name!r} "
+                          f"({field.label!r}), but tnn_core/lab/common/page_controls.py does "
+                          f"not declare it for that page: add it to PAGE_FIELDS[{page!r}]")
+    kind, key = widget.__name__, field.name
+    opening = field.default if value is None else value
+    args: tuple = (field.label,)
+    if kind in _NUMBERS:
+        args += (field.low, field.high if high is None else high)
+        args += () if opening is None else (opening,)  # None: the range's low end
+    elif kind in _CHOICES:
+        listed = list(field.options if options is None else options)
+        args += (listed,)
+        if opening is not None:
+            kwargs.setdefault("index", listed.index(opening))
+    elif opening is not None:  # toggle, checkbox: value; text_input: value
+        kwargs.setdefault("value", opening)
+    if field.help:
+        kwargs.setdefault("help", field.help.format(**(says or {})))
+    return _bound(widget, args, key, kwargs)
+
+
+def _bound(widget, args: tuple, key: str, kwargs: dict):
+    """``widget(*args, **kwargs)`` under ``key``, bound to the URL and checked (``control``)."""
     run = st.session_state[session_keys.LINK_RUN]
     url_controls.check_declared(run.page, key)
     kwargs = dict(kwargs, key=key, bind="query-params")

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages._ui import charts, checkpoint_views, controls, frame, session_keys
+from pages._ui.controls import fields
 from pages.inspect.inspected import Inspected
 from tnn_core.lab import inspect as inspect_lab
 
@@ -33,12 +34,11 @@ def show(inspected: Inspected, n: int) -> Drilled | None:
         st.info(inspect_lab.NO_CHANNEL_MATRIX, icon=":material/info:")
         return None
     d = st.columns(4)
-    layer = int(controls.control(d[0].number_input, "Layer", 0, inspected.layers - 1,
-                                 key="layer", help="Which layer to drill into (in the link)."))
-    channel = int(controls.control(d[1].number_input, "Channel", 0, inspected.channels - 1,
-                                   key="channel",
-                                   help="Which channel (any of the layer's "
-                                        f"{inspected.channels}, measured or not; in the link)."))
+    layer = int(controls.control(d[0].number_input, fields.DRILL_LAYER,
+                                 high=inspected.layers - 1))
+    channel = int(controls.control(d[1].number_input, fields.DRILL_CHANNEL,
+                                   high=inspected.channels - 1,
+                                   says={"channels": inspected.channels}))
     st.subheader(f"Layer {layer}, channel {channel}")
     try:
         drill = checkpoint_views.channel_matrix(inspected.key, n, layer, channel)

@@ -9,35 +9,34 @@ every page here but the Lessons page itself).
 
 from __future__ import annotations
 
+from tnn_core.lab.common import figure_controls as figure
 from tnn_core.lab.common.decomposition_figures import SIDES
-from tnn_core.lab.common.figure_controls import (
-    DECOMPOSITION,
-    MODES,
-    TOEPLITZ,
-    WIDTH,
-    names,
-    side_controls,
-)
+from tnn_core.lab.common.page_controls import PAGE_FIELDS, names
+from tnn_core.lab.common.page_controls import SIDEBAR as SIDEBAR_FIELDS
 
 __all__ = ["URL_CONTROLS", "SIDEBAR", "check_declared"]
 
 # the sidebar's, on every page
-SIDEBAR = ("seed", "device")
-# page url_path -> the controls it binds to its URL: its own widgets', those of the pages/_ui
-# helpers it draws, and its figures' sliders (declared once, in figure_controls)
-URL_CONTROLS: dict[str, tuple[str, ...]] = {
-    "basics": ("preset", "causal", "coefficients", "cell_i", "cell_j", *names(TOEPLITZ)),
-    "decomposition": ("source", "channel", "coefficients", "checkpoint", "layer", "n", "causal",
-                      "method", "cell_i", "cell_j", *names((*DECOMPOSITION, MODES))),
-    "frequency": ("activation", "depth", "n", "causal", "smooth", WIDTH.name),
-    "speed": (),
-    "train": (),
-    "inspect": ("checkpoint", "layer", "channel"),
-    "compress": ("checkpoint", "band", "rank", "method"),
-    "compare": ("source", "n", "causal", *(f"{side}_method" for side in SIDES),
-                *(name for side in SIDES for name in names(side_controls(side, True)))),
-    "lessons": ("lesson", "step", "present", "guess", "sketch"),
+SIDEBAR = names(SIDEBAR_FIELDS)
+# page url_path -> values a figure keeps in the link that no declared widget or slider draws
+# (pages/figures.keep_in_link, a prediction's note_link_value)
+_KEPT = {
+    "basics": ("causal", "coefficients"),
+    "frequency": ("activation", "causal", "smooth"),
+    "lessons": ("guess", "sketch"),
 }
+# page url_path -> the figure sliders it mounts (declared once, in figure_controls)
+_SLIDERS = {
+    "basics": figure.TOEPLITZ,
+    "decomposition": (*figure.DECOMPOSITION, figure.MODES),
+    "frequency": (figure.WIDTH,),
+    "compare": tuple(c for side in SIDES for c in figure.side_controls(side, True)),
+}
+# page url_path -> the controls it binds to its URL: its widgets' (page_controls), its
+# figures' sliders and what its figures keep in the link
+URL_CONTROLS: dict[str, tuple[str, ...]] = {
+    page: (*names(fields), *_KEPT.get(page, ()), *figure.names(_SLIDERS.get(page, ())))
+    for page, fields in PAGE_FIELDS.items()}
 
 
 def check_declared(page: str, key: str) -> None:
