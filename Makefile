@@ -2,7 +2,8 @@
 #   make run   create .venv, install requirements.txt, start the app
 #   make test  the same, plus the test dependencies, then ruff and the whole suite (as CI)
 #   make quick the suite without its slow tier (pytest -m "not slow": browser, torchrun,
-#              training and timing runs), for the edit-test loop: about 3 minutes here
+#              training and timing runs, and every test over half a second alone:
+#              tests/slow_cases.txt), for the edit-test loop: about 75 s here
 #   make checkpoints  retrain the shipped example models, one after another, on the CPU
 VENV    ?= .venv
 PYTHON  := $(VENV)/bin/python

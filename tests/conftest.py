@@ -23,60 +23,13 @@ BROWSER_REQUIRED = (os.environ.get("TOEPLITZ_LAB_REQUIRE_BROWSER") == "1"
                     or os.environ.get("CI") == "true")
 
 
-# Slow cases marked here, by node id, where a marker in the file cannot go: a file at
-# test_layout's 400 lines, one case of a parametrized test whose other cases are quick.
-SLOW_CASES = {
-    "tests/test_compress.py::test_cli_search_prints_what_it_measured",  # a search, timed
-    "tests/test_compress.py::test_cli_search_saves_the_chosen_plan",  # a search
-    "tests/test_lessons.py::test_every_step_renders_and_reveals[2-tnn-rpe-and-decay]",  # Table 10
-    "tests/test_lessons.py::test_every_step_renders_and_reveals[5-reading-a-trained-model]",
-    "tests/test_lesson_answers.py::test_the_stated_answer_is_the_computed_one"
-    "[5-reading-a-trained-model:4]",  # scores a converted model
-    # over 1.5 s each in the quick tier (pytest --durations, 2026-11-25)
-    "tests/test_train_autosave.py::test_a_stopped_run_resumes_to_the_weights_of_an_"
-    "uninterrupted_one",
-    "tests/test_compress.py::test_cli_plans_by_an_error_budget",
-    "tests/test_compress_recurrent_page.py::test_per_layer_recurrent_has_its_own_s",
-    "tests/test_compress_page.py::test_converting_digits_tno_shows_the_metrics_and_saves",
-    "tests/test_run_comparison.py::test_runs_of_different_metrics_share_only_the_loss_axis",
-    "tests/test_compress.py::test_cli_output_round_trips_through_the_saved_checkpoint",
-    "tests/test_inspect_truth.py::test_each_checkpoint_opens_at_its_own_training_length",
-    "tests/test_lesson_answers.py::test_the_stated_answer_is_the_computed_one"
-    "[5-reading-a-trained-model:2]",
-    "tests/test_operator_contract.py::test_huge_sizes_are_refused_before_allocating",
-    "tests/test_report.py::test_a_non_ski_model_gets_the_defaults_or_the_given_band_and_rank",
-    "tests/test_train_autosave.py::test_stop_saves_and_a_new_session_resumes_the_run_to_its_"
-    "steps",  # 3.8 s (2026-11-25)
-    # over 3 s each in the quick tier (pytest --durations, 2026-11-29; docs/benchmarks.md)
-    "tests/test_uploads.py::test_inspect_refuses_issue_21s_uploads_before_allocating",
-    "tests/test_compress_cli_sweep.py::test_recurrent_without_state_prints_every_s_of_the_sweep",
-    "tests/test_exponential_fit.py::test_every_sum_of_up_to_32_exponentials_is_recovered[real]",
-    "tests/test_exponential_fit.py::test_every_sum_of_up_to_32_exponentials_is_recovered[mixed]",
-    "tests/test_exponential_fit.py::test_every_sum_of_up_to_32_exponentials_is_recovered[complex]",
-    "tests/test_convert_reader.py::test_every_hostile_case_is_refused_in_one_sentence",
-    "tests/test_relative_error.py::test_the_atlas_and_the_report_agree_on_charlm_fd_layer_0",
-    "tests/test_compress_recurrent.py::test_the_command_line_converts_a_saved_model",
-    "tests/test_compress_recurrent.py::test_more_modes_never_fit_worse",
-    "tests/test_app_decomposition.py::test_decomposition_share_link_round_trip[settings0]",
-    "tests/test_app.py::test_basics_every_preset_at_extreme_lengths[exponential]",
-    "tests/test_app.py::test_basics_every_preset_at_extreme_lengths[spike_smooth]",
-    "tests/test_snapshots.py::test_train_shows_the_replay_and_inspect_replays_the_saved_run",
-    "tests/test_app.py::test_basics_every_preset_at_extreme_lengths[oscillating]",
-    "tests/test_lesson_answers.py::test_the_stated_answer_is_the_computed_one[6-ssm-is-toeplitz:4]",
-    "tests/test_app.py::test_basics_every_preset_at_extreme_lengths[tno]",
-    "tests/test_variable_projection.py::"
-    "test_charlm_tno_layers_are_fitted_far_better_than_by_the_pencil[4-0.85]",
-    "tests/test_kernels_only_views.py::"
-    "test_decomposition_decomposes_a_kernels_only_channel_with_every_section[ko-causal]",
-    "tests/test_variable_projection.py::"
-    "test_charlm_tno_layers_are_fitted_far_better_than_by_the_pencil[2-0.6]",
-    "tests/test_kernels_only_views.py::"
-    "test_compress_shows_a_causal_kernels_only_models_errors_and_scores_nothing",
-    "tests/test_fit_starts_study.py::"
-    "test_the_best_is_never_above_the_labs_fit_which_is_never_above_the_pencils",
-    "tests/test_variable_projection.py::"
-    "test_scipy_from_the_pencils_start_does_no_better_within_the_residue_bound[1-5-3]",
-}
+# The tests of the slow tier that a marker in their file cannot reach (a file at
+# test_layout's 400 lines, one case of a parametrized test whose other cases are quick, a test
+# of a quick file that takes over half a second), by node id: tests/slow_cases.txt.
+SLOW_CASES = frozenset(
+    line.split("#", 1)[0].strip()
+    for line in (ROOT / "tests" / "slow_cases.txt").read_text().splitlines()
+    if line.split("#", 1)[0].strip())
 
 
 # The test files that use the Streamlit server (conftest's streamlit_server), in the order
