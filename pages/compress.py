@@ -75,17 +75,24 @@ def recurrent_choice(causal: bool, per_layer: bool, n0: int,
     return causal and form == RECURRENT, state
 
 
+def largest_band_rank(n0: int) -> tuple[int, int]:
+    """The largest m and r a model trained at ``n0`` takes: 2 n0 − 2 and n0, within the
+    declared ranges."""
+    m, r = fields.COMPRESS_BAND, fields.COMPRESS_RANK
+    return max(m.low, min(2 * n0 - 2, m.high)), max(r.low, min(n0, r.high))
+
+
 def band_rank_method(columns, n0: int, changed: list[str],
                      disabled: bool) -> tuple[int, int, str]:
     """Every layer's band m, rank r and low-rank A in three ``columns``, each brought within
     what a model trained at ``n0`` allows (what changed noted in ``changed``)."""
-    most_band, most_rank = max(1, min(2 * n0 - 2, lab.MAX_SIZE)), max(2, min(n0, lab.MAX_SIZE))
-    band, rank = fields.COMPRESS_BAND, fields.COMPRESS_RANK
-    band = int(controls.control(columns[0].number_input, band, high=most_band, value=default_within(
-        session_keys.BAND, "m", band.low, most_band, band.default, changed), disabled=disabled,
+    m, r = fields.COMPRESS_BAND, fields.COMPRESS_RANK
+    most_band, most_rank = largest_band_rank(n0)
+    band = int(controls.control(columns[0].number_input, m, high=most_band, value=default_within(
+        session_keys.BAND, "m", m.low, most_band, m.default, changed), disabled=disabled,
         says={"most": 2 * n0 - 2}))
-    rank = int(controls.control(columns[1].number_input, rank, high=most_rank, value=default_within(
-        session_keys.RANK, "r", rank.low, most_rank, rank.default, changed), disabled=disabled,
+    rank = int(controls.control(columns[1].number_input, r, high=most_rank, value=default_within(
+        session_keys.RANK, "r", r.low, most_rank, r.default, changed), disabled=disabled,
         says={"n0": n0}))
     method = controls.control(columns[2].radio, fields.COMPRESS_METHOD, horizontal=True,
                               disabled=disabled)
@@ -302,7 +309,7 @@ def opened_source() -> tuple:
 def plan_section(key: str, model, n0: int) -> tuple:
     """The plan: (the plan, or None after an error sentence; the search's method A)."""
     st.subheader("Plan")
-    most_band, most_rank = max(1, min(2 * n0 - 2, lab.MAX_SIZE)), max(2, min(n0, lab.MAX_SIZE))
+    most_band, most_rank = largest_band_rank(n0)
     config, changed = model.config, []
     per_layer = st.session_state.get(session_keys.PER_LAYER, False)
     recurrent, state_s = recurrent_choice(config.operator.causal, per_layer, n0, changed)

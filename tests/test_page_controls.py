@@ -4,6 +4,8 @@ page's names from it; a page cannot draw a widget its own list does not declare.
 
 from __future__ import annotations
 
+import string
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -78,3 +80,15 @@ def test_compare_s_sides_are_named_for_their_side():
     assert (b.name, b.default) == ("b_method", "fit")
     with pytest.raises(ValueError, match="side must be one of"):
         fields.side_method("c")
+
+
+def test_every_help_names_only_the_values_its_call_fills_in():
+    """A help is formatted with the call's ``says``: a stray brace would raise on the page,
+    and a placeholder must be a name (Compress's m: ``{most}``)."""
+    declared = {f for page in fields.PAGE_FIELDS.values() for f in page} | set(fields.SIDEBAR)
+    for field in declared:
+        names = [name for _, name, _, _ in string.Formatter().parse(field.help) if name is not None]
+        assert all(name.isidentifier() for name in names), (field.name, names)
+        assert field.help.format(**dict.fromkeys(names, 7)).count("7") >= len(names)
+    assert [name for _, name, _, _ in string.Formatter().parse(fields.STEP.help) if name] == [
+        "count"]
