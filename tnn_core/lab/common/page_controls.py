@@ -21,14 +21,12 @@ from tnn_core.analysis.presets import MAX_TYPED_LENGTH, OPERATOR_CHANNELS
 from tnn_core.lab.common.decomposition_figures import SIDES
 from tnn_core.operators.config import MAX_SIZE
 
-__all__ = ["Field", "PAGE_FIELDS", "names", "DEVICE", "SEED", "SIDEBAR", "LESSON", "STEP",
-           "PRESENT", "PRESET", "CELL_I",
-           "CELL_J", "CHECKPOINT", "INSPECT_CHECKPOINT", "COMPRESS_CHECKPOINT", "LAYER",
-           "CHANNEL", "OPERATOR_CHANNEL", "SOURCE",
-           "COEFFICIENTS", "LENGTH", "CAUSAL", "METHOD", "FREQUENCY_LENGTH", "DEPTH",
-           "DRILL_LAYER", "DRILL_CHANNEL", "COMPRESS_BAND", "COMPRESS_RANK", "COMPRESS_METHOD",
-           "SHARED_SOURCE", "SHARED_LENGTH", "SHARED_CAUSAL", "side_method", "METHODS",
-           "TYPED_DEFAULT"]
+__all__ = ["Field", "PAGE_FIELDS", "names", "side_method", "METHODS", "TYPED_DEFAULT",
+           "DEVICE", "SEED", "SIDEBAR", "LESSON", "STEP", "PRESENT", "CHECKPOINT",
+           "INSPECT_CHECKPOINT", "COMPRESS_CHECKPOINT", "LAYER", "CHANNEL", "CELL_I", "CELL_J",
+           "PRESET", "SOURCE", "OPERATOR_CHANNEL", "COEFFICIENTS", "LENGTH", "CAUSAL", "METHOD",
+           "FREQUENCY_LENGTH", "DEPTH", "DRILL_LAYER", "DRILL_CHANNEL", "COMPRESS_BAND",
+           "COMPRESS_RANK", "COMPRESS_METHOD", "SHARED_SOURCE", "SHARED_LENGTH", "SHARED_CAUSAL"]
 
 METHODS = ("sample", "fit")  # the low-rank A: sampled from the kernel, or fitted
 TYPED_DEFAULT = "0 0.1 0.2 0.4 3 0.4 0.2 0.1 0"  # the coefficients a typed kernel opens with

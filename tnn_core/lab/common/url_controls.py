@@ -1,10 +1,11 @@
-"""The controls each page binds to its URL: the one declaration of a page's link.
+"""The controls each page binds to its URL, derived from where each is declared.
 
-A page's control bound to the URL (``pages/_ui/controls.control``) or a figure's value kept
-in the link (``pages/figures.keep_in_link``) must be declared here for that page, or the
-page raises on its first run: a link the lab does not know about cannot drift from the
-page. Lessons may set a view's controls from the same table (``lab.lesson.VIEW_PAGES``:
-every page here but the Lessons page itself).
+A page's widget bound to the URL is declared in ``page_controls`` (drawn by
+``pages/_ui/controls.control``), a figure's slider in ``figure_controls``, and a value a
+figure keeps in the link without a widget (``pages/figures.keep_in_link``) in ``_KEPT``
+below. A key outside a page's entry raises on the page's first run: a link the lab does not
+know about cannot drift from the page. Lessons may set a view's controls from the same
+table (``lab.lesson.VIEW_PAGES``: every page here but the Lessons page itself).
 """
 
 from __future__ import annotations
