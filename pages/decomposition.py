@@ -45,9 +45,11 @@ def theorem1_panel(coeffs: np.ndarray, band: int, rank: int, causal: bool,
     return lab.theorem1_panel(coeffs, band, rank, causal, method)
 
 
-def bounded_input(column, field, top: int, says: dict | None = None) -> int:
-    """The number input ``field``, 0..top, bound to the URL; a value carried in from
-    elsewhere (another source, a link, Inspect) is clamped first."""
+def bounded_input(column, field, top: int | None = None, says: dict | None = None) -> int:
+    """The number input ``field``, 0..top (the field's declared high end unless given: a
+    model's layers or channels), bound to the URL; a value carried in from elsewhere
+    (another source, a link, Inspect) is clamped first."""
+    top = int(field.high) if top is None else top
     if st.session_state.get(field.name, 0) > top:
         st.session_state[field.name] = top
     return int(controls.control(column.number_input, field, high=top, value=0, says=says))
@@ -61,7 +63,7 @@ def kernel_source_picker(left, right) -> KernelSource:
     if name == "checkpoint":
         return checkpoint_source_picker(right)
     if name in ("tno", "ski", "fd"):
-        channel = bounded_input(right, fields.OPERATOR_CHANNEL, fields.OPERATOR_CHANNEL.high)
+        channel = bounded_input(right, fields.OPERATOR_CHANNEL)
     else:
         channel = 0
     text = ""

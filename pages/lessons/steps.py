@@ -10,8 +10,9 @@ one learned channel on the Toeplitz figure, the atlas's medians, the band ablati
 TNN's Table 10; for Compress, one conversion's scores without its timing. A view of
 another page (Speed, Train) opens that page embedded (pages/lessons.py).
 
-Also here, as they read a view's settings: the curve a sketch question is compared with
-(``sketch_curve``) and the choice a computed question's data decide (``computed_answer``).
+A view's settings are read against the pages' declared controls (``view_settings``). Also
+here, as they read them: the curve a sketch question is compared with (``sketch_curve``)
+and the choice a computed question's data decide (``computed_answer``).
 """
 
 from __future__ import annotations
@@ -22,9 +23,22 @@ import numpy as np
 import streamlit as st
 
 from pages._ui import charts, checkpoint_views, checkpoints, circulant, frame, kernels, numbers
+from pages._ui.controls import fields
 from pages._ui.memo import memo
 from pages._ui.session_keys import revealed as revealed_key
 from pages.figures import decomposition, difference, fd_kernel, recurrent_fit, toeplitz
+from pages.lessons.view_settings import (
+    activation,
+    checkpoint_key,
+    compare_source,
+    conversion_setting,
+    decomposition_source,
+    fd_kernel_args,
+    label_key,
+    read,
+    slider_values,
+    switch,
+)
 from tnn_core.lab import lesson as lesson_lab
 from tnn_core.lab.lesson import (
     BAND_SHARE_NAME,
@@ -45,29 +59,9 @@ __all__ = ["show", "revealed", "sketch_curve", "computed_answer"]
 METHODS = {"sample": "A sampled", "fit": "A fitted"}
 ABLATION_BAND = 9  # lags Inspect's band ablation keeps in a step (the atlas's default)
 CURVE_HEIGHT = 170  # CSS pixels of the error curve under the decomposition figure
-
-
-def _whole(settings: Mapping, name: str, default: int) -> int:
-    return int(float(settings.get(name, default)))
-
-
-def _number(settings: Mapping, name: str, default: float) -> float:
-    return float(settings.get(name, default))
-
-
-def _switch(settings: Mapping, name: str, default: bool) -> bool:
-    return str(settings.get(name, str(default))).lower() == "true"
-
-
-def _key_of(labels: Mapping[str, str], label: str, what: str) -> str:
-    found = next((key for key, shown in labels.items() if shown == label), None)
-    if found is None:
-        raise ValueError(f"the step's {what} {label!r} is none of {sorted(labels.values())}")
-    return found
-
-
-def _sliders(settings: Mapping, names: tuple[str, ...]) -> dict:
-    return {name: float(settings[name]) for name in names if name in settings}
+TOEPLITZ_N, TOEPLITZ_DECAY, TOEPLITZ_CHANNEL = toeplitz.CONTROLS  # Basics' figure's sliders
+RANK, BAND, DECAY = decomposition.CONTROLS  # the band + W A Wᵀ figure's
+SIDE_SLIDERS = {c.name: c for c in difference.CONTROLS}  # each side's: a_rank, b_band, …
 
 
 def revealed(key: str) -> bool:
@@ -98,8 +92,7 @@ def show(view: View, wanted: tuple[str, ...], key: str) -> None:
     elif view.path == "inspect":
         _inspect(settings, wanted, key)
     elif view.path == "compress":
-        _conversion(_checkpoint(settings), _whole(settings, "band", 9),
-                    _whole(settings, "rank", 16), settings.get("method", "fit"))
+        _conversion(checkpoint_key(settings), *conversion_setting(settings))
     else:
         raise ValueError(f"the {view.path} page has no figures to draw in a step")
 
@@ -107,10 +100,9 @@ def show(view: View, wanted: tuple[str, ...], key: str) -> None:
 def _basics(settings: Mapping, locked: tuple[str, ...], wanted: tuple[str, ...],
             key: str) -> None:
     """Basics' Toeplitz figure and its circulant embedding."""
-    preset = _key_of(toeplitz.LABELS, settings.get("preset", toeplitz.LABELS[
-        "exponential"]), "kernel")
-    chosen = {**_sliders(settings, ("n", "decay", "channel")),
-              "causal": _switch(settings, "causal", False)}
+    preset = label_key(settings, fields.PRESET.name, toeplitz.LABELS)
+    chosen = {**slider_values(settings, ("n", "decay", "channel")),
+              "causal": switch(settings, "causal", False)}
     kernel = None
     if "toeplitz" in wanted:
         drawn = toeplitz.mount(preset, f"{key}:toeplitz", link=False, settings=chosen,
@@ -121,19 +113,19 @@ def _basics(settings: Mapping, locked: tuple[str, ...], wanted: tuple[str, ...],
         kernel = drawn.kernel
     if "circulant" in wanted:
         kernel = kernel or toeplitz.figure_kernel(
-            preset, _whole(chosen, "n", 64), _number(chosen, "decay", 0.9),
-            chosen["causal"], frame.seed(), _whole(chosen, "channel", 0), "")
+            preset, read(chosen, TOEPLITZ_N), read(chosen, TOEPLITZ_DECAY),
+            chosen["causal"], frame.seed(), read(chosen, TOEPLITZ_CHANNEL), "")
         circulant.show(kernel.coeffs, float(np.abs(kernel.coeffs).max()) or 1.0)
 
 
 def _frequency(settings: Mapping, locked: tuple[str, ...], wanted: tuple[str, ...],
                key: str) -> None:
     """Frequency's FD kernel figure and its decay."""
-    n, depth = _whole(settings, "n", 512), _whole(settings, "depth", 1)
-    chosen = {"activation": settings.get("activation", fd_kernel.ACTIVATIONS[0]),
-              "width": _whole(settings, "width", fd_kernel.WIDTH.default),
-              "smooth": _switch(settings, "smooth", False),
-              "causal": _switch(settings, "causal", True)}
+    n, depth = read(settings, fields.FREQUENCY_LENGTH), read(settings, fields.DEPTH)
+    chosen = {"activation": activation(settings),
+              "width": read(settings, fd_kernel.WIDTH),
+              "smooth": switch(settings, "smooth", False),
+              "causal": switch(settings, "causal", True)}
     if "fd_kernel" in wanted:
         setting = fd_kernel.mount(n, depth, f"{key}:fd_kernel", link=False,
                                   settings=chosen, locked=locked)
@@ -149,28 +141,27 @@ def _decomposition(settings: Mapping, locked: tuple[str, ...], wanted: tuple[str
                    key: str) -> None:
     """Decomposition's band + W A Wᵀ figure, with its error curve under it when wanted; or
     the recurrent fit and the s it needs at three λ, alone."""
-    source = _decomposition_source(settings)
+    source = decomposition_source(settings)
     if not {"decomposition", "factors", "error_curve"} & set(wanted):
         _recurrent(source, settings, locked, wanted, key)
         return
     drawn = decomposition.mount(
-        source, _whole(settings, "n", 512), _switch(settings, "causal", False),
-        settings.get("method", "sample"), f"{key}:decomposition", link=False,
-        settings=_sliders(settings, decomposition.STATE), locked=locked,
+        source, read(settings, fields.LENGTH), read(settings, fields.CAUSAL),
+        read(settings, fields.METHOD), f"{key}:decomposition", link=False,
+        settings=slider_values(settings, decomposition.STATE), locked=locked,
         factors="factors" in wanted, compact="error_curve" in wanted)
     if drawn is not None and "error_curve" in wanted:  # under it, on the same screen
-        decomposition.show_curve(drawn, _switch(settings, "causal", False),
+        decomposition.show_curve(drawn, read(settings, fields.CAUSAL),
                                  f"{key}:error_curve", height=CURVE_HEIGHT)
 
 
 def _recurrent(source: decomposition.KernelSource, settings: Mapping, locked: tuple[str, ...],
                wanted: tuple[str, ...], key: str) -> None:
-    n, causal = _whole(settings, "n", 512), _switch(settings, "causal", False)
+    n, causal = read(settings, fields.LENGTH), read(settings, fields.CAUSAL)
     if "recurrent_fit" in wanted:
-        coeffs, _ = source.kernel(n, _number(settings, "decay", decomposition.DEFAULT_DECAY),
-                                  causal)
-        recurrent_fit.show(coeffs, _whole(settings, "band", 9), causal, f"{key}:recurrent_fit",
-                           link=False, settings=_sliders(settings, ("modes",)), locked=locked)
+        coeffs, _ = source.kernel(n, read(settings, DECAY), causal)
+        recurrent_fit.show(coeffs, read(settings, BAND), causal, f"{key}:recurrent_fit",
+                           link=False, settings=slider_values(settings, ("modes",)), locked=locked)
     if "modes_against_decay" in wanted:
         recurrent_fit.decay_table(source, n, causal)
 
@@ -178,23 +169,16 @@ def _recurrent(source: decomposition.KernelSource, settings: Mapping, locked: tu
 def _inspect(settings: Mapping, wanted: tuple[str, ...], key: str) -> None:
     """Inspect's figures of the view's checkpoint: one learned channel, the band ablation,
     the atlas's medians, TNN's Table 10."""
-    checkpoint = _checkpoint(settings)
+    checkpoint = checkpoint_key(settings)
     if "channel" in wanted:
-        toeplitz.mount_learned(checkpoint, _whole(settings, "layer", 0),
-                               _whole(settings, "channel", 0), f"{key}:channel")
+        toeplitz.mount_learned(checkpoint, read(settings, fields.DRILL_LAYER),
+                               read(settings, fields.DRILL_CHANNEL), f"{key}:channel")
     if "ablation" in wanted:
         _ablation(checkpoint)
     if "atlas" in wanted:
         _atlas_medians(checkpoint)
     if "table10" in wanted:
         _table10()
-
-
-def _checkpoint(settings: Mapping) -> str:
-    """The view's checkpoint (by its label, as a link holds it), else the first offered."""
-    choices = checkpoints.checkpoint_choices()
-    return _key_of(choices, settings.get("checkpoint", next(iter(choices.values()))),
-                   "checkpoint")
 
 
 def _atlas_medians(checkpoint: str) -> None:
@@ -292,32 +276,18 @@ def _conversion(checkpoint: str, band: int, rank: int, method: str) -> None:
                    f"Each layer's relative error ‖T − T̂‖_F / ‖T‖_F: {misses}.")
 
 
-def _decomposition_source(settings: Mapping) -> decomposition.KernelSource:
-    name = _key_of(kernels.SOURCE_LABELS, settings.get("source", kernels.SOURCE_LABELS[
-        "spike_smooth"]), "source")
-    if name == "checkpoint":
-        choices = checkpoints.checkpoint_choices()
-        label = settings.get("checkpoint", next(iter(choices.values())))
-        return decomposition.KernelSource(
-            "checkpoint", _whole(settings, "channel", 0),
-            checkpoint=_key_of(choices, label, "checkpoint"), layer=_whole(settings, "layer", 0))
-    return decomposition.KernelSource(name, _whole(settings, "channel", 0),
-                                      text=settings.get("coefficients", ""))
-
-
 def _compare(settings: Mapping, locked: tuple[str, ...], key: str) -> None:
     """The two settings side by side, their residuals on one colour scale (the page's
     strip B − A does not fit a step's screen)."""
-    source = _key_of(kernels.SOURCE_LABELS, settings.get("source", kernels.SOURCE_LABELS[
-        "spike_smooth"]), "source")
-    n, causal = _whole(settings, "n", 256), _switch(settings, "causal", False)
+    source = compare_source(settings)
+    n, causal = read(settings, fields.SHARED_LENGTH), read(settings, fields.SHARED_CAUSAL)
     for side, column in zip(SIDES, st.columns(2, border=True), strict=True):
         with column:
-            method = settings.get(f"{side}_method", "sample")
+            method = read(settings, fields.side_method(side))
             st.markdown(f"**Setting {side.upper()}** · {METHODS.get(method, method)}")
             names = tuple(f"{side}_{name}" for name in ("rank", "band", "decay"))
             difference.mount_side(side, source, n, causal, method, f"{key}:{side}", link=False,
-                               settings=_sliders(settings, names), locked=locked,
+                               settings=slider_values(settings, names), locked=locked,
                                compact=True)
 
 
@@ -327,22 +297,16 @@ def sketch_curve(view: View, name: str, seed: int) -> lesson_sketch.Curve:
     ``lesson_sketch.SKETCHES``), at the view's settings."""
     settings = dict(view.params)
     if name == "fit_error_against_r" and view.path == "decomposition":
-        causal = _switch(settings, "causal", False)
-        coeffs, _ = _decomposition_source(settings).kernel(
-            _whole(settings, "n", 512), _number(settings, "decay", decomposition.DEFAULT_DECAY),
-            causal)
-        return lesson_sketch.fit_error_against_r(coeffs, _whole(settings, "band", 9), causal)
+        causal = read(settings, fields.CAUSAL)
+        coeffs, _ = decomposition_source(settings).kernel(
+            read(settings, fields.LENGTH), read(settings, DECAY), causal)
+        return lesson_sketch.fit_error_against_r(coeffs, read(settings, BAND), causal)
     if name == "dense_cost_against_n":
         return lesson_sketch.dense_cost_against_n()
     if name == "decay_envelope" and view.path == "basics":
-        return lesson_sketch.decay_envelope(_number(settings, "decay", 0.9))
+        return lesson_sketch.decay_envelope(read(settings, TOEPLITZ_DECAY))
     if name == "fd_kernel_decay" and view.path == "frequency":
-        return lesson_sketch.fd_kernel_decay(
-            settings.get("activation", fd_kernel.ACTIVATIONS[0]),
-            _whole(settings, "width", fd_kernel.WIDTH.default), _whole(settings, "depth", 1),
-            _whole(settings, "n", 512), seed,
-            "cosine" if _switch(settings, "smooth", False) else "omega",
-            _switch(settings, "causal", True))
+        return lesson_sketch.fd_kernel_decay(activation(settings), *fd_kernel_args(settings, seed))
     raise ValueError(f"the sketch {name!r} needs a view of another page than {view.path!r}")
 
 
@@ -352,48 +316,38 @@ def computed_answer(view: View, name: str, choices: tuple[str, ...], seed: int) 
     ``lesson_answers.COMPUTED``) of a step with ``view``, at the view's settings."""
     settings = dict(view.params)
     if name == "never_to_roundoff" and view.path == "frequency":
-        return lesson_answers.never_to_roundoff(
-            choices, _whole(settings, "width", fd_kernel.WIDTH.default),
-            _whole(settings, "depth", 1), _whole(settings, "n", 512), seed,
-            "cosine" if _switch(settings, "smooth", False) else "omega",
-            _switch(settings, "causal", True))
+        return lesson_answers.never_to_roundoff(choices, *fd_kernel_args(settings, seed))
     if name == "smaller_frobenius" and view.path == "compare":
-        source = _key_of(kernels.SOURCE_LABELS, settings.get("source", kernels.SOURCE_LABELS[
-            "spike_smooth"]), "source")
-        n, causal = _whole(settings, "n", 256), _switch(settings, "causal", False)
-        sides = [(_whole(settings, f"{side}_band", 9), _whole(settings, f"{side}_rank", 32),
-                  settings.get(f"{side}_method", "sample")) for side in SIDES]
-        decay = {_number(settings, f"{side}_decay", decomposition.DEFAULT_DECAY) for side in SIDES}
+        source = compare_source(settings)
+        n, causal = read(settings, fields.SHARED_LENGTH), read(settings, fields.SHARED_CAUSAL)
+        sides = [(read(settings, SIDE_SLIDERS[f"{side}_band"]),
+                  read(settings, SIDE_SLIDERS[f"{side}_rank"]),
+                  read(settings, fields.side_method(side))) for side in SIDES]
+        decay = {read(settings, SIDE_SLIDERS[f"{side}_decay"]) for side in SIDES}
         if len(decay) != 1:
             raise ValueError("the two settings' kernels differ (their λ): compare methods "
                              "on one kernel")
         coeffs = kernels.preset_kernel(source, n, decay.pop(), causal, seed, 0)
         return lesson_answers.smaller_frobenius(choices, coeffs, sides, causal)
     if name == "fft_against_dense" and view.path == "basics":
-        preset = _key_of(toeplitz.LABELS, settings.get("preset", toeplitz.LABELS[
-            "exponential"]), "kernel")
-        kernel = toeplitz.figure_kernel(preset, _whole(settings, "n", 64),
-                                        _number(settings, "decay", 0.9),
-                                        _switch(settings, "causal", False), seed,
-                                        _whole(settings, "channel", 0), "")
+        preset = label_key(settings, fields.PRESET.name, toeplitz.LABELS)
+        kernel = toeplitz.figure_kernel(preset, read(settings, TOEPLITZ_N),
+                                        read(settings, TOEPLITZ_DECAY),
+                                        switch(settings, "causal", False), seed,
+                                        read(settings, TOEPLITZ_CHANNEL), "")
         return lesson_answers.fft_against_dense(choices, kernel.coeffs, seed)
     if name == "negative_lags" and view.path == "frequency":
-        kernel = fd_response(settings.get("activation", fd_kernel.ACTIVATIONS[0]),
-                             _whole(settings, "width", fd_kernel.WIDTH.default),
-                             _whole(settings, "depth", 1), _whole(settings, "n", 512), seed,
-                             "cosine" if _switch(settings, "smooth", False) else "omega",
-                             _switch(settings, "causal", True)).kernel
+        kernel = fd_response(activation(settings), *fd_kernel_args(settings, seed)).kernel
         return lesson_answers.negative_lags(choices, kernel)
     if name == "band_only" and view.path == "inspect":  # the step's panel's measurement
         return lesson_answers.band_only(
-            choices, checkpoint_views.band_ablation(_checkpoint(settings), ABLATION_BAND))
+            choices, checkpoint_views.band_ablation(checkpoint_key(settings), ABLATION_BAND))
     if name == "modes_against_decay" and view.path == "decomposition":
-        source = _decomposition_source(settings)
+        source = decomposition_source(settings)
         return lesson_answers.modes_against_decay(choices, recurrent_fit.decay_kernels(
-            source, _whole(settings, "n", 512), _switch(settings, "causal", False)))
+            source, read(settings, fields.LENGTH), read(settings, fields.CAUSAL)))
     if name == "conversion_loss" and view.path == "compress":
         return lesson_answers.conversion_loss(choices, _conversion_result(
-            _checkpoint(settings), _whole(settings, "band", 9), _whole(settings, "rank", 16),
-            settings.get("method", "fit")))
+            checkpoint_key(settings), *conversion_setting(settings)))
     raise ValueError(f"the computed answer {name!r} needs a view of another page than "
                      f"{view.path!r}")
