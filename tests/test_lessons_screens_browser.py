@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAPTOP = (1280, 720)
 PHONE = (390, 844)
 SLIDER_PX = 280  # a phone's slider: at least this wide
+MAIN_SCROLL = "() => document.querySelector(\"[data-testid='stMain']\").scrollTop"
 # [document's scroll width, the main area's scroll width] and [name, width] of every visible
 # slider, inside the figures' shadow roots too
 WIDTHS = """() => [document.scrollingElement.scrollWidth,
@@ -211,3 +212,71 @@ def test_the_reader_scrolling_away_ends_the_keeping(chromium):
     seen = after_reveal(chromium, [
         "document.querySelector('[data-testid=\"stMain\"]').scrollTop = 0", GROW.format(540)])
     assert seen[1][1] == 0 and seen[2][1] == 0, seen
+
+
+def test_next_on_a_phone_opens_the_new_step_at_its_top(phone_page, server):  # noqa: F811
+    """Scrolled down to 5.2's figures after its Reveal, Next: 5.3 opens at its top with its
+    heading on the screen, and stays there while its figures load below. Before page.js
+    scrolled a new step to its top, 5.3 opened 1,350 px down, its heading and its sketch
+    far above the screen."""
+    lesson = next(lesson for lesson in LESSONS if lesson.slug == "5-reading-a-trained-model")
+    step = lesson.steps[1]
+    open_step(phone_page, server, lesson, 2, False)
+    figures_drawn(phone_page, expected_figures(step, revealed=False))
+    problems = []
+    check_question(phone_page, step, 2, problems, PHONE[1])
+    assert not problems, problems
+    figures_drawn(phone_page, expected_figures(step))
+    phone_page.locator(".st-key-step-figures").scroll_into_view_if_needed()
+    assert phone_page.evaluate(MAIN_SCROLL) > 0  # the reader is down at the figures
+    next_step(phone_page, 3, lesson.steps[2])
+    wait_idle(phone_page)
+    heading = phone_page.locator("[data-testid='stMain'] h2").first
+    assert heading.inner_text().startswith(f"3. {lesson.steps[2].title}")
+    assert phone_page.evaluate(MAIN_SCROLL) == 0
+    box = heading.bounding_box()
+    assert 0 <= box["y"] and box["y"] + box["height"] <= PHONE[1], box
+
+
+STEPS_PAGE = """<!doctype html><html><body style="margin: 0">
+<div data-testid="stApp" data-test-script-state="notRunning">
+<div data-testid="stMain" style="height: 400px; overflow: auto">
+  <h2>2. The band ablation</h2><div id="body" style="height: 2000px"></div>
+  <div class="st-key-next"><button>Next</button></div>
+</div></div></body></html>"""
+# Scrolled down, then each of ``changes`` (JavaScript run in the page) and three frames
+# after it: the main area's scroll.
+SCROLL_AFTER = """async (changes) => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const frames = (k) => new Promise((done) => {
+    const next = (i) => (i ? requestAnimationFrame(() => next(i - 1)) : done()); next(k); });
+  await frames(3);
+  main.scrollTop = 900;
+  const seen = [];
+  for (const change of changes) { new Function(change)(); await frames(3);
+                                  seen.push(main.scrollTop); }
+  return seen;
+}"""
+HEADING = "document.querySelector('h2').innerText = '{}'"
+
+
+def test_only_a_new_steps_heading_scrolls_to_the_top(chromium):
+    """In the page's script alone: a change within a step (its Reveal, a figure) leaves the
+    reader where they are; a new heading (Next, Back, another lesson) opens at the top. On
+    another page (no Next of the lessons), which the script outlives, headings move nothing."""
+    page = chromium.new_page(viewport={"width": 390, "height": 400})
+    try:
+        page.set_content(STEPS_PAGE)
+        page.add_script_tag(content=PAGE_SCRIPT)
+        seen = page.evaluate(SCROLL_AFTER, [
+            "document.getElementById('body').append('the verdict')",
+            HEADING.format("2. The band ablation"),
+            HEADING.format("3. One channel up close"),
+            "document.querySelector('[data-testid=\"stMain\"]').scrollTop = 700",
+            HEADING.format("1. The kernel atlas"),
+            "document.querySelector('.st-key-next').remove(); "
+            "document.querySelector('[data-testid=\"stMain\"]').scrollTop = 500",
+            HEADING.format("Another page")])
+    finally:
+        page.close()
+    assert seen == [900, 900, 0, 700, 0, 500, 500], seen

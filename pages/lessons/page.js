@@ -5,7 +5,11 @@
 // screen (the sticky figures stay) and kept there while what is above it settles its height
 // (a sketch gains the lab's line), until 2 s without a resize or the reader's own scroll,
 // key or click; a display formula wider than its column (a phone) is scaled down to fit it
-// instead of scrolling sideways.
+// instead of scrolling sideways. A new step (Next, Back, another lesson) opens at the page's
+// top, as its link does: on a phone, scrolled down to a step's figures, Next kept that
+// offset, and the browser's scroll anchoring then followed the old step's elements as they
+// went, which left the new step's heading and sketch far above the screen (5.2 to 5.3:
+// 1,350 px down, the sketch at -450 px). At offset 0 the browser anchors nothing.
 if (!window.toeplitzLessonKeys) {
   window.toeplitzLessonKeys = true;
   document.addEventListener("keydown", (event) => {
@@ -64,7 +68,19 @@ if (!window.toeplitzLessonKeys) {
       }
     }
   };
-  const settle = () => { queued = false; fitFormulas(); if (revealing) showVerdict(); };
+  let step = null;  // the heading of the step on the screen
+  const toNewStepsTop = () => {  // on the Lessons page (its Next): this script outlives it
+    const heading = document.querySelector(".st-key-next") &&
+      document.querySelector("[data-testid='stMain'] h2")?.innerText;
+    if (!heading || heading === step) return;
+    if (step !== null) {  // not the page's first step, which opens at the top anyway
+      for (const e of [document.scrollingElement,
+        document.querySelector("[data-testid='stMain']")]) if (e) e.scrollTop = 0;
+    }
+    step = heading;
+  };
+  const settle = () => {
+    queued = false; toNewStepsTop(); fitFormulas(); if (revealing) showVerdict(); };
   const later = () => { if (!queued) { queued = true; requestAnimationFrame(settle); } };
   new MutationObserver(later).observe(document.body, {childList: true, subtree: true,
     attributes: true, attributeFilter: ["data-test-script-state"]});
