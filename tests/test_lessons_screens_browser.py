@@ -214,19 +214,26 @@ def test_the_reader_scrolling_away_ends_the_keeping(chromium):
     assert seen[1][1] == 0 and seen[2][1] == 0, seen
 
 
+def reveal_step(page, server: str, lesson, number: int, present: bool):  # noqa: F811
+    """Step ``number`` of ``lesson`` opened from its link, answered and revealed as the walk
+    does (the verdict on the page's screen), every figure drawn: the step."""
+    step = lesson.steps[number - 1]
+    open_step(page, server, lesson, number, present)
+    figures_drawn(page, expected_figures(step, revealed=False))
+    problems = []
+    check_question(page, step, number, problems, page.viewport_size["height"])
+    assert not problems, problems
+    figures_drawn(page, expected_figures(step))
+    return step
+
+
 def test_next_on_a_phone_opens_the_new_step_at_its_top(phone_page, server):  # noqa: F811
     """Scrolled down to 5.2's figures after its Reveal, Next: 5.3 opens at its top with its
     heading on the screen, and stays there while its figures load below. Before page.js
     scrolled a new step to its top, 5.3 opened 1,350 px down, its heading and its sketch
     far above the screen."""
     lesson = next(lesson for lesson in LESSONS if lesson.slug == "5-reading-a-trained-model")
-    step = lesson.steps[1]
-    open_step(phone_page, server, lesson, 2, False)
-    figures_drawn(phone_page, expected_figures(step, revealed=False))
-    problems = []
-    check_question(phone_page, step, 2, problems, PHONE[1])
-    assert not problems, problems
-    figures_drawn(phone_page, expected_figures(step))
+    reveal_step(phone_page, server, lesson, 2, False)
     phone_page.locator(".st-key-step-figures").scroll_into_view_if_needed()
     assert phone_page.evaluate(MAIN_SCROLL) > 0  # the reader is down at the figures
     next_step(phone_page, 3, lesson.steps[2])
@@ -280,3 +287,35 @@ def test_only_a_new_steps_heading_scrolls_to_the_top(chromium):
     finally:
         page.close()
     assert seen == [900, 900, 0, 700, 0, 500, 500], seen
+
+
+# Every legend key on the page, in the figures' shadow roots: [text, colour, dashed].
+LEGEND_KEYS = """() => {
+  const found = [];
+  const walk = (root) => {
+    for (const e of root.querySelectorAll('.key')) if (!e.hidden) found.push([
+      e.textContent.trim(), getComputedStyle(e).color, e.classList.contains('dashed')]);
+    for (const e of root.querySelectorAll('*')) if (e.shadowRoot) walk(e.shadowRoot);
+  };
+  walk(document);
+  return found;
+}"""
+
+
+def test_a_revealed_sketch_draws_the_lab_s_curve_as_the_figure_beside_it(laptop_page,
+                                                                          server):  # noqa: F811
+    """3.5 asks for SKI's error with A fitted against r, beside the error curve that draws A
+    sampled solid and A fitted dashed. Revealed, the sketch draws the lab's curve as that
+    figure draws A fitted (it drew it in A sampled's colour), and the student's own line
+    in a colour of neither."""
+    lesson = next(lesson for lesson in LESSONS if lesson.slug == "3-ski-sparse-plus-low-rank")
+    assert reveal_step(laptop_page, server, lesson, 5, True).question.sketch == (
+        "fit_error_against_r")
+    keys = {text: (colour, dashed) for text, colour, dashed in laptop_page.evaluate(
+        LEGEND_KEYS)}
+    assert keys["SKI's error, A fitted (the lab's)"] == keys["SKI, A fitted (least squares)"]
+    assert keys["SKI's error, A fitted (the lab's)"][1] is True
+    curve_colours = {keys[name][0] for name in ("SKI, A sampled",
+                                                "SKI, A fitted (least squares)",
+                                                "optimum, rank r (SVD)")}
+    assert keys["your sketch"][0] not in curve_colours, keys

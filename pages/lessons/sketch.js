@@ -5,7 +5,8 @@
 //   axes    {x: [lo, hi], y: [lo, hi], logX, logY, xLabel, yLabel}: fixed, so the sketch
 //           and the curve share them
 //   guess   [[x, y], ...] the sketch the server has (the state sent back), or []
-//   truth   null until the answer is revealed; then {x: [...], y: [...], label}
+//   truth   null until the answer is revealed; then {x: [...], y: [...], label, dashed}:
+//           dashed when the figure beside it draws the same curve so (A fitted, LAB_DASHED)
 //   title   what to sketch, in words
 // The drawing area is 200 px high, or --sketch-height where a page sets it (presenter mode:
 // from the screen's height, pages/lessons.py).
@@ -35,12 +36,17 @@ const SKETCH_LAYOUT = `
 <canvas tabindex="0" role="application"
         aria-label="Sketch area: arrow keys move the cursor, Enter places a point, Backspace removes the last"></canvas>
 <div class="legend">
-  <span class="key dashed" style="color: var(--figure-series-2)">your sketch</span>
-  <span class="truth-label key" style="color: var(--figure-series-1)"></span>
+  <span class="key dashed" style="color: var(--figure-series-5)">your sketch</span>
+  <span class="truth-label key"></span>
 </div>`;
 
 const KEY_STEPS = { x: 40, y: 20 };  // cursor steps across the plot's width and height
 const CURSOR_COLOUR = 'series-4';  // a palette name (figure.css)
+// The student's line in a colour no lab curve beside it uses; the lab's curve solid in the
+// first series, or dashed in the second as the error curve draws A fitted.
+const GUESS = { colour: 'series-5', dash: [5, 4] };
+const LAB = { colour: 'series-1' };
+const LAB_DASHED = { colour: 'series-2', dash: [5, 4] };
 
 // The sketch with `point` added: points at the same or a later x than the stroke's
 // previous point, up to this one, are replaced, so a function of x is drawn.
@@ -75,9 +81,9 @@ function drawSketch(root, state) {
   const canvas = root.querySelector('canvas');
   canvas.width = canvas.clientWidth || 480;
   canvas.height = canvas.clientHeight || 200;
-  const series = [{ x: guess.map((p) => p[0]), y: guess.map((p) => p[1]), colour: 'series-2',
-                    dash: [5, 4] }];
-  if (data.truth) series.push({ x: data.truth.x, y: data.truth.y, colour: 'series-1' });
+  const lab = data.truth?.dashed ? LAB_DASHED : LAB;
+  const series = [{ x: guess.map((p) => p[0]), y: guess.map((p) => p[1]), ...GUESS }];
+  if (data.truth) series.push({ x: data.truth.x, y: data.truth.y, ...lab });
   const axes = data.axes;
   state.frame = drawLines(canvas, series, { logX: axes.logX, logY: axes.logY,
     xLabel: axes.xLabel, yLabel: axes.yLabel, bounds: { x: axes.x, y: axes.y } });
@@ -90,8 +96,11 @@ function drawSketch(root, state) {
     cursorText = point.map((v) => Number(v.toPrecision(3))).join(',');
   }
   root.querySelector('.title').textContent = data.title;
-  root.querySelector('.truth-label').textContent = data.truth ? data.truth.label : '';
-  root.querySelector('.truth-label').hidden = !data.truth;
+  const labKey = root.querySelector('.truth-label');
+  labKey.textContent = data.truth ? data.truth.label : '';
+  labKey.hidden = !data.truth;
+  labKey.style.color = `var(--figure-${lab.colour})`;
+  labKey.classList.toggle('dashed', Boolean(lab.dash));
   markDrawn(root, [['points', guess.length], ['truth', data.truth ? 1 : 0],
                    ['cursor', cursorText]]);
 }

@@ -33,7 +33,7 @@ def guess(key: str) -> list[list[float]]:
 def show(curve: Curve, title: str, revealed: bool, points: list[list[float]],
          key: str) -> None:
     """The axes of ``curve`` with the sketch ``points``; the curve itself once revealed."""
-    truth = ({"x": curve.x.tolist(), "label": curve.label,
+    truth = ({"x": curve.x.tolist(), "label": curve.label, "dashed": curve.dashed,
               "y": [y if math.isfinite(y) else None for y in curve.y.tolist()]}
              if revealed else None)
     figures.show("sketch", {

@@ -42,6 +42,9 @@ class Curve:
     log_y: bool
     x_label: str
     y_label: str
+    # drawn as the error curve beside it draws A fitted (dashed, in that series' colour:
+    # pages/figures/error_curve.js), not as the lab's solid line of every other sketch
+    dashed: bool = False
 
 
 def fit_error_against_r(coeffs: np.ndarray, band: int, causal: bool) -> Curve:
@@ -53,7 +56,7 @@ def fit_error_against_r(coeffs: np.ndarray, band: int, causal: bool) -> Curve:
     return Curve(x=ranks, y=curve.fit, label="SKI's error, A fitted (the lab's)",
                  x_range=(float(ranks[0]), float(ranks[-1])), y_range=(1e-4, 1.0),
                  log_x=True, log_y=True, x_label="inducing points r",
-                 y_label="relative Frobenius error")
+                 y_label="relative Frobenius error", dashed=True)
 
 
 def dense_cost_against_n() -> Curve:
