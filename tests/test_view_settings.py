@@ -62,6 +62,19 @@ def test_a_frequency_step_without_settings_is_the_frequency_page_as_it_opens():
         "cosine", False)
 
 
+def test_a_value_a_figure_keeps_in_the_link_is_read_against_the_figure_s_default():
+    from pages.figures import fd_kernel, toeplitz
+
+    assert view_settings.kept({}, "causal", fd_kernel.KEPT) is fd_kernel.KEPT["causal"] is True
+    assert view_settings.kept({}, "causal", toeplitz.KEPT) is toeplitz.KEPT["causal"] is False
+    assert view_settings.kept({"causal": "false"}, "causal", fd_kernel.KEPT) is False
+    assert view_settings.kept({}, "activation", fd_kernel.KEPT) == fd_kernel.ACTIVATIONS[0]
+    assert view_settings.kept({"activation": "relu"}, "activation", fd_kernel.KEPT) == "relu"
+    *_, fd_input, causal = view_settings.fd_kernel_args({}, seed=0)
+    assert (fd_input == "cosine") is fd_kernel.KEPT["smooth"] and causal is fd_kernel.KEPT[
+        "causal"]
+
+
 def test_sources_are_read_by_their_labels():
     from pages._ui import kernels
 

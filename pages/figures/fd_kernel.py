@@ -16,12 +16,15 @@ from pages._ui import controls, frame
 from pages._ui.memo import memo
 from tnn_core.lab import frequency as lab
 
-__all__ = ["ACTIVATIONS", "WIDTH", "STATE", "Setting", "mount", "settled_view", "show_decay"]
+__all__ = ["ACTIVATIONS", "WIDTH", "KEPT", "STATE", "Setting", "mount", "settled_view",
+           "show_decay"]
 
 ACTIVATIONS = tuple(lab.THEOREMS)  # gelu, silu, relu: the first is the default
 WIDTH = lab.WIDTH  # declared once: lab.common.figure_controls
 CONTROLS = (WIDTH,)  # its slider, in the URL under its name
 STATE = ("activation", "width", "smooth", "causal")  # the figure's own controls, lockable
+# the controls it keeps in the link with no slider of their own (CONTROLS), as it opens
+KEPT = {"activation": ACTIVATIONS[0], "smooth": False, "causal": True}
 
 
 @memo(max_entries=16)
@@ -84,12 +87,12 @@ def mount(n: int, depth: int, key: str, link: bool = True, settings: Mapping | N
     settings = settings or {}
     activation = figures.value(key, "activation", "selectbox",
                                {"options": ACTIVATIONS, "format_func": str, "index": 0},
-                               settings.get("activation", ACTIVATIONS[0]),
+                               settings.get("activation", KEPT["activation"]),
                                lambda v: v in ACTIVATIONS, str, link)
-    smooth = figures.value(key, "smooth", "toggle", {}, settings.get("smooth", False), is_bool,
-                           lambda text: text.lower() == "true", link)
-    causal = figures.value(key, "causal", "toggle", {}, settings.get("causal", True), is_bool,
-                           lambda text: text.lower() == "true", link)
+    smooth = figures.value(key, "smooth", "toggle", {}, settings.get("smooth", KEPT["smooth"]),
+                           is_bool, lambda text: text.lower() == "true", link)
+    causal = figures.value(key, "causal", "toggle", {}, settings.get("causal", KEPT["causal"]),
+                           is_bool, lambda text: text.lower() == "true", link)
     if link:
         refuse_unoffered_width()
     seed = frame.seed()

@@ -14,7 +14,7 @@ from pages._ui.memo import memo
 from tnn_core.lab import basics as lab
 from tnn_core.lab.common.checkpoint_summary import summary
 
-__all__ = ["LABELS", "CONTROLS", "STATE", "Mounted", "mount", "mount_learned"]
+__all__ = ["LABELS", "CONTROLS", "KEPT", "STATE", "Mounted", "mount", "mount_learned"]
 
 LABELS = {  # preset key -> the Kernel box's label (what a link holds)
     "exponential": "Exponential decay λ^|k|",
@@ -29,6 +29,7 @@ CONTROLS = lab.TOEPLITZ  # its sliders, declared once: lab.common.figure_control
 TYPED_HELP = ("An odd number 2n − 1 of numbers, comma or space separated: the middle one is "
               f"t_0. At most {2 * lab.MAX_TYPED_LENGTH - 1} numbers (n ≤ {lab.MAX_TYPED_LENGTH}).")
 STATE = ("n", "decay", "channel", "causal", "cell_i", "cell_j", "coefficients")  # lockable
+KEPT = {"causal": False}  # kept in the link with no slider of its own (CONTROLS), as it opens
 
 
 @memo(max_entries=64)
@@ -57,8 +58,8 @@ def mount(preset: str, key: str, link: bool = True, settings: Mapping | None = N
     settings = settings or {}
     controls = tuple(replace(c, default=settings.get(c.name, c.default)) for c in CONTROLS)
     n, decay, channel = figures.values(controls, key, link).values()
-    causal = figures.value(key, "causal", "toggle", {}, settings.get("causal", False), is_bool,
-                           lambda text: text.lower() == "true", link)
+    causal = figures.value(key, "causal", "toggle", {}, settings.get("causal", KEPT["causal"]),
+                           is_bool, lambda text: text.lower() == "true", link)
     text = ""
     if preset == lab.TYPED:
         text = figures.value(key, "coefficients", "text_input", {"max_chars": lab.MAX_TYPED_CHARS},

@@ -28,16 +28,15 @@ from pages._ui.memo import memo
 from pages._ui.session_keys import revealed as revealed_key
 from pages.figures import decomposition, difference, fd_kernel, recurrent_fit, toeplitz
 from pages.lessons.view_settings import (
-    activation,
     checkpoint_key,
     compare_source,
     conversion_setting,
     decomposition_source,
     fd_kernel_args,
+    kept,
     label_key,
     read,
     slider_values,
-    switch,
 )
 from tnn_core.lab import lesson as lesson_lab
 from tnn_core.lab.lesson import (
@@ -102,7 +101,7 @@ def _basics(settings: Mapping, locked: tuple[str, ...], wanted: tuple[str, ...],
     """Basics' Toeplitz figure and its circulant embedding."""
     preset = label_key(settings, fields.PRESET.name, toeplitz.LABELS)
     chosen = {**slider_values(settings, ("n", "decay", "channel")),
-              "causal": switch(settings, "causal", False)}
+              "causal": kept(settings, "causal", toeplitz.KEPT)}
     kernel = None
     if "toeplitz" in wanted:
         drawn = toeplitz.mount(preset, f"{key}:toeplitz", link=False, settings=chosen,
@@ -122,10 +121,10 @@ def _frequency(settings: Mapping, locked: tuple[str, ...], wanted: tuple[str, ..
                key: str) -> None:
     """Frequency's FD kernel figure and its decay."""
     n, depth = read(settings, fields.FREQUENCY_LENGTH), read(settings, fields.DEPTH)
-    chosen = {"activation": activation(settings),
+    chosen = {"activation": kept(settings, "activation", fd_kernel.KEPT),
               "width": read(settings, fd_kernel.WIDTH),
-              "smooth": switch(settings, "smooth", False),
-              "causal": switch(settings, "causal", True)}
+              "smooth": kept(settings, "smooth", fd_kernel.KEPT),
+              "causal": kept(settings, "causal", fd_kernel.KEPT)}
     if "fd_kernel" in wanted:
         setting = fd_kernel.mount(n, depth, f"{key}:fd_kernel", link=False,
                                   settings=chosen, locked=locked)
@@ -306,7 +305,8 @@ def sketch_curve(view: View, name: str, seed: int) -> lesson_sketch.Curve:
     if name == "decay_envelope" and view.path == "basics":
         return lesson_sketch.decay_envelope(read(settings, TOEPLITZ_DECAY))
     if name == "fd_kernel_decay" and view.path == "frequency":
-        return lesson_sketch.fd_kernel_decay(activation(settings), *fd_kernel_args(settings, seed))
+        return lesson_sketch.fd_kernel_decay(kept(settings, "activation", fd_kernel.KEPT),
+                                             *fd_kernel_args(settings, seed))
     raise ValueError(f"the sketch {name!r} needs a view of another page than {view.path!r}")
 
 
@@ -333,11 +333,12 @@ def computed_answer(view: View, name: str, choices: tuple[str, ...], seed: int) 
         preset = label_key(settings, fields.PRESET.name, toeplitz.LABELS)
         kernel = toeplitz.figure_kernel(preset, read(settings, TOEPLITZ_N),
                                         read(settings, TOEPLITZ_DECAY),
-                                        switch(settings, "causal", False), seed,
+                                        kept(settings, "causal", toeplitz.KEPT), seed,
                                         read(settings, TOEPLITZ_CHANNEL), "")
         return lesson_answers.fft_against_dense(choices, kernel.coeffs, seed)
     if name == "negative_lags" and view.path == "frequency":
-        kernel = fd_response(activation(settings), *fd_kernel_args(settings, seed)).kernel
+        kernel = fd_response(kept(settings, "activation", fd_kernel.KEPT),
+                             *fd_kernel_args(settings, seed)).kernel
         return lesson_answers.negative_lags(choices, kernel)
     if name == "band_only" and view.path == "inspect":  # the step's panel's measurement
         return lesson_answers.band_only(

@@ -1,7 +1,8 @@
 """A lesson step's view settings as its page's link spells them, read against the page's
 declared controls (``page_controls``' fields, ``figure_controls``' sliders): a setting the
 view leaves out is the control's declared default, as the page opens without it. Select
-boxes are spelled by their labels, switches as true/false.
+boxes are spelled by their labels, switches as true/false. A value a figure keeps in the link
+with no slider (Frequency's causal) is read against that figure's ``KEPT``.
 
 The lessons' view parser (``lesson.VIEW_PAGES``) checks a view's names against the same
 declarations (``url_controls.URL_CONTROLS``).
@@ -16,9 +17,8 @@ from pages._ui import checkpoints, kernels
 from pages._ui.controls import fields
 from pages.figures import decomposition, fd_kernel
 
-__all__ = ["read", "switch", "label_key", "key_of", "slider_values", "checkpoint_key",
-           "decomposition_source", "compare_source", "activation", "fd_kernel_args",
-           "conversion_setting"]
+__all__ = ["read", "kept", "label_key", "key_of", "slider_values", "checkpoint_key",
+           "decomposition_source", "compare_source", "fd_kernel_args", "conversion_setting"]
 
 
 def read(settings: Mapping, declared: fields.Field | figures.Control):
@@ -37,10 +37,13 @@ def read(settings: Mapping, declared: fields.Field | figures.Control):
     return value if isinstance(default, str) else type(default)(float(value))
 
 
-def switch(settings: Mapping, name: str, default: bool) -> bool:
-    """A switch a figure keeps in the link with no widget of its own (Basics' and
-    Frequency's causal, Frequency's smooth)."""
-    return str(settings.get(name, str(default))).lower() == "true"
+def kept(settings: Mapping, name: str, defaults: Mapping):
+    """A value a figure keeps in the link with no slider of its own (its ``KEPT``: Basics'
+    causal, Frequency's activation, smooth and causal), else the figure's default; a
+    switch as true/false."""
+    default = defaults[name]
+    value = settings.get(name, default)
+    return str(value).lower() == "true" if isinstance(default, bool) else value
 
 
 def label_key(settings: Mapping, name: str, labels: Mapping[str, str]) -> str:
@@ -88,18 +91,13 @@ def compare_source(settings: Mapping) -> str:
         kernels.SOURCE_LABELS, label, fields.SHARED_SOURCE.name)
 
 
-def activation(settings: Mapping) -> str:
-    """Frequency's activation, which its figure keeps in the link (the first unset)."""
-    return settings.get("activation", fd_kernel.ACTIVATIONS[0])
-
-
 def fd_kernel_args(settings: Mapping, seed: int) -> tuple:
     """Frequency's FD kernel at the view's settings but its activation: (width, depth, n,
     seed, the MLP's input, causal), as ``lesson.fd_response`` and the answers take them."""
     return (read(settings, fd_kernel.WIDTH), read(settings, fields.DEPTH),
             read(settings, fields.FREQUENCY_LENGTH), seed,
-            "cosine" if switch(settings, "smooth", False) else "omega",
-            switch(settings, "causal", True))
+            "cosine" if kept(settings, "smooth", fd_kernel.KEPT) else "omega",
+            kept(settings, "causal", fd_kernel.KEPT))
 
 
 def conversion_setting(settings: Mapping) -> tuple[int, int, str]:
