@@ -31,19 +31,22 @@ def read(settings: Mapping, declared: fields.Field | figures.Control):
             raise ValueError(f"the control {declared.name!r} declares neither a default nor "
                              "a low end: read its value with its options")
         default = declared.low
-    value = settings.get(declared.name, default)
-    if isinstance(default, bool):
-        return str(value).lower() == "true"
-    return value if isinstance(default, str) else type(default)(float(value))
+    return _typed_as(settings.get(declared.name, default), default)
 
 
 def kept(settings: Mapping, name: str, defaults: Mapping):
     """A value a figure keeps in the link with no slider of its own (its ``KEPT``: Basics'
     causal, Frequency's activation, smooth and causal), else the figure's default; a
     switch as true/false."""
-    default = defaults[name]
-    value = settings.get(name, default)
-    return str(value).lower() == "true" if isinstance(default, bool) else value
+    return _typed_as(settings.get(name, defaults[name]), defaults[name])
+
+
+def _typed_as(value, default):
+    """``value`` as a link spells it, typed as ``default`` is: a switch from true/false, a
+    number from its text (a whole number even when written 300.0), an option as it is."""
+    if isinstance(default, bool):
+        return str(value).lower() == "true"
+    return value if isinstance(default, str) else type(default)(float(value))
 
 
 def label_key(settings: Mapping, name: str, labels: Mapping[str, str]) -> str:
